@@ -1,0 +1,34 @@
+# Helpers that give every module and test the same flags, precompiled header and layout.
+
+# One precompiled header for LibTorch, compiled once and reused by every target.
+add_library(chexscale_pch OBJECT ${CMAKE_SOURCE_DIR}/src/common/pch.cpp)
+# Same compile definitions as every module (fmt/spdlog add -D flags), so the PCH stays valid.
+target_link_libraries(chexscale_pch PUBLIC chexscale_torch CLI11::CLI11 nlohmann_json::nlohmann_json
+  spdlog::spdlog fmt::fmt yaml-cpp)
+target_precompile_headers(chexscale_pch PRIVATE ${CMAKE_SOURCE_DIR}/src/common/pch.h)
+
+# chexscale_add_module(NAME <module> SOURCES ... DEPS ...): static library chexscale_<module>.
+function(chexscale_add_module)
+  cmake_parse_arguments(M "" "NAME" "SOURCES;DEPS" ${ARGN})
+  set(target chexscale_${M_NAME})
+  add_library(${target} STATIC ${M_SOURCES})
+  target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(${target} PUBLIC chexscale_torch ${M_DEPS})
+  target_precompile_headers(${target} REUSE_FROM chexscale_pch)
+  set_property(GLOBAL APPEND PROPERTY CHEXSCALE_MODULES ${target})
+endfunction()
+
+# chexscale_add_test(NAME <exe> SOURCES ... DEPS ...): a GoogleTest executable, tests discovered at run time.
+function(chexscale_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${T_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_precompile_headers(${T_NAME} REUSE_FROM chexscale_pch)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST
+    PROPERTIES TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "CHEXSCALE_BIN=$<TARGET_FILE:chexscale>;CHEXSCALE_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1")
+endfunction()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package that chexscale, its tests and its benchmarks need.
+# Idempotent: quiet and fast when everything is already present.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache clang clang-format libclang-rt-14-dev pkg-config
+  # LibTorch (CPU) and a fast BLAS for small convolutions
+  libtorch-dev libopenblas0-openmp
+  # libraries
+  libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libspng-dev libpng-dev
+  zlib1g-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps
+  python3-torch python3-torchvision python3-numpy python3-pil
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+# Node.js (for offline Kubernetes schema checks) ships on these machines with its own npm;
+# Debian's npm conflicts with that nodejs, so install the Debian pair only where none exists.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Offline Kubernetes schema validation for rendered manifests (tests only).
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -f "$here/tests/k8s/package.json" ] && [ ! -d "$here/tests/k8s/node_modules" ]; then
+  echo "install-deps: npm install in tests/k8s"
+  (cd "$here/tests/k8s" && npm install --silent --no-audit --no-fund >/dev/null)
+fi

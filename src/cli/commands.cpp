@@ -1,0 +1,12 @@
+// The list of chexscale's subcommands, one registration function per file (cmd_*.cpp).
+#include "cli/command.h"
+
+namespace chexscale::cli {
+
+void add_version_command(CLI::App& app, CommandRegistry& registry);
+
+void register_all_commands(CLI::App& app, CommandRegistry& registry) {
+  add_version_command(app, registry);
+}
+
+}  // namespace chexscale::cli

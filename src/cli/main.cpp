@@ -1,0 +1,93 @@
+// chexscale's entry point: parses argv, applies the config layers, runs one subcommand, and turns
+// every error into one clear line and an exit status (2 for usage errors, 1 for failures).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include <exception>
+#include <string>
+
+#include "cli/command.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+const CLI::App* selected_leaf(const CLI::App& app) {
+  const CLI::App* leaf = &app;
+  while (true) {
+    auto subs = leaf->get_subcommands();
+    if (subs.empty()) return leaf;
+    leaf = subs.front();
+  }
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+int run(int argc, char** argv) {
+  using namespace chexscale;
+  CLI::App app{
+      "chexscale: distributed CheXNet training (DenseNet-121, ResNet-50) on ChestX-ray14,\n"
+      "on bare metal or Kubernetes, measured side by side.\n"
+      "Every option is also an env var CHEXSCALE_<NAME> and a key in a --config YAML file\n"
+      "(precedence: flag > env > file > default).",
+      "chexscale"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "Log level: debug, info, warn, error")
+      ->capture_default_str();
+
+  cli::CommandRegistry registry;
+  cli::register_all_commands(app, registry);
+
+  std::string cmd_name = "chexscale";
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* leaf = selected_leaf(app);
+    const std::string path = leaf == &app ? "" : " " + command_path(*leaf);
+    fmt::print(stderr, "chexscale{}: error: {}\nRun 'chexscale{} --help' for the options.\n", path,
+               e.what(), path);
+    return kExitUsage;
+  }
+
+  auto* leaf = const_cast<CLI::App*>(selected_leaf(app));
+  cmd_name = "chexscale " + command_path(*leaf);
+  const cli::RunFunction* fn = registry.find(leaf);
+  if (fn == nullptr) {
+    fmt::print(stderr, "{}: error: choose a subcommand\n{}", cmd_name, leaf->help());
+    return kExitUsage;
+  }
+  ConfigLayers layers;
+  layers.apply(app, *leaf);
+  log::configure(log_level);
+  return (*fn)(cli::RunContext{*leaf, layers});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const chexscale::UsageError& e) {
+    fmt::print(stderr, "chexscale: error: {}\n", e.what());
+    return kExitUsage;
+  } catch (const chexscale::Error& e) {
+    fmt::print(stderr, "chexscale: error: {}\n", e.what());
+    return kExitFailure;
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "chexscale: error (LibTorch): {}\n", first_line(e.what_without_backtrace()));
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "chexscale: error: {}\n", e.what());
+    return kExitFailure;
+  }
+}

@@ -1,0 +1,1 @@
+// Compilation unit that owns the precompiled header (see src/common/pch.h).

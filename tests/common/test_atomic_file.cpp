@@ -1,0 +1,39 @@
+// Atomic writes leave either the old or the new file, never a partial one or stray temp files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale {
+namespace {
+
+TEST(AtomicFile, WritesReplacesAndLeavesNoTemp) {
+  test_util::TempDir dir;
+  const std::string path = dir.path() + "/sub/out.txt";
+  write_file_atomic(path, "first");
+  EXPECT_EQ(read_file(path), "first");
+  write_file_atomic(path, std::string(100000, 'x'));
+  EXPECT_EQ(read_file(path).size(), 100000u);
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/sub")) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(AtomicFile, ErrorsNameThePath) {
+  try {
+    read_file("/nonexistent/dir/file");
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/file"), std::string::npos);
+  }
+  EXPECT_THROW(write_file_atomic("/proc/chexscale-cannot-write/x", "y"), IoError);
+}
+
+}  // namespace
+}  // namespace chexscale
