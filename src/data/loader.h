@@ -1,0 +1,70 @@
+// The rank-aware, multi-threaded loader: one interface over loose PNGs, packed shards and
+// synthetic tensors. Rank r of N gets its own disjoint slice of each epoch (DistributedSampler
+// semantics), in a deterministic order whatever the number of worker threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/batch.h"
+
+namespace chexscale::data {
+
+struct LoaderOptions {
+  // Where the data is: a ChestX-ray14 folder (Data_Entry_2017.csv, split lists, images/ or
+  // images_*/), or a folder of shards made by `chexscale prepare`. Empty with synthetic = true.
+  std::string source;
+  bool synthetic = false;          // random tensors, no I/O (pure compute benchmarks)
+  int64_t synthetic_size = 1024;   // examples per epoch when synthetic
+  std::string split = "train";     // train | val | test
+  int64_t batch_size = 16;         // per rank
+  int64_t image_size = 256;        // resize before cropping (ignored for shards made at a size)
+  int64_t crop_size = 224;         // network input; random crop when training, centre otherwise
+  bool augment = true;             // random crop + horizontal flip (training)
+  bool shuffle = true;
+  bool drop_last = false;          // drop the last partial batch of the rank's slice
+  int threads = 2;                 // decode/transform worker threads
+  int prefetch_batches = 4;        // bounded queue of ready batches
+  uint64_t seed = 0;
+  int rank = 0;
+  int world_size = 1;
+  bool pin_memory = false;         // when CUDA is present
+  double val_fraction = 0.1;       // patient-wise validation split carved from train_val
+  bool strict = false;             // warnings (bad labels, missing files) become errors
+};
+
+// Counters for the run summary: nothing is dropped silently.
+struct LoaderStats {
+  int64_t batches = 0;
+  int64_t images = 0;
+  int64_t bad_images = 0;             // corrupt/truncated/missing: reported by name and skipped
+  double wait_seconds = 0;            // consumer time blocked in next()
+};
+
+class Loader {
+ public:
+  explicit Loader(const LoaderOptions& options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Starts epoch `epoch` (permutation seeded by (seed, epoch)), skipping the first
+  // `skip_batches` batches of this rank's slice (exact resume mid-epoch).
+  void start_epoch(int64_t epoch, int64_t skip_batches = 0);
+  // The next batch of the current epoch, or nullopt at its end. Time blocked here is counted
+  // in stats().wait_seconds and returned by last_wait_seconds().
+  std::optional<Batch> next();
+  double last_wait_seconds() const;
+
+  int64_t batches_per_epoch() const;  // for this rank; equal on every rank
+  int64_t dataset_size() const;       // examples in the split (before padding)
+  LoaderStats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chexscale::data
