@@ -12,6 +12,10 @@
 
 #include "dist/context.h"
 
+namespace chexscale {
+class TimelineWriter;  // common/timeline.h: optional Chrome-trace of bucket allreduces
+}  // namespace chexscale
+
 namespace chexscale::dist {
 
 struct ReducerOptions {
@@ -20,8 +24,6 @@ struct ReducerOptions {
   bool overlap = true;                // false: one allreduce pass after backward (for comparison)
   std::string compression = "none";   // none | fp16 | bf16
 };
-
-class TimelineWriter;  // optional tracing of bucket allreduces
 
 class GradientReducer {
  public:
