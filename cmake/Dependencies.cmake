@@ -18,8 +18,10 @@ separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(chexscale_torch INTERFACE ${_torch_flags})
 
 # c10d lives in libtorch (CPU) or libtorch_cuda; its Gloo backend is built in on Debian.
-if(TORCH_CUDA_LIBRARIES OR CUDA_FOUND)
+# A CUDA LibTorch (official archive or pip torch's share/cmake/Torch) sets TORCH_CUDA_LIBRARIES.
+if(TORCH_CUDA_LIBRARIES)
   set(CHEXSCALE_WITH_CUDA ON)
+  target_compile_definitions(chexscale_torch INTERFACE CHEXSCALE_WITH_CUDA=1)
 else()
   set(CHEXSCALE_WITH_CUDA OFF)
 endif()
