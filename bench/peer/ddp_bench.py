@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""PyTorch DDP peer of `chexscale bench`: the same training workload in plain PyTorch.
+
+torchvision densenet121 (14 outputs, BCE-with-logits, Adam lr 1e-3) on synthetic tensors,
+N processes started with torch.multiprocessing (no torchrun), Gloo over loopback, DDP with
+25 MiB buckets, BatchNorm statistics kept local (broadcast_buffers=False, as chexscale), a fixed
+number of intra-op threads per process. Warm-up steps are excluded. One worker runs the bare
+model without a process group, as chexscale does for a 1-rank job.
+
+Prints one line "images/s: X" (total over workers) and, with --json, writes the numbers in the
+field names of chexscale's bench.json (docs/bench-format.md) so the two can be compared.
+
+Usage: /usr/bin/python3 bench/peer/ddp_bench.py --workers 2 --steps 20 --warmup-steps 3
+"""
+import argparse
+import datetime
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workers", type=int, default=1, help="processes (ranks) on this host")
+    p.add_argument("--arch", default="densenet121", help="torchvision model name")
+    p.add_argument("--image-size", type=int, default=128, help="input side in pixels")
+    p.add_argument("--batch-size", type=int, default=16, help="examples per worker per step")
+    p.add_argument("--steps", type=int, default=20, help="measured steps")
+    p.add_argument("--warmup-steps", type=int, default=3, help="steps excluded from timing")
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
+    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    p.add_argument("--label", default="pytorch-ddp", help="label written to the JSON")
+    p.add_argument("--json", default="", help="write the result here (bench.json fields)")
+    return p.parse_args(argv)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(sorted_values, q):
+    """Linear interpolation between order statistics (as chexscale's step statistics)."""
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def worker(rank, args, port, queue):
+    import torch
+    import torch.distributed as dist
+    import torchvision
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    world = args.workers
+    model = getattr(torchvision.models, args.arch)(num_classes=14)
+    if world > 1:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                                rank=rank, world_size=world)
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, bucket_cap_mb=args.bucket_mb, broadcast_buffers=False)
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    gen = torch.Generator().manual_seed(rank)
+    batches = [(torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=gen),
+                (torch.rand(args.batch_size, 14, generator=gen) < 0.2).float())
+               for _ in range(4)]
+
+    def step(i):
+        images, labels = batches[i % len(batches)]
+        loss = loss_fn(model(images), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    for i in range(args.warmup_steps):
+        step(i)
+    if world > 1:
+        dist.barrier()
+    step_times = []
+    start = time.perf_counter()
+    for i in range(args.steps):
+        t = time.perf_counter()
+        step(i)
+        step_times.append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - start
+    if world > 1:
+        gathered = [None] * world
+        dist.all_gather_object(gathered, (elapsed, step_times))
+        dist.destroy_process_group()
+    else:
+        gathered = [(elapsed, step_times)]
+    if rank == 0:
+        queue.put((gathered, torch.__version__))
+
+
+def summarise(args, gathered, torch_version):
+    world = args.workers
+    elapsed = max(e for e, _ in gathered)
+    per_step = sorted(max(ts[i] for _, ts in gathered) for i in range(args.steps))
+    total = world * args.batch_size * args.steps / elapsed
+    return {
+        "schema": "chexscale.bench/1", "label": args.label, "arch": args.arch,
+        "image_size": args.image_size, "batch_per_worker": args.batch_size,
+        "world_size": world, "nnodes": 1, "backend": "gloo" if world > 1 else "none",
+        "overlap": True, "compression": "none", "bucket_mb": args.bucket_mb,
+        "data": "synthetic", "threads_per_worker": args.threads,
+        "warmup_steps": args.warmup_steps, "steps": args.steps, "elapsed_s": elapsed,
+        "images_per_sec": total, "images_per_sec_per_worker": total / world,
+        "step_time_s": {"median": percentile(per_step, 0.5), "p10": percentile(per_step, 0.1),
+                        "p90": percentile(per_step, 0.9), "mean": statistics.fmean(per_step)},
+        "per_rank": [{"rank": r, "images_per_sec": args.batch_size * args.steps / e}
+                     for r, (e, _) in enumerate(gathered)],
+        "torch_version": torch_version, "hostname": socket.gethostname(),
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.workers < 1 or args.steps < 1 or args.warmup_steps < 0 or args.threads < 1:
+        sys.exit("ddp_bench: --workers, --steps and --threads must be >= 1, --warmup-steps >= 0")
+    # Child processes read these at import time: one OpenMP pool of --threads per worker.
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    os.environ["MKL_NUM_THREADS"] = str(args.threads)
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    mp.start_processes(worker, args=(args, free_port(), queue), nprocs=args.workers,
+                       join=True, start_method="spawn")
+    gathered, torch_version = queue.get()
+    result = summarise(args, gathered, torch_version)
+    print(f"workers: {args.workers}  step time median: {result['step_time_s']['median']:.3f} s  "
+          f"images/s per worker: {result['images_per_sec_per_worker']:.2f}")
+    print(f"images/s: {result['images_per_sec']:.2f}")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
