@@ -1,0 +1,63 @@
+// Architecture name -> builder (see registry.h).
+#include "models/registry.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "common/error.h"
+#include "models/densenet.h"
+#include "models/resnet.h"
+
+namespace chexscale::models {
+namespace {
+
+struct Architecture {
+  const char* name;
+  std::function<Classifier(const ModelOptions&)> make;
+};
+
+const std::vector<Architecture>& table() {
+  static const std::vector<Architecture> archs = {
+      {"densenet121", [](const ModelOptions& o) { return make_densenet(o, densenet121_config()); }},
+      {"densenet169", [](const ModelOptions& o) { return make_densenet(o, densenet169_config()); }},
+      {"densenet201", [](const ModelOptions& o) { return make_densenet(o, densenet201_config()); }},
+      {"resnet18", [](const ModelOptions& o) { return make_resnet(o, resnet18_config()); }},
+      {"resnet34", [](const ModelOptions& o) { return make_resnet(o, resnet34_config()); }},
+      {"resnet50", [](const ModelOptions& o) { return make_resnet(o, resnet50_config()); }},
+      {"resnet101", [](const ModelOptions& o) { return make_resnet(o, resnet101_config()); }},
+  };
+  return archs;
+}
+
+}  // namespace
+
+Classifier make_model(const ModelOptions& options) {
+  if (options.num_classes < 1) {
+    throw UsageError(fmt::format("num-classes must be at least 1, got {}", options.num_classes));
+  }
+  if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
+    throw UsageError(fmt::format("dropout must be in [0, 1), got {}", options.dropout));
+  }
+  for (const auto& arch : table()) {
+    if (options.arch == arch.name) return arch.make(options);
+  }
+  throw UsageError(fmt::format("unknown architecture '{}' (choose one of: {})", options.arch,
+                               fmt::join(architectures(), ", ")));
+}
+
+std::vector<std::string> architectures() {
+  std::vector<std::string> names;
+  for (const auto& arch : table())
+    names.emplace_back(arch.name);
+  return names;
+}
+
+int64_t count_parameters(const torch::nn::Module& model) {
+  int64_t total = 0;
+  for (const auto& p : model.parameters())
+    total += p.numel();
+  return total;
+}
+
+}  // namespace chexscale::models

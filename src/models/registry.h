@@ -1,0 +1,22 @@
+// The architectures chexscale can build, by torchvision name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/classifier.h"
+
+namespace chexscale::models {
+
+// Builds a freshly initialised model. UsageError for an unknown arch (listing the valid ones),
+// num_classes < 1, or dropout outside [0, 1).
+Classifier make_model(const ModelOptions& options);
+
+// Every architecture name make_model accepts, in display order.
+std::vector<std::string> architectures();
+
+// Trainable parameters (what torchvision's sum(p.numel() for p in parameters()) counts).
+int64_t count_parameters(const torch::nn::Module& model);
+
+}  // namespace chexscale::models
