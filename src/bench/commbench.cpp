@@ -1,0 +1,264 @@
+// Allreduce benchmark over the live process group (see commbench.h).
+#include "bench/commbench.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+#include "bench/bench_document.h"
+#include "common/error.h"
+#include "common/timer.h"
+#include "dist/reducer.h"
+
+namespace chexscale::bench {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kElementBytes = sizeof(float);
+constexpr int64_t kPatternPeriod = 13;                        // small integers: exact in float32
+constexpr int64_t kReducerTensorElements = int64_t{1} << 20;  // 4 MiB gradients, as a model's
+
+// Rank r's input: (r + 1) + (j mod 13) at element j.
+torch::Tensor fill_pattern(int64_t count, int rank) {
+  return torch::arange(count, torch::kInt64).remainder(kPatternPeriod).to(torch::kFloat32) +
+         static_cast<float>(rank + 1);
+}
+
+// Sum over n ranks of their patterns: n(n+1)/2 + n (j mod 13).
+torch::Tensor expected_sum(int64_t count, int n) {
+  return torch::arange(count, torch::kInt64).remainder(kPatternPeriod).to(torch::kFloat32) * n +
+         static_cast<float>(n * (n + 1) / 2);
+}
+
+// The largest value of a per-rank double across ranks, and the sum of a per-rank integer.
+double max_across_ranks(dist::DistContext& ctx, double value) {
+  return ctx.all_gather(torch::tensor({value}, torch::kFloat64)).max().item<double>();
+}
+int64_t sum_across_ranks(dist::DistContext& ctx, int64_t value) {
+  return ctx.all_gather(torch::tensor({value}, torch::kInt64)).sum().item<int64_t>();
+}
+
+// One reduction of `buffer` through the raw process group.
+void raw_allreduce(c10d::ProcessGroup& pg, torch::Tensor& buffer) {
+  std::vector<torch::Tensor> tensors{buffer};
+  pg.allreduce(tensors)->wait();
+}
+
+// Times the raw path; returns (mean seconds, wrong elements on this rank or -1).
+std::pair<double, int64_t> time_raw(dist::DistContext& ctx, int64_t count,
+                                    const CommOptions& options) {
+  c10d::ProcessGroup& pg = *ctx.process_group();
+  torch::Tensor buffer = fill_pattern(count, ctx.rank());
+  for (int i = 0; i < options.warmup; ++i)
+    raw_allreduce(pg, buffer);
+  ctx.barrier();
+  Stopwatch watch;
+  for (int i = 0; i < options.iterations; ++i)
+    raw_allreduce(pg, buffer);
+  const double seconds = watch.seconds() / options.iterations;
+  int64_t wrong = -1;
+  if (options.check) {
+    buffer = fill_pattern(count, ctx.rank());
+    raw_allreduce(pg, buffer);
+    wrong = buffer.ne(expected_sum(count, ctx.world_size())).sum().item<int64_t>();
+  }
+  return {seconds, wrong};
+}
+
+// Gradients of `count` float32 elements in 4 MiB tensors: each step's gradient of parameter i
+// is this rank's pattern slice, so the averaged gradient is known exactly.
+struct SyntheticGradients {
+  std::vector<torch::Tensor> parameters;
+  std::vector<torch::Tensor> rank_gradients;
+
+  SyntheticGradients(int64_t count, int rank) {
+    const torch::Tensor pattern = fill_pattern(count, rank);
+    for (int64_t start = 0; start < count; start += kReducerTensorElements) {
+      const int64_t n = std::min(kReducerTensorElements, count - start);
+      parameters.push_back(torch::zeros({n}, torch::requires_grad()));
+      rank_gradients.push_back(pattern.narrow(0, start, n).clone());
+    }
+  }
+
+  // Backward of sum_i <p_i, g_i>: leaves g_i (this rank's gradient) for the reducer's hooks.
+  void backward() {
+    for (auto& p : parameters) {
+      if (p.grad().defined()) p.mutable_grad().zero_();
+    }
+    torch::Tensor loss = torch::zeros({}, torch::kFloat32);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      loss = loss + (parameters[i] * rank_gradients[i]).sum();
+    }
+    loss.backward();
+  }
+
+  int64_t wrong_averages(int n) const {
+    const torch::Tensor expected =
+        expected_sum(
+            std::accumulate(parameters.begin(), parameters.end(), int64_t{0},
+                            [](int64_t a, const torch::Tensor& p) { return a + p.numel(); }),
+            n) /
+        static_cast<float>(n);
+    int64_t wrong = 0, start = 0;
+    for (const auto& p : parameters) {
+      const torch::Tensor want = expected.narrow(0, start, p.numel());
+      wrong += p.grad().defined()
+                   ? (p.grad() - want).abs().gt(1e-5 * (want.abs() + 1)).sum().item<int64_t>()
+                   : p.numel();
+      start += p.numel();
+    }
+    return wrong;
+  }
+};
+
+// Times the reducer path (overlap off: the whole reduction happens in finish()).
+std::pair<double, int64_t> time_reducer(const std::shared_ptr<dist::DistContext>& ctx,
+                                        int64_t count, const CommOptions& options,
+                                        size_t& buckets) {
+  SyntheticGradients grads(count, ctx->rank());
+  dist::ReducerOptions reducer_options;
+  reducer_options.bucket_mb = options.bucket_mb;
+  reducer_options.overlap = false;
+  dist::GradientReducer reducer(ctx, grads.parameters, reducer_options);
+  buckets = reducer.num_buckets();
+  auto reduce_once = [&] {
+    reducer.prepare_for_backward();
+    grads.backward();
+    Stopwatch watch;
+    reducer.finish();
+    return watch.seconds();
+  };
+  for (int i = 0; i < options.warmup; ++i)
+    reduce_once();
+  ctx->barrier();
+  double seconds = 0;
+  for (int i = 0; i < options.iterations; ++i)
+    seconds += reduce_once();
+  seconds /= options.iterations;
+  int64_t wrong = -1;
+  if (options.check) {
+    reduce_once();
+    wrong = grads.wrong_averages(ctx->world_size());
+  }
+  return {seconds, wrong};
+}
+
+}  // namespace
+
+int64_t parse_size(const std::string& text) {
+  size_t pos = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])))
+    ++pos;
+  std::string suffix = text.substr(pos);
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  if (suffix == "K" || suffix == "k") shift = 10;
+  if (suffix == "M" || suffix == "m") shift = 20;
+  if (suffix == "G" || suffix == "g") shift = 30;
+  if (pos == 0 || pos > 12 || shift < 0) {
+    throw UsageError("size '" + text + "' is not a byte count like 8, 512K, 64M or 1G");
+  }
+  const int64_t bytes = std::stoll(text.substr(0, pos)) << shift;
+  if (bytes <= 0) throw UsageError("size '" + text + "' must be positive");
+  return bytes;
+}
+
+std::vector<int64_t> size_list(int64_t min_bytes, int64_t max_bytes, int64_t factor) {
+  if (min_bytes > max_bytes) {
+    throw UsageError(fmt::format("min size {} B is above max size {} B", min_bytes, max_bytes));
+  }
+  if (factor < 1) throw UsageError(fmt::format("size factor {} must be >= 1", factor));
+  std::vector<int64_t> sizes;
+  for (int64_t s = min_bytes; s <= max_bytes; s *= factor) {
+    sizes.push_back(std::max(kElementBytes, s / kElementBytes * kElementBytes));
+    if (factor == 1) break;
+  }
+  return sizes;
+}
+
+double bus_bandwidth(double algbw, int world_size) {
+  return algbw * 2.0 * (world_size - 1) / world_size;
+}
+
+const char* to_string(CommPath path) {
+  return path == CommPath::kRaw ? "raw" : "reducer";
+}
+
+CommPath comm_path_from_string(const std::string& text) {
+  if (text == "raw") return CommPath::kRaw;
+  if (text == "reducer") return CommPath::kReducer;
+  throw UsageError("--path '" + text + "': choose raw or reducer");
+}
+
+CommRow measure_allreduce(const std::shared_ptr<dist::DistContext>& ctx, CommPath path,
+                          int64_t size_bytes, const CommOptions& options) {
+  CHX_CHECK(ctx->process_group() != nullptr, "commbench needs a process group (world size >= 2)");
+  CHX_CHECK(options.iterations > 0 && options.warmup >= 0, "iterations {} warm-up {}",
+            options.iterations, options.warmup);
+  CommRow row;
+  row.count = std::max<int64_t>(1, size_bytes / kElementBytes);
+  row.size_bytes = row.count * kElementBytes;
+  const auto [seconds, wrong] = path == CommPath::kRaw
+                                    ? time_raw(*ctx, row.count, options)
+                                    : time_reducer(ctx, row.count, options, row.buckets);
+  const double slowest = max_across_ranks(*ctx, seconds);
+  row.time_us = slowest * 1e6;
+  row.algbw_gbps = static_cast<double>(row.size_bytes) / slowest / 1e9;
+  row.busbw_gbps = bus_bandwidth(row.algbw_gbps, ctx->world_size());
+  row.wrong = options.check ? sum_across_ranks(*ctx, wrong) : -1;
+  return row;
+}
+
+double average_busbw(const std::vector<CommRow>& rows) {
+  if (rows.empty()) return 0;
+  double sum = 0;
+  for (const auto& r : rows)
+    sum += r.busbw_gbps;
+  return sum / static_cast<double>(rows.size());
+}
+
+json commbench_document(const dist::DistContext& ctx, CommPath path, const CommOptions& options,
+                        const std::vector<CommRow>& rows,
+                        const std::vector<std::pair<CommRow, CommRow>>& compare) {
+  json row_list = json::array();
+  for (const auto& r : rows) {
+    row_list.push_back({{"size_bytes", r.size_bytes},
+                        {"count", r.count},
+                        {"time_us", r.time_us},
+                        {"algbw_gbps", r.algbw_gbps},
+                        {"busbw_gbps", r.busbw_gbps},
+                        {"wrong", r.wrong}});
+  }
+  json doc{{"schema", kCommbenchSchema},
+           {"op", "allreduce"},
+           {"type", "float"},
+           {"redop", "sum"},
+           {"path", to_string(path)},
+           {"world_size", ctx.world_size()},
+           {"backend", ctx.backend()},
+           {"iterations", options.iterations},
+           {"warmup", options.warmup},
+           {"check", options.check},
+           {"rows", row_list},
+           {"avg_busbw_gbps", average_busbw(rows)},
+           {"hostname", host_name()},
+           {"timestamp", utc_timestamp()}};
+  if (!compare.empty()) {
+    json pairs = json::array();
+    for (const auto& [raw, reducer] : compare) {
+      pairs.push_back({{"size_bytes", raw.size_bytes},
+                       {"raw_busbw_gbps", raw.busbw_gbps},
+                       {"reducer_busbw_gbps", reducer.busbw_gbps},
+                       {"ratio", reducer.busbw_gbps / raw.busbw_gbps},
+                       {"buckets", reducer.buckets}});
+    }
+    doc["compare"] = pairs;
+  }
+  return doc;
+}
+
+}  // namespace chexscale::bench

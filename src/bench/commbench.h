@@ -1,0 +1,67 @@
+// The allreduce benchmark (nccl-tests' all_reduce_perf over the live c10d process group): size
+// lists, one measured size through the raw process group or through the GradientReducer, the
+// bus bandwidth, and the JSON document (docs/bench-format.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/context.h"
+
+namespace chexscale::bench {
+
+inline constexpr const char* kCommbenchSchema = "chexscale.commbench/1";
+
+// "8", "8K", "64M", "1G" (binary multiples, as nccl-tests; a trailing B is allowed) -> bytes.
+// UsageError for anything else, zero or negative.
+int64_t parse_size(const std::string& text);
+
+// nccl-tests' sizes: min, min*factor, ... while <= max (factor 1: just min). Each size is
+// rounded down to whole float32 elements (at least one). UsageError when min > max or factor < 1.
+std::vector<int64_t> size_list(int64_t min_bytes, int64_t max_bytes, int64_t factor);
+
+// busbw = algbw * 2(n-1)/n: what each link carries in a ring allreduce, comparable whatever n.
+double bus_bandwidth(double algbw, int world_size);
+
+enum class CommPath {
+  kRaw,     // one c10d allreduce of a contiguous float32 tensor
+  kReducer  // gradients of that many bytes averaged by dist::GradientReducer (overlap off)
+};
+
+const char* to_string(CommPath path);
+CommPath comm_path_from_string(const std::string& text);  // UsageError when unknown
+
+struct CommOptions {
+  int iterations = 20;
+  int warmup = 5;
+  bool check = true;
+  double bucket_mb = 25.0;  // reducer path only
+};
+
+struct CommRow {
+  int64_t size_bytes = 0;
+  int64_t count = 0;   // float32 elements
+  double time_us = 0;  // mean time of one allreduce, maximum across ranks
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  int64_t wrong =
+      -1;  // elements differing from the expected result, summed over ranks; -1 unchecked
+  size_t buckets = 1;  // allreduces the path issued per reduction
+};
+
+// Measures one size on every rank (a collective: all ranks call it with the same arguments).
+CommRow measure_allreduce(const std::shared_ptr<dist::DistContext>& ctx, CommPath path,
+                          int64_t size_bytes, const CommOptions& options);
+
+// The commbench JSON document; `compare` holds {raw, reducer} row pairs (may be empty).
+nlohmann::json commbench_document(const dist::DistContext& ctx, CommPath path,
+                                  const CommOptions& options, const std::vector<CommRow>& rows,
+                                  const std::vector<std::pair<CommRow, CommRow>>& compare);
+
+double average_busbw(const std::vector<CommRow>& rows);
+
+}  // namespace chexscale::bench

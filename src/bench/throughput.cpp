@@ -1,0 +1,189 @@
+// Training-throughput benchmark (see throughput.h).
+#include "bench/throughput.h"
+
+#include <ATen/Parallel.h>
+
+#include <vector>
+
+#include "bench/bench_document.h"
+#include "common/error.h"
+#include "common/timeline.h"
+#include "common/timer.h"
+#include "data/loader.h"
+#include "dist/reducer.h"
+#include "models/registry.h"
+#include "train/step.h"
+
+namespace chexscale::bench {
+namespace {
+
+constexpr double kLearningRate = 1e-3;  // CheXNet's Adam rate; irrelevant to speed
+constexpr int kTimesPerStep = 6;        // the fields of StepTimes, packed for all_gather
+
+void validate(const ThroughputOptions& o) {
+  if (o.steps < 1) throw UsageError(fmt::format("--steps {} must be >= 1", o.steps));
+  if (o.warmup_steps < 0) {
+    throw UsageError(fmt::format("--warmup-steps {} must be >= 0", o.warmup_steps));
+  }
+  if (o.batch_size < 1) throw UsageError(fmt::format("--batch-size {} must be >= 1", o.batch_size));
+  if (o.image_size < 16) {
+    throw UsageError(fmt::format("--image-size {} must be >= 16", o.image_size));
+  }
+  if (o.threads < 1) throw UsageError(fmt::format("--threads {} must be >= 1", o.threads));
+  if (o.bucket_mb <= 0) throw UsageError(fmt::format("--bucket-mb {} must be > 0", o.bucket_mb));
+}
+
+data::LoaderOptions loader_options(const ThroughputOptions& o, const dist::DistContext& ctx) {
+  data::LoaderOptions l;
+  l.synthetic = o.data.empty();
+  l.source = o.data;
+  l.synthetic_size = (o.warmup_steps + o.steps) * o.batch_size * ctx.world_size();
+  l.batch_size = o.batch_size;
+  l.image_size = o.image_size;
+  l.crop_size = o.image_size;
+  l.threads = l.synthetic ? 1 : o.loader_threads;
+  l.drop_last = true;
+  l.seed = o.seed;
+  l.rank = ctx.rank();
+  l.world_size = ctx.world_size();
+  return l;
+}
+
+// The loader's next batch, starting the next epoch when one ends; also the seconds it blocked.
+class BatchSource {
+ public:
+  explicit BatchSource(const data::LoaderOptions& options) : loader_(options) {
+    CHX_CHECK(loader_.batches_per_epoch() > 0, "the data set has no full batch for this rank");
+    loader_.start_epoch(epoch_);
+  }
+
+  std::pair<data::Batch, double> next() {
+    Stopwatch wait;
+    std::optional<data::Batch> batch = loader_.next();
+    if (!batch) {
+      loader_.start_epoch(++epoch_);
+      batch = loader_.next();
+      CHX_CHECK(batch.has_value(), "epoch {} has no batches", epoch_);
+    }
+    return {std::move(*batch), wait.seconds()};
+  }
+
+ private:
+  data::Loader loader_;
+  int64_t epoch_ = 0;
+};
+
+// Each phase of one step as a span, laid end to end from the step's start.
+void record_step(TimelineWriter& timeline, int64_t step, int64_t wait_start_us,
+                 const StepTimes& t) {
+  const std::pair<const char*, double> phases[] = {{"data_wait", t.data_wait},
+                                                   {"forward", t.forward},
+                                                   {"backward", t.backward},
+                                                   {"comm_exposed", t.comm_exposed},
+                                                   {"optimizer", t.optimizer}};
+  int64_t at = wait_start_us;
+  for (const auto& [name, seconds] : phases) {
+    const auto end = at + static_cast<int64_t>(seconds * 1e6);
+    timeline.record(name, TimelineLane::kStep, at, end, {{"step", step}});
+    at = end;
+  }
+}
+
+std::vector<RankMeasurement> gather_measurements(dist::DistContext& ctx, double elapsed,
+                                                 const std::vector<StepTimes>& steps) {
+  std::vector<double> packed{elapsed};
+  for (const auto& t : steps) {
+    packed.insert(packed.end(),
+                  {t.data_wait, t.forward, t.backward, t.comm_exposed, t.optimizer, t.total});
+  }
+  const torch::Tensor all =
+      ctx.all_gather(torch::tensor(packed, torch::kFloat64)).reshape({ctx.world_size(), -1});
+  std::vector<RankMeasurement> ranks(ctx.world_size());
+  for (int r = 0; r < ctx.world_size(); ++r) {
+    const torch::Tensor row = all[r].contiguous();
+    const double* v = row.data_ptr<double>();
+    ranks[r].elapsed_s = v[0];
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const double* f = v + 1 + i * kTimesPerStep;
+      StepTimes t;
+      t.data_wait = f[0];
+      t.forward = f[1];
+      t.backward = f[2];
+      t.comm_exposed = f[3];
+      t.optimizer = f[4];
+      t.total = f[5];
+      ranks[r].steps.push_back(t);
+    }
+  }
+  return ranks;
+}
+
+}  // namespace
+
+nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
+                              const ThroughputOptions& options, TimelineWriter* timeline,
+                              const StepProgress& progress) {
+  validate(options);
+  at::set_num_threads(options.threads);
+  torch::manual_seed(static_cast<uint64_t>(options.seed));
+
+  models::ModelOptions model_options;
+  model_options.arch = options.arch;
+  models::Classifier model = models::make_model(model_options);
+  model->to(ctx->device());
+  dist::broadcast_module(*ctx, *model);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(kLearningRate));
+
+  std::unique_ptr<dist::GradientReducer> reducer;
+  if (ctx->world_size() > 1) {
+    dist::ReducerOptions r;
+    r.bucket_mb = options.bucket_mb;
+    r.overlap = options.overlap;
+    r.compression = options.compression;
+    reducer = std::make_unique<dist::GradientReducer>(ctx, model->parameters(), r, timeline);
+  }
+  train::TrainStepOptions step_options;
+  step_options.non_finite = train::NonFinitePolicy::kIgnore;
+  step_options.device = ctx->device();
+  train::TrainStep step(model, optimizer, train::BceWithLogitsLoss(), reducer.get(), step_options);
+  BatchSource batches(loader_options(options, *ctx));
+
+  const int64_t total_steps = options.warmup_steps + options.steps;
+  std::vector<StepTimes> timed;
+  timed.reserve(static_cast<size_t>(options.steps));
+  Stopwatch elapsed;
+  for (int64_t i = 0; i < total_steps; ++i) {
+    if (i == options.warmup_steps) {
+      ctx->barrier();  // every rank starts the timed steps together
+      elapsed.reset();
+    }
+    const int64_t wait_start_us = now_micros();
+    auto [batch, wait_s] = batches.next();
+    StepTimes t = step.run(batch, i).times;
+    t.data_wait = wait_s;
+    t.total += wait_s;
+    if (timeline != nullptr) record_step(*timeline, i, wait_start_us, t);
+    if (i >= options.warmup_steps) timed.push_back(t);
+    if (progress) progress(i + 1, total_steps, t.total);
+  }
+  const double elapsed_s = elapsed.seconds();
+
+  BenchConfig config;
+  config.label = options.label;
+  config.arch = options.arch;
+  config.image_size = options.image_size;
+  config.batch_per_worker = options.batch_size;
+  config.world_size = ctx->world_size();
+  config.nnodes = std::max(1, ctx->world_size() / std::max(1, ctx->local_world_size()));
+  config.backend = ctx->backend();
+  config.overlap = options.overlap;
+  config.compression = options.compression;
+  config.bucket_mb = options.bucket_mb;
+  config.data = options.data.empty() ? "synthetic" : options.data;
+  config.threads_per_worker = options.threads;
+  config.warmup_steps = options.warmup_steps;
+  config.steps = options.steps;
+  return bench_document(config, gather_measurements(*ctx, elapsed_s, timed));
+}
+
+}  // namespace chexscale::bench

@@ -1,0 +1,46 @@
+// The training-throughput benchmark: warm-up steps, then timed steps of the real training step
+// (model, loss, bucketed allreduce, Adam) on synthetic tensors or a data set, with each step's
+// phases; returns the bench.json document built from every rank's measurements.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dist/context.h"
+
+namespace chexscale {
+class TimelineWriter;
+}  // namespace chexscale
+
+namespace chexscale::bench {
+
+struct ThroughputOptions {
+  std::string label;
+  std::string arch = "densenet121";
+  int64_t image_size = 128;  // network input side
+  int64_t batch_size = 16;   // per worker
+  int64_t steps = 20;        // timed
+  int64_t warmup_steps = 3;  // run first, not timed
+  int threads = 1;           // intra-op threads of this process
+  double bucket_mb = 25.0;
+  bool overlap = true;
+  std::string compression = "none";
+  std::string data;        // empty: synthetic tensors (no I/O)
+  int loader_threads = 2;  // decode threads for a data set (synthetic uses 1)
+  uint64_t seed = 0;
+};
+
+// Called on every rank after each step: (steps done, warm-up + timed steps, seconds of the step).
+using StepProgress = std::function<void(int64_t, int64_t, double)>;
+
+// Runs the benchmark on this rank (a collective: every rank of `ctx` calls it). Records each
+// step's phases on `timeline` when given. Returns the bench.json document (the same on every rank).
+nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
+                              const ThroughputOptions& options, TimelineWriter* timeline = nullptr,
+                              const StepProgress& progress = {});
+
+}  // namespace chexscale::bench
