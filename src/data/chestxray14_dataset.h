@@ -1,0 +1,32 @@
+// A ChestX-ray14 folder as downloaded, indexed: Data_Entry_2017.csv (or the v2020 file), the split
+// lists when present, and the PNGs found in images/, images_*/ or images_*/images/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/data_issues.h"
+#include "data/labels.h"
+#include "data/splits.h"
+
+namespace chexscale::data {
+
+struct Example {
+  std::string name;  // "00000001_000.png"
+  std::string path;  // full path of the PNG
+  LabelBits labels = 0;
+  int64_t patient_id = 0;
+  Split split = Split::kNone;
+};
+
+// The CSV of a data folder: Data_Entry_2017.csv, else Data_Entry_2017_v2020.csv; throws DataError
+// naming the folder when neither exists.
+std::string find_data_entry_csv(const std::string& dir);
+
+// Every example of the CSV whose PNG exists, in CSV order, with its split. Images listed but
+// missing on disk are warnings (errors when strict) and are left out.
+std::vector<Example> index_chestxray14(const std::string& dir, const SplitOptions& split_options,
+                                       DataIssues& issues);
+
+}  // namespace chexscale::data

@@ -1,0 +1,110 @@
+// Loose-PNG and shard example sources (see example_source.h).
+#include "data/example_source.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "data/chestxray14_dataset.h"
+#include "data/resize.h"
+#include "data/shard_reader.h"
+#include "data/shard_set.h"
+
+namespace chexscale::data {
+namespace {
+
+// PNG files decoded and resized to image_size x image_size on every read.
+class LoosePngSource : public ExampleSource {
+ public:
+  LoosePngSource(std::vector<Example> examples, int image_size)
+      : examples_(std::move(examples)), image_size_(image_size) {}
+
+  int64_t size() const override { return static_cast<int64_t>(examples_.size()); }
+  const std::string& name(int64_t i) const override {
+    return examples_[static_cast<size_t>(i)].name;
+  }
+  LabelBits labels(int64_t i) const override { return examples_[static_cast<size_t>(i)].labels; }
+  GrayView image(int64_t i, ImageScratch& s) const override {
+    read_png_gray(examples_[static_cast<size_t>(i)].path, s.decoded, s.file);
+    resize_gray(s.decoded, image_size_, image_size_, s.resized);
+    return {s.resized.pixels.data(), s.resized.width, s.resized.height};
+  }
+
+ private:
+  std::vector<Example> examples_;
+  int image_size_;
+};
+
+// Records of memory-mapped shards, checksum-checked on every read, at the shards' size.
+class ShardSource : public ExampleSource {
+ public:
+  ShardSource(const std::string& dir, Split split) {
+    const ShardManifest m = read_shard_manifest(dir);
+    for (const auto& file : m.shard_files) {
+      shards_.push_back(
+          std::make_unique<ShardReader>((std::filesystem::path(dir) / file).string()));
+      const ShardReader& shard = *shards_.back();
+      for (int64_t r = 0; r < shard.size(); ++r) {
+        if (shard.entries()[static_cast<size_t>(r)].split == split) {
+          records_.push_back({static_cast<int>(shards_.size() - 1), r});
+        }
+      }
+    }
+  }
+
+  int64_t size() const override { return static_cast<int64_t>(records_.size()); }
+  const std::string& name(int64_t i) const override { return entry(i).name; }
+  LabelBits labels(int64_t i) const override { return entry(i).labels; }
+  GrayView image(int64_t i, ImageScratch&) const override {
+    const Record& r = records_[static_cast<size_t>(i)];
+    const ShardReader& shard = *shards_[static_cast<size_t>(r.shard)];
+    return {shard.checked_pixels(r.record), static_cast<int>(shard.header().width),
+            static_cast<int>(shard.header().height)};
+  }
+
+ private:
+  struct Record {
+    int shard;
+    int64_t record;
+  };
+  const ShardEntry& entry(int64_t i) const {
+    const Record& r = records_[static_cast<size_t>(i)];
+    return shards_[static_cast<size_t>(r.shard)]->entries()[static_cast<size_t>(r.record)];
+  }
+
+  std::vector<std::unique_ptr<ShardReader>> shards_;
+  std::vector<Record> records_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExampleSource> open_example_source(const LoaderOptions& options) {
+  if (options.source.empty()) throw UsageError("no data source given (or use synthetic data)");
+  if (!std::filesystem::is_directory(options.source)) {
+    throw DataError(fmt::format("{}: no such data folder", options.source));
+  }
+  const Split split = parse_split(options.split);
+  std::unique_ptr<ExampleSource> source;
+  if (is_shard_set(options.source)) {
+    source = std::make_unique<ShardSource>(options.source, split);
+  } else {
+    DataIssues issues(options.strict);
+    std::vector<Example> all = index_chestxray14(
+        options.source, {options.val_fraction, options.test_fraction, options.split_seed}, issues);
+    issues.log_warnings();
+    std::vector<Example> chosen;
+    for (auto& e : all) {
+      if (e.split == split) chosen.push_back(std::move(e));
+    }
+    source =
+        std::make_unique<LoosePngSource>(std::move(chosen), static_cast<int>(options.image_size));
+  }
+  if (source->size() == 0) {
+    throw DataError(fmt::format("{}: the {} split is empty", options.source, options.split));
+  }
+  return source;
+}
+
+}  // namespace chexscale::data

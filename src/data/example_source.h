@@ -1,0 +1,44 @@
+// Where the loader's examples come from: loose PNGs of a ChestX-ray14 folder or packed shards,
+// behind one interface that yields an example's labels, name and resized gray image.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/labels.h"
+#include "data/loader.h"
+#include "data/png_io.h"
+
+namespace chexscale::data {
+
+// An example's gray pixels, valid until the next image() call with the same scratch.
+struct GrayView {
+  const uint8_t* pixels = nullptr;
+  int width = 0;
+  int height = 0;
+};
+
+// Per-thread buffers reused across images.
+struct ImageScratch {
+  std::vector<uint8_t> file;
+  GrayImage decoded;
+  GrayImage resized;
+};
+
+class ExampleSource {
+ public:
+  virtual ~ExampleSource() = default;
+  virtual int64_t size() const = 0;
+  virtual const std::string& name(int64_t index) const = 0;
+  virtual LabelBits labels(int64_t index) const = 0;
+  // The image at the source's size; throws DataError (naming the image) for a bad one.
+  virtual GrayView image(int64_t index, ImageScratch& scratch) const = 0;
+};
+
+// Shards when options.source holds a manifest.json, else a ChestX-ray14 folder of PNGs;
+// restricted to options.split.
+std::unique_ptr<ExampleSource> open_example_source(const LoaderOptions& options);
+
+}  // namespace chexscale::data

@@ -1,0 +1,30 @@
+// ChestX-ray14 findings as a 14-bit set in the canonical order of kPathologies.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace chexscale::data {
+
+// Bit c is set when pathology kPathologies[c] is present; 0 = "No Finding".
+using LabelBits = uint16_t;
+
+// The index of a pathology name in kPathologies ("Infiltrate", the bounding-box list's spelling,
+// means Infiltration), or -1.
+int pathology_index(std::string_view name);
+
+// Parses a "Finding Labels" value ("Cardiomegaly|Effusion", "No Finding"). Returns nullopt and
+// sets *bad to the offending name for an unknown or empty label, or for "No Finding" mixed with
+// findings.
+std::optional<LabelBits> parse_finding_labels(std::string_view text, std::string* bad);
+
+// The inverse: "Cardiomegaly|Effusion" or "No Finding".
+std::string format_finding_labels(LabelBits labels);
+
+inline bool has_label(LabelBits labels, int cls) {
+  return ((labels >> cls) & 1U) != 0;
+}
+
+}  // namespace chexscale::data

@@ -1,0 +1,306 @@
+// The loader: worker threads claim examples in epoch order, write them straight into their batch's
+// tensor, and the consumer takes batches strictly in order from a bounded window (see loader.h).
+#include "data/loader.h"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+#include "data/example_source.h"
+#include "data/random.h"
+#include "data/sampler.h"
+#include "data/transforms.h"
+
+namespace chexscale::data {
+namespace {
+
+// Batches being filled or ready; `remaining` counts examples not yet written.
+struct PendingBatch {
+  torch::Tensor images;
+  torch::Tensor labels;
+  std::vector<std::string> names;
+  std::vector<int64_t> indices;
+  std::vector<uint8_t> good;
+  int64_t remaining = 0;
+};
+
+// Random pixels and labels from (seed, index): the same "data set" every epoch, no I/O.
+void fill_synthetic(uint64_t seed, int64_t index, int64_t floats, float* image, float* labels) {
+  SplitMix64 rng(mix_seed({seed, static_cast<uint64_t>(index), 0x5E7}));
+  for (int64_t i = 0; i < floats; i += 4) {
+    const uint64_t r = rng.next();
+    for (int k = 0; k < 4 && i + k < floats; ++k) {
+      image[i + k] = static_cast<float>((r >> (16 * k)) & 0xFFFF) * (4.f / 65535.f) - 2.f;
+    }
+  }
+  for (int c = 0; c < kNumPathologies; ++c)
+    labels[c] = rng.uniform() < 0.1 ? 1.f : 0.f;
+}
+
+}  // namespace
+
+class Loader::Impl {
+ public:
+  explicit Impl(const LoaderOptions& o) : opt_(o) {
+    if (opt_.batch_size < 1) throw UsageError(fmt::format("batch size {} < 1", opt_.batch_size));
+    if (opt_.threads < 1) throw UsageError(fmt::format("loader threads {} < 1", opt_.threads));
+    if (opt_.prefetch_batches < 1) throw UsageError("prefetch batches must be at least 1");
+    if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size) {
+      throw UsageError(fmt::format("rank {} of world size {}", opt_.rank, opt_.world_size));
+    }
+    if (opt_.synthetic) {
+      if (opt_.synthetic_size < 1) throw UsageError("synthetic size must be at least 1");
+      size_ = opt_.synthetic_size;
+    } else {
+      source_ = open_example_source(opt_);
+      size_ = source_->size();
+    }
+    sampler_ = std::make_unique<DistributedSampler>(size_, opt_.rank, opt_.world_size, opt_.shuffle,
+                                                    opt_.seed);
+    const int64_t per_rank = sampler_->samples_per_rank();
+    batches_per_epoch_ = opt_.drop_last ? per_rank / opt_.batch_size
+                                        : (per_rank + opt_.batch_size - 1) / opt_.batch_size;
+    pin_ = opt_.pin_memory && torch::cuda::is_available();
+    for (int t = 0; t < opt_.threads; ++t)
+      workers_.emplace_back([this] { work(); });
+  }
+
+  ~Impl() {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : workers_)
+      t.join();
+  }
+
+  void start_epoch(int64_t epoch, int64_t skip_batches) {
+    if (skip_batches < 0 || skip_batches > batches_per_epoch_) {
+      throw UsageError(
+          fmt::format("cannot skip {} of {} batches", skip_batches, batches_per_epoch_));
+    }
+    std::vector<int64_t> indices = sampler_->epoch_indices(epoch);
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      ++generation_;
+      epoch_ = epoch;
+      indices_ = std::move(indices);
+      pending_.clear();
+      next_batch_ = skip_batches;
+      next_item_ = skip_batches * opt_.batch_size;
+      end_item_ = std::min<int64_t>(static_cast<int64_t>(indices_.size()),
+                                    batches_per_epoch_ * opt_.batch_size);
+      started_ = true;
+      error_ = nullptr;
+    }
+    work_cv_.notify_all();
+  }
+
+  std::optional<Batch> next() {
+    const Stopwatch clock;
+    PendingBatch done;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!started_) throw Error("Loader::next() called before start_epoch()");
+      if (next_batch_ >= batches_per_epoch_) return std::nullopt;
+      ready_cv_.wait(lock, [&] {
+        const auto it = pending_.find(next_batch_);
+        return error_ || (it != pending_.end() && it->second.remaining == 0);
+      });
+      if (error_) std::rethrow_exception(error_);
+      const auto it = pending_.find(next_batch_);
+      done = std::move(it->second);
+      pending_.erase(it);
+      ++next_batch_;
+    }
+    work_cv_.notify_all();
+    last_wait_ = clock.seconds();
+    Batch batch = compact(std::move(done));
+    const std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.wait_seconds += last_wait_;
+    stats_.batches += 1;
+    stats_.images += static_cast<int64_t>(batch.indices.size());
+    return batch;
+  }
+
+  double last_wait_seconds() const { return last_wait_; }
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t dataset_size() const { return size_; }
+  LoaderStats stats() const {
+    const std::lock_guard<std::mutex> lock(stats_mu_);
+    return stats_;
+  }
+
+ private:
+  int64_t batch_length(int64_t b) const {
+    return std::min<int64_t>(opt_.batch_size, end_item_ - b * opt_.batch_size);
+  }
+
+  // Drops the slots of bad images (reported and counted when they failed).
+  Batch compact(PendingBatch p) const {
+    Batch batch;
+    std::vector<int64_t> keep;
+    for (size_t i = 0; i < p.good.size(); ++i) {
+      if (p.good[i]) keep.push_back(static_cast<int64_t>(i));
+    }
+    if (keep.size() == p.good.size()) {
+      batch.images = std::move(p.images);
+      batch.labels = std::move(p.labels);
+      batch.names = std::move(p.names);
+      batch.indices = std::move(p.indices);
+      return batch;
+    }
+    const torch::Tensor rows = torch::tensor(keep, torch::kLong);
+    batch.images = p.images.index_select(0, rows);
+    batch.labels = p.labels.index_select(0, rows);
+    for (int64_t i : keep) {
+      batch.names.push_back(std::move(p.names[static_cast<size_t>(i)]));
+      batch.indices.push_back(p.indices[static_cast<size_t>(i)]);
+    }
+    return batch;
+  }
+
+  PendingBatch new_batch(int64_t length) const {
+    PendingBatch p;
+    const int64_t c = opt_.crop_size;
+    auto options = torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(pin_);
+    p.images = opt_.ten_crop ? torch::empty({length, 10, 3, c, c}, options)
+                             : torch::empty({length, 3, c, c}, options);
+    p.labels = torch::empty({length, kNumPathologies}, options);
+    p.names.resize(static_cast<size_t>(length));
+    p.indices.resize(static_cast<size_t>(length));
+    p.good.assign(static_cast<size_t>(length), 0);
+    p.remaining = length;
+    return p;
+  }
+
+  // Writes example `index` into `image`/`label`; returns its name. Throws DataError if bad.
+  std::string load(int64_t index, int64_t epoch, float* image, float* label,
+                   ImageScratch& scratch) const {
+    const int c = static_cast<int>(opt_.crop_size);
+    if (!source_) {
+      fill_synthetic(opt_.seed, index, (opt_.ten_crop ? 10 : 1) * 3LL * c * c, image, label);
+      return fmt::format("synthetic_{:08d}.png", index);
+    }
+    const LabelBits bits = source_->labels(index);
+    for (int k = 0; k < kNumPathologies; ++k)
+      label[k] = has_label(bits, k) ? 1.f : 0.f;
+    const GrayView v = source_->image(index, scratch);
+    if (opt_.ten_crop) {
+      write_ten_crop(v.pixels, v.width, v.height, c, image);
+    } else {
+      const CropParams p = choose_crop(v.width, v.height, c, opt_.augment, opt_.seed, epoch, index);
+      write_normalized_crop(v.pixels, v.width, v.height, p, c, image);
+    }
+    return source_->name(index);
+  }
+
+  void work() {
+    ImageScratch scratch;
+    const int64_t image_floats = (opt_.ten_crop ? 10 : 1) * 3 * opt_.crop_size * opt_.crop_size;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      work_cv_.wait(lock, [&] {
+        return stop_ || (next_item_ < end_item_ && !error_ &&
+                         next_item_ / opt_.batch_size < next_batch_ + opt_.prefetch_batches);
+      });
+      if (stop_) return;
+      const int64_t item = next_item_++;
+      const int64_t b = item / opt_.batch_size;
+      const auto slot = static_cast<size_t>(item - b * opt_.batch_size);
+      auto it = pending_.find(b);
+      if (it == pending_.end()) it = pending_.emplace(b, new_batch(batch_length(b))).first;
+      const torch::Tensor images = it->second.images;  // keeps the storage alive
+      const torch::Tensor labels = it->second.labels;
+      const int64_t index = indices_[static_cast<size_t>(item)];
+      const int64_t epoch = epoch_;
+      const uint64_t generation = generation_;
+      lock.unlock();
+
+      std::string name;
+      bool good = false;
+      std::exception_ptr failure;
+      try {
+        name = load(index, epoch, images.data_ptr<float>() + slot * image_floats,
+                    labels.data_ptr<float>() + slot * kNumPathologies, scratch);
+        good = true;
+      } catch (const DataError& e) {
+        log::warn("skipping bad image: {}", e.what());
+        const std::lock_guard<std::mutex> stats_lock(stats_mu_);
+        ++stats_.bad_images;
+      } catch (...) {
+        failure = std::current_exception();
+      }
+
+      lock.lock();
+      if (generation != generation_) continue;  // the epoch was restarted meanwhile
+      if (failure) {
+        error_ = failure;
+        ready_cv_.notify_all();
+        continue;
+      }
+      PendingBatch& p = pending_.at(b);
+      p.names[slot] = std::move(name);
+      p.indices[slot] = index;
+      p.good[slot] = good ? 1 : 0;
+      if (--p.remaining == 0 && b == next_batch_) ready_cv_.notify_all();
+    }
+  }
+
+  LoaderOptions opt_;
+  std::unique_ptr<ExampleSource> source_;
+  std::unique_ptr<DistributedSampler> sampler_;
+  int64_t size_ = 0;
+  int64_t batches_per_epoch_ = 0;
+  bool pin_ = false;
+
+  std::mutex mu_;  // guards everything below up to stats_mu_
+  std::condition_variable work_cv_;
+  std::condition_variable ready_cv_;
+  bool stop_ = false;
+  bool started_ = false;
+  uint64_t generation_ = 0;
+  int64_t epoch_ = 0;
+  std::vector<int64_t> indices_;
+  std::map<int64_t, PendingBatch> pending_;
+  int64_t next_batch_ = 0;  // the batch next() returns next
+  int64_t next_item_ = 0;   // the epoch position workers claim next
+  int64_t end_item_ = 0;
+  std::exception_ptr error_;
+  std::vector<std::thread> workers_;
+
+  mutable std::mutex stats_mu_;
+  LoaderStats stats_;
+  double last_wait_ = 0;
+};
+
+Loader::Loader(const LoaderOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+Loader::~Loader() = default;
+void Loader::start_epoch(int64_t epoch, int64_t skip_batches) {
+  impl_->start_epoch(epoch, skip_batches);
+}
+std::optional<Batch> Loader::next() {
+  return impl_->next();
+}
+double Loader::last_wait_seconds() const {
+  return impl_->last_wait_seconds();
+}
+int64_t Loader::batches_per_epoch() const {
+  return impl_->batches_per_epoch();
+}
+int64_t Loader::dataset_size() const {
+  return impl_->dataset_size();
+}
+LoaderStats Loader::stats() const {
+  return impl_->stats();
+}
+
+}  // namespace chexscale::data

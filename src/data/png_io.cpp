@@ -1,0 +1,117 @@
+// libspng decoding to gray and encoding from gray (see png_io.h).
+#include "data/png_io.h"
+
+#include <fcntl.h>
+#include <spng.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "common/error.h"
+
+namespace chexscale::data {
+namespace {
+
+struct CtxDeleter {
+  void operator()(spng_ctx* ctx) const { spng_ctx_free(ctx); }
+};
+using SpngCtx = std::unique_ptr<spng_ctx, CtxDeleter>;
+
+[[noreturn]] void fail(const std::string& name, const std::string& what, int err) {
+  throw DataError(fmt::format("{}: {}: {}", name, what, spng_strerror(err)));
+}
+
+constexpr uint32_t kMaxSide = 1U << 15;
+
+}  // namespace
+
+void decode_png_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
+  if (size == 0) throw DataError(fmt::format("{}: empty file", name));
+  SpngCtx ctx(spng_ctx_new(0));
+  if (!ctx) throw DataError(fmt::format("{}: cannot create PNG decoder", name));
+  spng_set_image_limits(ctx.get(), kMaxSide, kMaxSide);
+  int err = spng_set_png_buffer(ctx.get(), data, size);
+  if (err) fail(name, "not a PNG", err);
+  spng_ihdr ihdr{};
+  err = spng_get_ihdr(ctx.get(), &ihdr);
+  if (err) fail(name, "not a valid PNG", err);
+  out.width = static_cast<int>(ihdr.width);
+  out.height = static_cast<int>(ihdr.height);
+  const size_t npix = static_cast<size_t>(ihdr.width) * ihdr.height;
+
+  if (ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth <= 8) {
+    out.pixels.resize(npix);
+    err = spng_decode_image(ctx.get(), out.pixels.data(), npix, SPNG_FMT_G8, 0);
+    if (err) fail(name, "corrupt or truncated PNG", err);
+    return;
+  }
+  // Other variants: RGBA8 (alpha ignored), then luma; gray sources have R = G = B, so the luma
+  // weights (summing to 65536) give the gray value back exactly.
+  thread_local std::vector<uint8_t> rgba;
+  rgba.resize(npix * 4);
+  err = spng_decode_image(ctx.get(), rgba.data(), rgba.size(), SPNG_FMT_RGBA8, 0);
+  if (err) fail(name, "corrupt or truncated PNG", err);
+  out.pixels.resize(npix);
+  const uint8_t* p = rgba.data();
+  for (size_t i = 0; i < npix; ++i, p += 4) {
+    out.pixels[i] =
+        static_cast<uint8_t>((p[0] * 19595U + p[1] * 38470U + p[2] * 7471U + 0x8000U) >> 16);
+  }
+}
+
+void read_file_bytes(const std::string& path, std::vector<uint8_t>& buffer) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw DataError(fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
+  }
+  buffer.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < buffer.size()) {
+    const ssize_t n = ::read(fd, buffer.data() + done, buffer.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw DataError(
+          fmt::format("{}: read failed: {}", path, n < 0 ? std::strerror(errno) : "eof"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
+void read_png_gray(const std::string& path, GrayImage& out, std::vector<uint8_t>& file_buffer) {
+  read_file_bytes(path, file_buffer);
+  decode_png_gray(file_buffer.data(), file_buffer.size(), path, out);
+}
+
+std::string encode_png_gray(const uint8_t* pixels, int width, int height, int compression_level) {
+  SpngCtx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
+  CHX_CHECK(ctx != nullptr, "spng_ctx_new failed");
+  spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
+  spng_set_option(ctx.get(), SPNG_IMG_COMPRESSION_LEVEL, compression_level);
+  spng_ihdr ihdr{};
+  ihdr.width = static_cast<uint32_t>(width);
+  ihdr.height = static_cast<uint32_t>(height);
+  ihdr.bit_depth = 8;
+  ihdr.color_type = SPNG_COLOR_TYPE_GRAYSCALE;
+  spng_set_ihdr(ctx.get(), &ihdr);
+  const size_t len = static_cast<size_t>(width) * height;
+  int err = spng_encode_image(ctx.get(), pixels, len, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
+  if (err) throw Error(fmt::format("PNG encoding failed: {}", spng_strerror(err)));
+  size_t size = 0;
+  void* buf = spng_get_png_buffer(ctx.get(), &size, &err);
+  if (buf == nullptr) throw Error(fmt::format("PNG encoding failed: {}", spng_strerror(err)));
+  std::string png(static_cast<const char*>(buf), size);
+  std::free(buf);
+  return png;
+}
+
+}  // namespace chexscale::data

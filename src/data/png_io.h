@@ -1,0 +1,34 @@
+// PNG <-> 8-bit grayscale with libspng. Decodes every variant found in ChestX-ray14 and its
+// copies (gray 1-16 bit, gray+alpha, RGB, RGBA, palette, interlaced): gray 8-bit goes straight to
+// the output buffer; other variants are converted with Pillow's luma weights, alpha ignored,
+// 16-bit reduced to its high byte.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chexscale::data {
+
+struct GrayImage {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> pixels;  // row-major, width * height
+};
+
+// Decodes PNG bytes into `out` (its buffer is reused). Throws DataError "<name>: <reason>" for
+// an empty, truncated, corrupt or non-PNG input.
+void decode_png_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out);
+
+// Reads a whole file into `buffer` (reused); throws DataError naming the path when unreadable.
+void read_file_bytes(const std::string& path, std::vector<uint8_t>& buffer);
+
+// Reads and decodes a PNG file; `file_buffer` is scratch space reused across calls.
+void read_png_gray(const std::string& path, GrayImage& out, std::vector<uint8_t>& file_buffer);
+
+// Encodes 8-bit gray pixels as a PNG (zlib level 0-9).
+std::string encode_png_gray(const uint8_t* pixels, int width, int height,
+                            int compression_level = 6);
+
+}  // namespace chexscale::data

@@ -1,0 +1,36 @@
+// Packing a ChestX-ray14 folder into shards of pre-resized uint8 images (`chexscale prepare`):
+// all cores, resumable (finished shards whose planned content matches are kept, others redone),
+// atomic per shard, manifest written last.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "data/shard_set.h"
+#include "data/splits.h"
+
+namespace chexscale::data {
+
+struct PrepareOptions {
+  std::string data_dir;
+  std::string out_dir;
+  int image_size = 256;
+  int64_t records_per_shard = 1024;
+  int threads = 0;  // 0 = all cores
+  SplitOptions splits;
+  bool strict = false;  // data warnings and bad images become errors
+  // Called from the calling thread with (images done, images planned).
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+struct PrepareResult {
+  ShardManifest manifest;
+  int64_t shards_written = 0;
+  int64_t shards_reused = 0;  // kept from an earlier, interrupted run
+  int64_t data_warnings = 0;
+};
+
+PrepareResult prepare_shards(const PrepareOptions& options);
+
+}  // namespace chexscale::data

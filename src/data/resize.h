@@ -1,0 +1,19 @@
+// Separable resizing of 8-bit gray images: area averaging when shrinking (each output pixel is the
+// mean of the input area it covers, as OpenCV's INTER_AREA) and bilinear with half-pixel centres
+// when enlarging, chosen per axis. Vertical pass first into one float row, so the working set
+// stays in cache.
+#pragma once
+
+#include <cstdint>
+
+#include "data/png_io.h"
+
+namespace chexscale::data {
+
+void resize_gray(const uint8_t* src, int src_width, int src_height, uint8_t* dst, int dst_width,
+                 int dst_height);
+
+// Resizes `in` to width x height into `out` (buffer reused); a copy when the size is unchanged.
+void resize_gray(const GrayImage& in, int width, int height, GrayImage& out);
+
+}  // namespace chexscale::data

@@ -1,0 +1,36 @@
+// Rank slices of a seeded epoch permutation (see sampler.h).
+#include "data/sampler.h"
+
+#include <numeric>
+
+#include "common/error.h"
+#include "data/random.h"
+
+namespace chexscale::data {
+
+DistributedSampler::DistributedSampler(int64_t dataset_size, int rank, int world_size, bool shuffle,
+                                       uint64_t seed)
+    : size_(dataset_size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
+  CHX_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "rank {} of world size {}", rank,
+            world_size);
+  CHX_CHECK(dataset_size > 0, "empty dataset");
+}
+
+int64_t DistributedSampler::samples_per_rank() const {
+  return (size_ + world_size_ - 1) / world_size_;
+}
+
+std::vector<int64_t> DistributedSampler::epoch_indices(int64_t epoch) const {
+  std::vector<int64_t> order(static_cast<size_t>(size_));
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle_) shuffle_in_place(order, mix_seed({seed_, static_cast<uint64_t>(epoch)}));
+  const int64_t total = samples_per_rank() * world_size_;
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(samples_per_rank()));
+  for (int64_t pos = rank_; pos < total; pos += world_size_) {
+    mine.push_back(order[static_cast<size_t>(pos % size_)]);  // padding repeats the start
+  }
+  return mine;
+}
+
+}  // namespace chexscale::data

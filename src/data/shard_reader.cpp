@@ -1,0 +1,91 @@
+// Memory-mapped shard reading (see shard_reader.h).
+#include "data/shard_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace chexscale::data {
+
+ShardReader::ShardReader(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(fmt::format("{}: cannot open shard: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw DataError(fmt::format("{}: cannot stat shard: {}", path, std::strerror(errno)));
+  }
+  map_size_ = static_cast<size_t>(st.st_size);
+  if (map_size_ < kShardHeaderBytes) {
+    ::close(fd);
+    throw DataError(
+        fmt::format("{}: not a valid shard: {} bytes, shorter than its header", path, map_size_));
+  }
+  void* map = ::mmap(nullptr, map_size_, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) {
+    throw DataError(fmt::format("{}: cannot map shard: {}", path, std::strerror(errno)));
+  }
+  map_ = static_cast<const char*>(map);
+  try {
+    header_ = decode_shard_header(std::string_view(map_, map_size_), path);
+    if (header_.file_bytes() != map_size_) {
+      throw DataError(fmt::format("{}: not a valid shard: {} bytes, header says {} (truncated?)",
+                                  path, map_size_, header_.file_bytes()));
+    }
+    const char* index = map_ + header_.index_offset();
+    const size_t index_bytes = header_.record_count * kShardEntryBytes;
+    if (crc32_of(index, index_bytes) != header_.index_crc) {
+      throw DataError(fmt::format("{}: not a valid shard: index checksum mismatch", path));
+    }
+    entries_.reserve(header_.record_count);
+    for (uint64_t i = 0; i < header_.record_count; ++i) {
+      entries_.push_back(decode_shard_entry(index + i * kShardEntryBytes));
+    }
+  } catch (...) {
+    ::munmap(const_cast<char*>(map_), map_size_);
+    throw;
+  }
+  ::madvise(const_cast<char*>(map_), map_size_, MADV_WILLNEED);
+}
+
+ShardReader::~ShardReader() {
+  if (map_ != nullptr) ::munmap(const_cast<char*>(map_), map_size_);
+}
+
+const uint8_t* ShardReader::pixels(int64_t record) const {
+  CHX_CHECK(record >= 0 && record < size(), "record {} of {} in {}", record, size(), path_);
+  return reinterpret_cast<const uint8_t*>(map_ + header_.pixel_offset() +
+                                          static_cast<uint64_t>(record) * header_.record_bytes());
+}
+
+const uint8_t* ShardReader::checked_pixels(int64_t record) const {
+  const uint8_t* p = pixels(record);
+  if (crc32_of(p, header_.record_bytes()) != entries_[static_cast<size_t>(record)].pixel_crc) {
+    throw DataError(fmt::format("{}: record {} ({}): pixel checksum mismatch", path_, record,
+                                entries_[static_cast<size_t>(record)].name));
+  }
+  return p;
+}
+
+std::vector<std::string> verify_shard_records(const ShardReader& shard) {
+  std::vector<std::string> damaged;
+  for (int64_t i = 0; i < shard.size(); ++i) {
+    try {
+      shard.checked_pixels(i);
+    } catch (const DataError& e) {
+      damaged.emplace_back(e.what());
+    }
+  }
+  return damaged;
+}
+
+}  // namespace chexscale::data

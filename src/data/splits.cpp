@@ -1,0 +1,137 @@
+// Patient-wise splits (see splits.h).
+#include "data/splits.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "data/random.h"
+
+namespace chexscale::data {
+
+const char* to_string(Split split) {
+  switch (split) {
+    case Split::kTrain:
+      return "train";
+    case Split::kVal:
+      return "val";
+    case Split::kTest:
+      return "test";
+    case Split::kNone:
+      break;
+  }
+  return "none";
+}
+
+Split parse_split(const std::string& name) {
+  if (name == "train") return Split::kTrain;
+  if (name == "val") return Split::kVal;
+  if (name == "test") return Split::kTest;
+  throw UsageError(fmt::format("unknown split '{}' (expected train, val or test)", name));
+}
+
+std::unordered_set<std::string> read_split_list(const std::string& path, DataIssues& issues) {
+  std::istringstream in(read_file(path));
+  std::unordered_set<std::string> names;
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+      line.pop_back();
+    if (line.empty()) continue;
+    if (!names.insert(line).second) {
+      issues.warn(path, line_no, fmt::format("duplicate image name '{}'", line));
+    }
+  }
+  return names;
+}
+
+std::unordered_set<int64_t> choose_patients(std::vector<int64_t> patients, double fraction,
+                                            uint64_t seed) {
+  if (fraction < 0 || fraction > 1) {
+    throw UsageError(fmt::format("split fraction {} is not in [0, 1]", fraction));
+  }
+  std::sort(patients.begin(), patients.end());
+  patients.erase(std::unique(patients.begin(), patients.end()), patients.end());
+  shuffle_in_place(patients, seed);
+  const auto take =
+      static_cast<size_t>(std::llround(fraction * static_cast<double>(patients.size())));
+  return {patients.begin(), patients.begin() + static_cast<std::ptrdiff_t>(take)};
+}
+
+std::vector<Split> assign_splits(const std::vector<CsvRecord>& records, bool have_lists,
+                                 const std::unordered_set<std::string>& train_val,
+                                 const std::unordered_set<std::string>& test,
+                                 const SplitOptions& options, DataIssues& issues,
+                                 const std::string& list_dir) {
+  std::vector<Split> splits(records.size(), Split::kNone);
+  if (!have_lists) {
+    if (options.val_fraction + options.test_fraction > 1) {
+      throw UsageError(fmt::format("val fraction {} + test fraction {} exceed 1",
+                                   options.val_fraction, options.test_fraction));
+    }
+    std::vector<int64_t> all;
+    for (const auto& r : records)
+      all.push_back(r.patient_id);
+    // One shuffle of all patients: the first part is test, the next val, the rest train.
+    const auto test_ids = choose_patients(all, options.test_fraction, mix_seed({options.seed, 1}));
+    std::vector<int64_t> rest;
+    for (int64_t p : all) {
+      if (test_ids.count(p) == 0) rest.push_back(p);
+    }
+    const double val_of_rest =
+        options.test_fraction < 1 ? options.val_fraction / (1 - options.test_fraction) : 0.0;
+    const auto val_ids =
+        choose_patients(rest, std::min(1.0, val_of_rest), mix_seed({options.seed, 2}));
+    for (size_t i = 0; i < records.size(); ++i) {
+      const int64_t p = records[i].patient_id;
+      splits[i] = test_ids.count(p) ? Split::kTest : val_ids.count(p) ? Split::kVal : Split::kTrain;
+    }
+    return splits;
+  }
+
+  std::vector<int64_t> train_val_patients;
+  std::unordered_set<int64_t> test_patients;
+  int64_t unlisted = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const bool in_tv = train_val.count(records[i].image) != 0;
+    const bool in_test = test.count(records[i].image) != 0;
+    if (in_tv && in_test) {
+      issues.warn(list_dir, 0,
+                  fmt::format("image '{}' is in both train_val_list and test_list (kept in test)",
+                              records[i].image));
+    }
+    if (in_test) {
+      splits[i] = Split::kTest;
+      test_patients.insert(records[i].patient_id);
+    } else if (in_tv) {
+      splits[i] = Split::kTrain;
+      train_val_patients.push_back(records[i].patient_id);
+    } else {
+      ++unlisted;
+    }
+  }
+  if (unlisted > 0) {
+    issues.warn(list_dir, 0,
+                fmt::format("{} images of the CSV are in neither split list (not used)", unlisted));
+  }
+  for (int64_t p : train_val_patients) {
+    if (test_patients.count(p)) {
+      issues.warn(list_dir, 0,
+                  fmt::format("patient {} has images in both train_val_list and test_list", p));
+      break;
+    }
+  }
+  const auto val_ids = choose_patients(train_val_patients, options.val_fraction, options.seed);
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (splits[i] == Split::kTrain && val_ids.count(records[i].patient_id)) splits[i] = Split::kVal;
+  }
+  return splits;
+}
+
+}  // namespace chexscale::data

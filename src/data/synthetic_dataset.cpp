@@ -1,0 +1,166 @@
+// Writing a synthetic data set in the ChestX-ray14 layout (see synthetic.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "data/chestxray14_csv.h"
+#include "data/random.h"
+#include "data/splits.h"
+#include "data/synthetic.h"
+
+namespace chexscale::data {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr double kTestPatientFraction = 0.2;
+
+// Plain write: the CSV, written last and atomically, is what marks a finished data set.
+void write_image_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw IoError(fmt::format("cannot write {}", path));
+}
+
+// Exactly round(rate * n) positives (at least one when n > 1) of each class among `members`,
+// chosen by a seeded shuffle per class.
+void assign_labels(const std::vector<size_t>& members, uint64_t seed,
+                   std::vector<LabelBits>& labels) {
+  if (members.empty()) return;
+  for (int c = 0; c < kNumPathologies; ++c) {
+    auto count = static_cast<size_t>(std::llround(kSyntheticLabelRates[c] * members.size()));
+    if (members.size() > 1) count = std::clamp<size_t>(count, 1, members.size() - 1);
+    std::vector<size_t> order = members;
+    shuffle_in_place(order, mix_seed({seed, 0x1AB, static_cast<uint64_t>(c)}));
+    for (size_t k = 0; k < count && k < order.size(); ++k) {
+      labels[order[k]] = static_cast<LabelBits>(labels[order[k]] | (1U << c));
+    }
+  }
+}
+
+}  // namespace
+
+SynthResult write_synthetic_dataset(const SynthOptions& opt) {
+  if (opt.out_dir.empty()) throw UsageError("synth needs an output folder (--out)");
+  if (opt.images < 1) throw UsageError(fmt::format("--images {} < 1", opt.images));
+  if (opt.image_size < 16 || opt.image_size > 4096) {
+    throw UsageError(fmt::format("--size {} is not in [16, 4096]", opt.image_size));
+  }
+  const int64_t patients = opt.patients > 0 ? opt.patients : std::max<int64_t>(1, opt.images / 3);
+  if (patients > opt.images) {
+    throw UsageError(fmt::format("--patients {} exceeds --images {}", patients, opt.images));
+  }
+  if (patients > 99999999) throw UsageError("at most 99999999 patients");
+
+  // Images per patient: one each, the rest spread at random; names as ChestX-ray14's.
+  SplitMix64 rng(mix_seed({opt.seed, 0xDA7A}));
+  std::vector<int64_t> per_patient(static_cast<size_t>(patients), 1);
+  for (int64_t i = patients; i < opt.images; ++i)
+    ++per_patient[rng.below(patients)];
+  std::vector<CsvRecord> records;
+  for (int64_t p = 0; p < patients; ++p) {
+    for (int64_t f = 0; f < per_patient[static_cast<size_t>(p)]; ++f) {
+      CsvRecord r;
+      r.image = fmt::format("{:08d}_{:03d}.png", p + 1, f);
+      r.patient_id = p + 1;
+      records.push_back(std::move(r));
+    }
+  }
+  // Official-style lists (test by patient), then the default validation carve-out, so that
+  // labels can be balanced within each split a default loader will see.
+  std::vector<int64_t> ids;
+  for (int64_t p = 1; p <= patients; ++p)
+    ids.push_back(p);
+  const auto test_patients =
+      choose_patients(ids, kTestPatientFraction, mix_seed({opt.seed, 0x7E57}));
+  std::unordered_set<std::string> train_val;
+  std::unordered_set<std::string> test;
+  std::string train_val_text;
+  std::string test_text;
+  for (const auto& r : records) {
+    const bool is_test = test_patients.count(r.patient_id) != 0;
+    (is_test ? test : train_val).insert(r.image);
+    (is_test ? test_text : train_val_text) += r.image + "\n";
+  }
+  DataIssues issues;
+  const std::vector<Split> splits =
+      assign_splits(records, true, train_val, test, SplitOptions{}, issues);
+  std::vector<LabelBits> labels(records.size(), 0);
+  for (Split s : {Split::kTrain, Split::kVal, Split::kTest}) {
+    std::vector<size_t> members;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (splits[i] == s) members.push_back(i);
+    }
+    assign_labels(members, mix_seed({opt.seed, static_cast<uint64_t>(s)}), labels);
+  }
+
+  const fs::path out(opt.out_dir);
+  make_dirs((out / "images").string());
+  SynthResult result;
+  result.images = opt.images;
+  result.patients = patients;
+  std::string csv =
+      "Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Gender,"
+      "View Position,OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y],\n";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const CsvRecord& r = records[i];
+    const int follow_up = std::stoi(r.image.substr(9, 3));
+    SplitMix64 meta(mix_seed({opt.seed, static_cast<uint64_t>(r.patient_id), 0x4E7A}));
+    const int age = 20 + static_cast<int>(meta.below(65));
+    const char* gender = meta.below(2) ? "M" : "F";
+    const char* view = meta.below(3) ? "PA" : "AP";
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},0.143,0.143,\n", r.image,
+                       format_finding_labels(labels[i]), follow_up, r.patient_id, age, gender, view,
+                       opt.image_size, opt.image_size);
+    for (int c = 0; c < kNumPathologies; ++c)
+      result.positives[c] += has_label(labels[i], c);
+  }
+
+  const int threads = opt.threads > 0
+                          ? opt.threads
+                          : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::atomic<int64_t> bytes{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto work = [&](bool report) {
+    try {
+      for (size_t i = next++; i < records.size(); i = next++) {
+        const GrayImage img = render_synthetic_image(
+            labels[i], opt.image_size, mix_seed({opt.seed, static_cast<uint64_t>(i), 0x1A6E}));
+        const std::string png = encode_png_gray(img.pixels.data(), img.width, img.height);
+        write_image_file((out / "images" / records[i].image).string(), png);
+        bytes += static_cast<int64_t>(png.size());
+        const int64_t n = ++done;
+        if (report && opt.progress) opt.progress(n, opt.images);
+      }
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(error_mutex);
+      error = std::current_exception();
+      next = records.size();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(work, false);
+  work(true);
+  for (auto& t : pool)
+    t.join();
+  if (error) std::rethrow_exception(error);
+  result.png_bytes = bytes;
+
+  write_file_atomic((out / "train_val_list.txt").string(), train_val_text);
+  write_file_atomic((out / "test_list.txt").string(), test_text);
+  write_file_atomic((out / "Data_Entry_2017.csv").string(), csv);  // last: marks completion
+  return result;
+}
+
+}  // namespace chexscale::data

@@ -1,0 +1,159 @@
+// Rendering of synthetic X-ray-like images and the per-class traces (see synthetic.h).
+//
+// Traces, in a region's local coordinates (s, t) in [0, 1), value +1 brighter / -1 darker:
+//   0 Atelectasis         horizontal stripes, 4 periods
+//   1 Cardiomegaly        bright filled disk
+//   2 Effusion            bright lower part under a curved (meniscus) edge
+//   3 Infiltration        concentric rings (target)
+//   4 Mass                bright filled square
+//   5 Nodule              3 x 3 small bright dots
+//   6 Pneumonia           diagonal stripes
+//   7 Pneumothorax        dark filled disk
+//   8 Consolidation       3 x 3 checkerboard, bright and dark
+//   9 Edema               vertical stripes, 4 periods
+//  10 Emphysema           bright ring
+//  11 Fibrosis            grid of lines (cross-hatch)
+//  12 Pleural_Thickening  bright frame along the region's border
+//  13 Hernia              bright triangle pointing up
+// Shapes are symmetric under horizontal flips except the diagonal stripes (a flip makes the other
+// diagonal, which no other class uses), so flip augmentation keeps them learnable.
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "data/random.h"
+#include "data/synthetic.h"
+
+namespace chexscale::data {
+namespace {
+
+constexpr double kGridStart = 0.1;
+constexpr double kCell = 0.2;
+constexpr double kCellMargin = 0.15;  // of the cell, each side
+constexpr float kTraceAmplitude = 55.f;
+
+float stripes(double x, int periods) {
+  return std::sin(2 * M_PI * periods * x) > 0 ? 1.f : 0.f;
+}
+
+// The trace of class `cls` at local (s, t): 1 bright, -1 dark, 0 nothing.
+float trace(int cls, double s, double t) {
+  const double ds = s - 0.5;
+  const double dt = t - 0.5;
+  const double r = std::sqrt(ds * ds + dt * dt);
+  switch (cls) {
+    case 0:
+      return stripes(t + 0.0625, 4);
+    case 1:
+      return r < 0.45 ? 1.f : 0.f;
+    case 2:
+      return t > 0.45 + 0.8 * ds * ds ? 1.f : 0.f;
+    case 3:
+      return r < 0.48 ? stripes(r + 0.02, 3) : 0.f;
+    case 4:
+      return std::abs(ds) < 0.32 && std::abs(dt) < 0.32 ? 1.f : 0.f;
+    case 5: {
+      const double fs = std::fmod(s * 3, 1.0) - 0.5;
+      const double ft = std::fmod(t * 3, 1.0) - 0.5;
+      return fs * fs + ft * ft < 0.04 ? 1.f : 0.f;
+    }
+    case 6:
+      return stripes((s + t) * 0.5 + 0.03, 5);
+    case 7:
+      return r < 0.45 ? -1.f : 0.f;
+    case 8:
+      return (static_cast<int>(s * 3) + static_cast<int>(t * 3)) % 2 == 0 ? 1.f : -1.f;
+    case 9:
+      return stripes(s + 0.0625, 4);
+    case 10:
+      return r > 0.3 && r < 0.45 ? 1.f : 0.f;
+    case 11:
+      return std::fmod(s * 4, 1.0) < 0.3 || std::fmod(t * 4, 1.0) < 0.3 ? 1.f : 0.f;
+    case 12:
+      return s < 0.15 || s > 0.85 || t < 0.15 || t > 0.85 ? 1.f : 0.f;
+    case 13:
+      return t > 0.1 && t < 0.9 && std::abs(ds) < (t - 0.1) * 0.55 ? 1.f : 0.f;
+    default:
+      return 0.f;
+  }
+}
+
+double ellipse(double u, double v, double cu, double cv, double ru, double rv) {
+  const double a = (u - cu) / ru;
+  const double b = (v - cv) / rv;
+  return a * a + b * b;
+}
+
+}  // namespace
+
+const std::array<double, kNumPathologies> kSyntheticLabelRates = {
+    0.103, 0.08, 0.119, 0.177, 0.08, 0.08, 0.08, 0.08, 0.08, 0.08, 0.08, 0.08, 0.08, 0.08};
+
+PixelRect synthetic_region(int cls, int image_size) {
+  CHX_CHECK(cls >= 0 && cls < kNumPathologies, "class {} out of range", cls);
+  const double x0 = kGridStart + (cls % 4 + kCellMargin) * kCell;
+  const double y0 = kGridStart + (cls / 4 + kCellMargin) * kCell;
+  const double side = (1 - 2 * kCellMargin) * kCell;
+  const auto px = [&](double f) { return static_cast<int>(std::lround(f * image_size)); };
+  return {px(x0), px(y0), px(x0 + side), px(y0 + side)};
+}
+
+GrayImage render_synthetic_image(LabelBits labels, int image_size, uint64_t seed) {
+  CHX_CHECK(image_size >= 16, "synthetic image size {} < 16", image_size);
+  SplitMix64 rng(mix_seed({seed, 0xC4E57}));
+  // Per-image anatomy: brightness, lung size and position vary a little.
+  const double body = 125 + 20 * (rng.uniform() - 0.5);
+  const double lung_dark = 55 + 15 * rng.uniform();
+  const double lung_rv = 0.30 + 0.04 * (rng.uniform() - 0.5);
+  const double lung_dv = 0.03 * (rng.uniform() - 0.5);
+  const double rib_phase = rng.uniform();
+  const double noise = 7.0;
+
+  std::array<PixelRect, kNumPathologies> regions;
+  for (int c = 0; c < kNumPathologies; ++c)
+    regions[c] = synthetic_region(c, image_size);
+
+  GrayImage img;
+  img.width = img.height = image_size;
+  img.pixels.resize(static_cast<size_t>(image_size) * image_size);
+  const double inv = 1.0 / image_size;
+  SplitMix64 noise_rng(mix_seed({seed, 0x0015E}));
+  for (int y = 0; y < image_size; ++y) {
+    const double v = (y + 0.5) * inv;
+    for (int x = 0; x < image_size; ++x) {
+      const double u = (x + 0.5) * inv;
+      double p = 18;
+      if (ellipse(u, v, 0.5, 0.56, 0.47, 0.52) < 1) p = body;
+      const double lung = std::min(ellipse(u, v, 0.31, 0.47 + lung_dv, 0.16, lung_rv),
+                                   ellipse(u, v, 0.69, 0.47 + lung_dv, 0.16, lung_rv));
+      if (lung < 1) {
+        p -= (body - lung_dark) * (1 - 0.5 * lung);
+        p += 14 *
+             std::max(0.0, std::sin(2 * M_PI * (v * 8 + 1.5 * (u - 0.5) * (u - 0.5) + rib_phase)));
+      }
+      if (std::abs(u - 0.5) < 0.045 && v > 0.1) p += 35;  // spine
+      const uint64_t r = noise_rng.next();
+      p += noise * (static_cast<double>((r & 0xFFFF) + ((r >> 16) & 0xFFFF)) / 65535.0 - 1.0) * 1.7;
+      img.pixels[static_cast<size_t>(y) * image_size + x] =
+          static_cast<uint8_t>(std::clamp(p + 0.5, 0.0, 255.0));
+    }
+  }
+  // Traces on top, each inside its own region.
+  for (int c = 0; c < kNumPathologies; ++c) {
+    if (!has_label(labels, c)) continue;
+    const PixelRect& rc = regions[c];
+    const double w = rc.x1 - rc.x0;
+    const double h = rc.y1 - rc.y0;
+    for (int y = rc.y0; y < rc.y1; ++y) {
+      for (int x = rc.x0; x < rc.x1; ++x) {
+        const float f = trace(c, (x - rc.x0 + 0.5) / w, (y - rc.y0 + 0.5) / h);
+        if (f == 0.f) continue;
+        uint8_t& px = img.pixels[static_cast<size_t>(y) * image_size + x];
+        px = static_cast<uint8_t>(std::clamp(px + f * kTraceAmplitude, 0.f, 255.f));
+      }
+    }
+  }
+  return img;
+}
+
+}  // namespace chexscale::data
