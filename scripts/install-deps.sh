@@ -7,7 +7,7 @@ PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache clang clang-format libclang-rt-14-dev pkg-config
   # LibTorch (CPU) and a fast BLAS for small convolutions
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libopenblas0-openmp libgloo-dev
   # libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libspng-dev libpng-dev
   zlib1g-dev

@@ -9,17 +9,16 @@
 #include <string>
 #include <vector>
 
-namespace c10d {
-class ProcessGroup;
-class Store;
-}  // namespace c10d
+#include "common/torch_compat.h"
 
 namespace chexscale::dist {
 
+class CollectiveWatchdog;
+
 struct DistOptions {
-  std::string backend = "auto";                      // auto | gloo | nccl
-  std::chrono::seconds rdzv_timeout{300};             // wait for store/peers at start
-  std::chrono::seconds collective_timeout{300};       // watchdog for every collective
+  std::string backend = "auto";                  // auto | gloo | nccl
+  std::chrono::seconds rdzv_timeout{300};        // wait for store/peers at start
+  std::chrono::seconds collective_timeout{300};  // watchdog for every collective
   // Explicit overrides of the environment contract (-1 / "" = take from the environment).
   int rank = -1;
   int world_size = -1;
@@ -41,7 +40,7 @@ class DistContext {
   int local_world_size() const { return local_world_size_; }
   bool is_main() const { return rank_ == 0; }
   const std::string& backend() const { return backend_; }
-  torch::Device device() const { return device_; }   // cuda:LOCAL_RANK with NCCL, else cpu
+  torch::Device device() const { return device_; }  // cuda:LOCAL_RANK with NCCL, else cpu
 
   // Collectives used outside the gradient reducer (blocking, watchdog-guarded).
   void broadcast_(std::vector<torch::Tensor>& tensors, int root = 0);
@@ -50,7 +49,12 @@ class DistContext {
   torch::Tensor all_gather(const torch::Tensor& t);
   void barrier();
 
-  c10d::ProcessGroup* process_group() const;  // nullptr when world_size == 1
+  // The collective group (c10d::ProcessGroup on LibTorch 1.13, c10d::Backend on 2.x); nullptr
+  // when world_size == 1. Waiting on its Work objects directly bypasses the watchdog.
+  compat::CollectiveGroup* process_group() const;
+  // The watchdog guarding every collective, for code that issues its own (the reducer); nullptr
+  // when world_size == 1.
+  CollectiveWatchdog* watchdog() const;
   ~DistContext();
 
  private:

@@ -21,8 +21,8 @@ namespace chexscale::dist {
 struct ReducerOptions {
   double bucket_mb = 25.0;
   double first_bucket_mb = 1.0;
-  bool overlap = true;                // false: one allreduce pass after backward (for comparison)
-  std::string compression = "none";   // none | fp16 | bf16
+  bool overlap = true;               // false: one allreduce pass after backward (for comparison)
+  std::string compression = "none";  // none | fp16 | bf16
 };
 
 class GradientReducer {

@@ -1,0 +1,24 @@
+// Rendezvous: rank 0 serves a c10d TCPStore at MASTER_ADDR:MASTER_PORT, the others connect to it,
+// retrying while the host does not resolve or refuses (hosts and pods start in any order); then
+// every rank checks in and waits for the others, so a missing rank is named, not waited for
+// forever.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "dist/env.h"
+
+namespace chexscale::dist {
+
+// Joins the job described by `env` within `timeout`; returns the shared store. Throws DistError
+// naming the address, what was tried (resolution failures, refusals) and which ranks are missing.
+c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env,
+                                           std::chrono::milliseconds timeout);
+
+// "host:port" of the store, for messages.
+std::string store_address(const RendezvousEnv& env);
+
+}  // namespace chexscale::dist
