@@ -4,9 +4,11 @@
 namespace chexscale::cli {
 
 void add_version_command(CLI::App& app, CommandRegistry& registry);
+void add_report_command(CLI::App& app, CommandRegistry& registry);
 
 void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_version_command(app, registry);
+  add_report_command(app, registry);
 }
 
 }  // namespace chexscale::cli
