@@ -109,7 +109,8 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
   for (auto& p : parameters) {
     if (p.requires_grad()) params_.push_back(p);
   }
-  const auto plan = plan_buckets(params_, static_cast<int64_t>(options_.first_bucket_mb * kMiB),
+  const double first_mb = std::min(options_.first_bucket_mb, options_.bucket_mb);
+  const auto plan = plan_buckets(params_, static_cast<int64_t>(first_mb * kMiB),
                                  static_cast<int64_t>(options_.bucket_mb * kMiB));
   slot_.resize(params_.size());
   ready_.assign(params_.size(), 0);
@@ -154,15 +155,13 @@ GradientReducer::Impl::~Impl() {
     accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
 
-// Gloo in LibTorch 1.13 cannot sum bfloat16; every rank finds out at the same call (before any
-// byte moves), so the probe is safe and the answer is a usage error, not a hang.
+// Gloo in LibTorch 1.13 cannot sum bfloat16: each rank's allreduce fails locally, before any
+// byte moves, so the probe is safe everywhere and the answer is a usage error, not a hang.
 void GradientReducer::Impl::check_wire_type_supported() {
   std::vector<torch::Tensor> probe{torch::zeros({1}, buckets_.front().wire.options())};
-  CollectiveWatchdog& watchdog = *ctx_->watchdog();
-  const uint64_t seq = watchdog.begin();
+  ctx_->watchdog()->begin();  // keeps the collective numbering equal on every rank
   try {
-    auto work = ctx_->process_group()->allreduce(probe);
-    watchdog.wait(*work, seq, "compression probe");
+    ctx_->process_group()->allreduce(probe)->wait(ctx_->watchdog()->timeout());
   } catch (const c10::Error& e) {
     throw UsageError(fmt::format(
         "--grad-compression {}: the {} backend of this LibTorch ({}) cannot allreduce {} tensors "

@@ -187,6 +187,21 @@ std::string store_address(const RendezvousEnv& env) {
   return fmt::format("{}:{}", env.master_addr.value, env.master_port.value);
 }
 
+int pick_free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw DistError(fmt::format("socket(): {}", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) throw DistError(fmt::format("could not find a free port: {}", std::strerror(err)));
+  return ntohs(addr.sin_port);
+}
+
 c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   auto store =

@@ -21,4 +21,8 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env,
 // "host:port" of the store, for messages.
 std::string store_address(const RendezvousEnv& env);
 
+// A TCP port that is free on this host right now (the kernel's pick for port 0), for single-node
+// jobs; another process may take it before the store binds it, so callers bind it soon.
+int pick_free_port();
+
 }  // namespace chexscale::dist
