@@ -1,0 +1,70 @@
+// Exact AUROC through average ranks (see auroc.h).
+#include "train/auroc.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace chexscale::train {
+
+std::optional<double> auroc(const std::vector<double>& scores, const std::vector<int>& labels) {
+  CHX_CHECK_EQ(scores.size(), labels.size(), "AUROC scores vs labels");
+  const size_t n = scores.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // U = (sum of the positives' ranks) - P(P+1)/2, ranks 1-based and averaged over ties.
+  double positive_rank_sum = 0;
+  int64_t positives = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && scores[order[j]] == scores[order[i]])
+      ++j;
+    const double average_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (size_t k = i; k < j; ++k) {
+      const int y = labels[order[k]];
+      CHX_CHECK(y == 0 || y == 1, "AUROC label {} is not 0 or 1", y);
+      if (y == 1) {
+        positive_rank_sum += average_rank;
+        ++positives;
+      }
+    }
+    i = j;
+  }
+  const int64_t negatives = static_cast<int64_t>(n) - positives;
+  if (positives == 0 || negatives == 0) return std::nullopt;
+  const double p = static_cast<double>(positives);
+  const double u = positive_rank_sum - p * (p + 1) / 2.0;
+  return u / (p * static_cast<double>(negatives));
+}
+
+AurocReport per_class_auroc(const torch::Tensor& scores, const torch::Tensor& labels) {
+  CHX_CHECK(scores.dim() == 2 && scores.sizes() == labels.sizes(), "scores {} vs labels {}",
+            c10::str(scores.sizes()), c10::str(labels.sizes()));
+  const auto s = scores.to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto y = labels.to(torch::kCPU, torch::kInt32).contiguous();
+  const int64_t n = s.size(0);
+  const int64_t classes = s.size(1);
+  AurocReport report;
+  double sum = 0;
+  int defined = 0;
+  for (int64_t c = 0; c < classes; ++c) {
+    const auto sc = s.select(1, c).contiguous();
+    const auto yc = y.select(1, c).contiguous();
+    std::vector<double> class_scores(sc.data_ptr<double>(), sc.data_ptr<double>() + n);
+    std::vector<int> class_labels(yc.data_ptr<int>(), yc.data_ptr<int>() + n);
+    const int64_t pos = std::count(class_labels.begin(), class_labels.end(), 1);
+    report.positives.push_back(pos);
+    report.negatives.push_back(n - pos);
+    report.per_class.push_back(auroc(class_scores, class_labels));
+    if (report.per_class.back()) {
+      sum += *report.per_class.back();
+      ++defined;
+    }
+  }
+  if (defined > 0) report.mean = sum / defined;
+  return report;
+}
+
+}  // namespace chexscale::train

@@ -1,0 +1,26 @@
+// Exact area under the ROC curve per pathology (Mann-Whitney U, tied scores count one half).
+// A class without positives or without negatives has no AUROC: it is reported as undefined,
+// never as 0.5.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <vector>
+
+namespace chexscale::train {
+
+// AUROC of one class: `scores` and binary `labels` of equal length.
+std::optional<double> auroc(const std::vector<double>& scores, const std::vector<int>& labels);
+
+struct AurocReport {
+  std::vector<std::optional<double>> per_class;
+  std::optional<double> mean;  // over the defined classes; undefined when none is
+  std::vector<int64_t> positives;
+  std::vector<int64_t> negatives;
+};
+
+// Per-class AUROC of scores (probabilities or logits) [N, C] against labels [N, C] in {0, 1}.
+AurocReport per_class_auroc(const torch::Tensor& scores, const torch::Tensor& labels);
+
+}  // namespace chexscale::train

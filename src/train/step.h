@@ -1,0 +1,80 @@
+// One data-parallel training step, shared by the trainer and `chexscale bench`: forward, loss,
+// backward with overlapped gradient averaging, optimizer update, and where the time went.
+//
+// The step runs in four phases, each its own private member, so that mixed precision (autocast
+// around forward_loss, a gradient scaler around apply_update) and channels-last input
+// (prepare_input) can be added as options without changing the step's shape or its callers.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "common/step_times.h"
+#include "data/batch.h"
+#include "models/classifier.h"
+#include "train/loss.h"
+
+namespace chexscale::dist {
+class GradientReducer;
+}  // namespace chexscale::dist
+
+namespace chexscale::train {
+
+// What to do when a step's loss or averaged gradients are not finite.
+enum class NonFinitePolicy {
+  kStop,   // throw an Error naming the step (default: a NaN usually means a bad recipe)
+  kSkip,   // leave the weights untouched and carry on; counted in StepResult::skipped
+  kIgnore  // no check at all (no extra pass over the gradients; benchmarks)
+};
+
+struct TrainStepOptions {
+  NonFinitePolicy non_finite = NonFinitePolicy::kStop;
+  torch::Device device{torch::kCPU};  // where the model lives; batches are moved there
+};
+
+struct StepResult {
+  double loss = 0;       // this rank's mean loss on its batch
+  bool skipped = false;  // non-finite, weights not updated (kSkip)
+  int64_t images = 0;    // examples in this rank's batch
+  StepTimes times;       // data_wait is left 0: the caller owns the loader
+};
+
+class TrainStep {
+ public:
+  // `reducer` may be null (world size 1, or benchmarks of the local step). The model, optimizer
+  // and reducer must outlive the TrainStep.
+  TrainStep(models::Classifier model, torch::optim::Optimizer& optimizer, BceWithLogitsLoss loss,
+            dist::GradientReducer* reducer, TrainStepOptions options = {});
+
+  // Runs one step on `batch`; `step` (global, 0-based) only names the step in errors.
+  // With a reducer, every rank must call run() the same number of times.
+  StepResult run(const data::Batch& batch, int64_t step);
+
+  const TrainStepOptions& options() const { return options_; }
+
+ private:
+  struct DeviceBatch {
+    torch::Tensor images;
+    torch::Tensor labels;
+  };
+  DeviceBatch prepare_input(const data::Batch& batch) const;
+  torch::Tensor forward_loss(const DeviceBatch& input);
+  // Backward with the reducer's hooks armed; returns the exposed communication seconds.
+  double backward(const torch::Tensor& loss);
+  // True when the averaged gradients are all finite (identical on every rank after the reducer,
+  // so every rank takes the same decision).
+  bool gradients_finite() const;
+  void apply_update();
+  void wait_for_device() const;
+
+  models::Classifier model_;
+  torch::optim::Optimizer& optimizer_;
+  BceWithLogitsLoss loss_;
+  dist::GradientReducer* reducer_;
+  TrainStepOptions options_;
+  std::vector<torch::Tensor> parameters_;
+};
+
+}  // namespace chexscale::train

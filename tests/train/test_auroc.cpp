@@ -1,0 +1,79 @@
+// AUROC against brute-force pair counting on fixed vectors, with ties and undefined classes.
+#include <gtest/gtest.h>
+
+#include "train/auroc.h"
+
+namespace chexscale::train {
+namespace {
+
+// Reference: over every (positive, negative) pair, 1 if the positive scores higher, 0.5 on a tie.
+double pair_count_auroc(const std::vector<double>& s, const std::vector<int>& y) {
+  double wins = 0;
+  double pairs = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    for (size_t j = 0; j < s.size(); ++j) {
+      if (y[i] != 1 || y[j] != 0) continue;
+      pairs += 1;
+      wins += s[i] > s[j] ? 1.0 : (s[i] == s[j] ? 0.5 : 0.0);
+    }
+  }
+  return wins / pairs;
+}
+
+TEST(Auroc, PerfectInvertedAndHandValues) {
+  EXPECT_DOUBLE_EQ(*auroc({0.1, 0.2, 0.8, 0.9}, {0, 0, 1, 1}), 1.0);
+  EXPECT_DOUBLE_EQ(*auroc({0.9, 0.8, 0.2, 0.1}, {0, 0, 1, 1}), 0.0);
+  // Pairs (pos, neg): (0.35,0.1) win, (0.35,0.4) loss, (0.8,0.1) win, (0.8,0.4) win: 3/4.
+  EXPECT_DOUBLE_EQ(*auroc({0.1, 0.4, 0.35, 0.8}, {0, 0, 1, 1}), 0.75);
+}
+
+TEST(Auroc, TiesCountHalf) {
+  // Every score equal: every pair is a tie.
+  EXPECT_DOUBLE_EQ(*auroc({0.5, 0.5, 0.5, 0.5, 0.5}, {1, 0, 1, 0, 0}), 0.5);
+  // One tied pair among 4: (0.3 vs 0.3) = 0.5, the other three wins: 3.5 / 4.
+  EXPECT_DOUBLE_EQ(*auroc({0.3, 0.3, 0.9, 0.1}, {1, 0, 1, 0}), 0.875);
+}
+
+TEST(Auroc, MatchesPairCountingOnFixedVectorsWithManyTies) {
+  std::vector<double> s;
+  std::vector<int> y;
+  for (int i = 0; i < 97; ++i) {
+    s.push_back(static_cast<double>((i * 37) % 11) / 10.0);  // 11 distinct values: heavy ties
+    y.push_back((i * 13) % 7 < 3 ? 1 : 0);
+  }
+  EXPECT_NEAR(*auroc(s, y), pair_count_auroc(s, y), 1e-12);
+}
+
+TEST(Auroc, UndefinedWithoutPositivesOrNegatives) {
+  EXPECT_FALSE(auroc({0.1, 0.2, 0.3}, {0, 0, 0}).has_value());
+  EXPECT_FALSE(auroc({0.1, 0.2, 0.3}, {1, 1, 1}).has_value());
+  EXPECT_FALSE(auroc({}, {}).has_value());
+}
+
+TEST(Auroc, RejectsNonBinaryLabels) {
+  EXPECT_ANY_THROW(auroc({0.1, 0.2}, {0, 2}));
+}
+
+TEST(Auroc, PerClassSkipsUndefinedClassesInTheMean) {
+  // Class 0: perfect; class 1: all negative (undefined); class 2: inverted.
+  const auto scores =
+      torch::tensor({{0.9, 0.1, 0.2}, {0.8, 0.2, 0.1}, {0.1, 0.3, 0.9}}, torch::kFloat64);
+  const auto labels = torch::tensor({{1, 0, 1}, {1, 0, 1}, {0, 0, 0}}, torch::kFloat32);
+  const AurocReport r = per_class_auroc(scores, labels);
+  ASSERT_EQ(r.per_class.size(), 3u);
+  EXPECT_DOUBLE_EQ(*r.per_class[0], 1.0);
+  EXPECT_FALSE(r.per_class[1].has_value());
+  EXPECT_DOUBLE_EQ(*r.per_class[2], 0.0);
+  ASSERT_TRUE(r.mean.has_value());
+  EXPECT_DOUBLE_EQ(*r.mean, 0.5);
+  EXPECT_EQ(r.positives, (std::vector<int64_t>{2, 0, 2}));
+  EXPECT_EQ(r.negatives, (std::vector<int64_t>{1, 3, 1}));
+}
+
+TEST(Auroc, PerClassMeanUndefinedWhenNoClassIs) {
+  const auto r = per_class_auroc(torch::rand({4, 2}), torch::zeros({4, 2}));
+  EXPECT_FALSE(r.mean.has_value());
+}
+
+}  // namespace
+}  // namespace chexscale::train

@@ -1,0 +1,114 @@
+// TrainStep on one worker: the same update as a hand-written step, learning, timing, NaN policy.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "common/error.h"
+#include "train/step.h"
+#include "train/tiny_classifier.h"
+
+namespace chexscale::train {
+namespace {
+
+data::Batch make_batch(int64_t n, uint64_t seed) {
+  torch::manual_seed(seed);
+  data::Batch b;
+  b.images = torch::randn({n, 3, 16, 16});
+  b.labels = (torch::rand({n, models::kChestXray14Classes}) < 0.3).to(torch::kFloat32);
+  for (int64_t i = 0; i < n; ++i)
+    b.indices.push_back(i);
+  return b;
+}
+
+torch::optim::Adam make_adam(const models::Classifier& m) {
+  return torch::optim::Adam(m->parameters(), torch::optim::AdamOptions(1e-2));
+}
+
+TEST(TrainStep, SameUpdateAsAHandWrittenStep) {
+  auto model = test_util::make_tiny_classifier(1);
+  auto reference = test_util::make_tiny_classifier(1);
+  auto opt = make_adam(model);
+  auto ref_opt = make_adam(reference);
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr);
+  for (int i = 0; i < 3; ++i) {
+    const auto batch = make_batch(4, 10 + i);
+    const StepResult r = step.run(batch, i);
+    ref_opt.zero_grad();
+    const auto loss =
+        torch::binary_cross_entropy_with_logits(reference->forward(batch.images), batch.labels);
+    loss.backward();
+    ref_opt.step();
+    EXPECT_DOUBLE_EQ(r.loss, loss.item<double>());
+    EXPECT_EQ(r.images, 4);
+    EXPECT_FALSE(r.skipped);
+  }
+  const auto params = model->parameters();
+  const auto ref_params = reference->parameters();
+  ASSERT_EQ(params.size(), ref_params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(torch::equal(params[i], ref_params[i]));
+}
+
+TEST(TrainStep, LossFallsWhenFittingOneBatch) {
+  auto model = test_util::make_tiny_classifier(2);
+  auto opt = make_adam(model);
+  TrainStep step(model, opt,
+                 BceWithLogitsLoss(class_weights_from_counts(
+                     std::vector<int64_t>(models::kChestXray14Classes, 3), 8)),
+                 nullptr);
+  const auto batch = make_batch(8, 3);
+  const double first = step.run(batch, 0).loss;
+  double last = first;
+  for (int i = 1; i < 40; ++i)
+    last = step.run(batch, i).loss;
+  EXPECT_LT(last, 0.8 * first);
+}
+
+TEST(TrainStep, TimesArePositiveAndAddUp) {
+  auto model = test_util::make_tiny_classifier(3);
+  auto opt = make_adam(model);
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr);
+  const StepResult r = step.run(make_batch(4, 4), 0);
+  EXPECT_GT(r.times.forward, 0);
+  EXPECT_GT(r.times.backward, 0);
+  EXPECT_GT(r.times.optimizer, 0);
+  EXPECT_EQ(r.times.comm_exposed, 0);  // no reducer
+  EXPECT_EQ(r.times.data_wait, 0);     // the caller's to fill
+  EXPECT_GE(r.times.total, r.times.forward + r.times.backward + r.times.optimizer);
+}
+
+data::Batch nan_batch() {
+  auto b = make_batch(4, 5);
+  b.images[1][0][3][3] = std::numeric_limits<float>::quiet_NaN();
+  return b;
+}
+
+TEST(TrainStep, NonFiniteLossStopsNamingTheStep) {
+  auto model = test_util::make_tiny_classifier(4);
+  auto opt = make_adam(model);
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr);
+  try {
+    step.run(nan_batch(), 17);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step 17"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TrainStep, NonFiniteStepIsSkippedWhenAsked) {
+  auto model = test_util::make_tiny_classifier(5);
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model->parameters())
+    before.push_back(p.detach().clone());
+  auto opt = make_adam(model);
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr, {NonFinitePolicy::kSkip});
+  const StepResult r = step.run(nan_batch(), 0);
+  EXPECT_TRUE(r.skipped);
+  const auto after = model->parameters();
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_TRUE(torch::equal(before[i], after[i]));
+  EXPECT_FALSE(step.run(make_batch(4, 6), 1).skipped);  // and training carries on
+}
+
+}  // namespace
+}  // namespace chexscale::train
