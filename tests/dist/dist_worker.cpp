@@ -4,8 +4,8 @@
 //   dist_worker grads DIR        one reduced step per reducer configuration, then 3 SGD steps
 //   dist_worker loop DIR STEPS   STEPS reduced steps (rank 0 writes DIR/progress after each)
 //   dist_worker stall DIR        rank 1 sleeps before its first collective
-//   dist_worker fail-once DIR    rank 1 exits 3 if DIR/failed-once is absent (creates it), else
-//   loop
+//   dist_worker fail-once DIR    rank 1 exits 3 before joining if DIR/failed-once is absent
+//                                (and creates it), else 3 steps of loop
 // Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -123,6 +123,16 @@ void run_loop(const std::shared_ptr<dist::DistContext>& ctx, const std::string& 
 int run(int argc, char** argv) {
   if (argc < 3) throw UsageError("usage: dist_worker grads|loop|stall|fail-once DIR [STEPS]");
   const std::string mode = argv[1], dir = argv[2];
+  if (mode == "fail-once") {
+    // Fails before joining, so the other ranks wait in the rendezvous until torn down.
+    const std::string marker = dir + "/failed-once";
+    const char* rank = std::getenv("RANK");
+    if (rank != nullptr && std::string(rank) == "1" && !std::filesystem::exists(marker)) {
+      std::ofstream(marker) << "1";
+      fmt::print(stderr, "rank 1 fails on purpose (first attempt)\n");
+      return 3;
+    }
+  }
   dist::DistOptions options;
   const char* timeout = std::getenv("CHEXSCALE_TEST_COLLECTIVE_TIMEOUT");
   options.collective_timeout = std::chrono::seconds(timeout ? std::atoi(timeout) : 60);
@@ -136,12 +146,6 @@ int run(int argc, char** argv) {
     if (ctx->rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(8));
     ctx->barrier();
   } else if (mode == "fail-once") {
-    const std::string marker = dir + "/failed-once";
-    if (ctx->rank() == 1 && !std::filesystem::exists(marker)) {
-      std::ofstream(marker) << "1";
-      fmt::print(stderr, "rank 1 fails on purpose (first attempt)\n");
-      return 3;
-    }
     run_loop(ctx, dir, 3);
   } else {
     throw UsageError("unknown mode " + mode);
