@@ -1,0 +1,111 @@
+// `chexscale k8s render`: Kubernetes manifests (Indexed Job or PyTorchJob) for a job, as YAML on
+// stdout or one file per object in a directory, ready for `kubectl apply -f`.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/command.h"
+#include "common/atomic_file.h"
+#include "launch/k8s_render.h"
+#include "launch/k8s_yaml.h"
+
+namespace chexscale::cli {
+namespace {
+
+struct RenderFlags {
+  launch::K8sRenderOptions options;
+  std::string flavor = "indexed-job";
+  std::string out_dir;
+};
+
+void add_render_options(CLI::App* cmd, RenderFlags& f) {
+  auto& o = f.options;
+  cmd->add_option("--flavor", f.flavor,
+                  "indexed-job (batch/v1 Job + headless Service) or pytorchjob (Kubeflow)")
+      ->capture_default_str();
+  cmd->add_option("--out", f.out_dir,
+                  "Write one YAML file per object into this directory (default: stdout)");
+  cmd->add_option("--job-name", o.job_name, "Name of the Job, its Service and pods' host names")
+      ->capture_default_str();
+  cmd->add_option("--namespace", o.namespace_name, "Kubernetes namespace")->capture_default_str();
+  cmd->add_option("--image", o.image, "Container image with a pinned tag or digest")
+      ->capture_default_str();
+  cmd->add_option("--image-pull-policy", o.image_pull_policy, "Always, IfNotPresent or Never")
+      ->capture_default_str();
+  cmd->add_option("--nnodes", o.nnodes, "Pods (nodes) in the job")->capture_default_str();
+  cmd->add_option("--nproc-per-node", o.nproc_per_node, "Worker processes per pod")
+      ->capture_default_str();
+  cmd->add_flag("--gpus", o.gpus, "Request nvidia.com/gpu = --nproc-per-node per pod");
+  cmd->add_option("--master-port", o.master_port, "Rendezvous (TCPStore) port")
+      ->capture_default_str();
+  cmd->add_option("--master-addr", o.master_addr,
+                  "Rendezvous host the pods use (default: <job>-0.<job>, rank 0's DNS name)");
+  cmd->add_option("--cpu", o.cpu, "CPU request per pod")->capture_default_str();
+  cmd->add_option("--memory", o.memory, "Memory request and limit per pod")->capture_default_str();
+  cmd->add_option("--shm-size", o.shm_size, "Size of the /dev/shm emptyDir (medium Memory)")
+      ->capture_default_str();
+  cmd->add_option("--data-pvc", o.data_pvc, "PersistentVolumeClaim with the data set (read-only)");
+  cmd->add_option("--data-mount", o.data_mount, "Where the data PVC is mounted")
+      ->capture_default_str();
+  cmd->add_option("--output-pvc", o.output_pvc,
+                  "PersistentVolumeClaim for run outputs (default: an emptyDir)");
+  cmd->add_option("--output-mount", o.output_mount, "Where the output volume is mounted")
+      ->capture_default_str();
+  cmd->add_flag(
+      "--host-network", o.host_network,
+      "Pods on the host network (ClusterFirstWithHostNet DNS): no overlay, bare-metal-like");
+  cmd->add_option("--rdma-resource", o.rdma_resource,
+                  "Device-plugin resource NAME=COUNT for InfiniBand/RoCE (adds IPC_LOCK)");
+  cmd->add_option("--nccl-socket-ifname", o.nccl_socket_ifname, "NCCL_SOCKET_IFNAME for workers");
+  cmd->add_option("--gloo-socket-ifname", o.gloo_socket_ifname, "GLOO_SOCKET_IFNAME for workers");
+  cmd->add_option("--node-selector", o.node_selector, "Node label KEY=VALUE (repeatable)");
+  cmd->add_option("--toleration", o.tolerations, "Toleration KEY[=VALUE][:EFFECT] (repeatable)");
+  cmd->add_option("--run-as-user", o.run_as_user, "Non-root uid/gid of the container user")
+      ->capture_default_str();
+  cmd->add_option("--command,command", o.command,
+                  "Worker command after '--': a chexscale subcommand and its options, e.g. "
+                  "-- bench --arch densenet121");
+}
+
+std::string file_name(size_t index, const launch::K8sObject& object) {
+  std::string kind = object.at("kind").get<std::string>();
+  for (char& c : kind)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return fmt::format("{:02d}-{}.yaml", index, kind);
+}
+
+int run_render(const RunContext& ctx, RenderFlags& f) {
+  f.options.flavor = launch::parse_flavor(f.flavor);
+  // The experiment's config file travels with the job, so pods run what bare metal runs.
+  if (!ctx.config.config_file().empty())
+    f.options.config_yaml = read_file(ctx.config.config_file());
+  const auto objects = launch::render_manifests(f.options);
+  if (f.out_dir.empty()) {
+    fmt::print("{}", launch::to_yaml_stream(objects));
+    return 0;
+  }
+  make_dirs(f.out_dir);
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const std::string path = f.out_dir + "/" + file_name(i, objects[i]);
+    write_file_atomic(path, launch::to_yaml(objects[i]));
+    fmt::print("{}\n", path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_k8s_command(CLI::App& app, CommandRegistry& registry) {
+  auto* k8s = app.add_subcommand("k8s", "Kubernetes deployment of a job");
+  k8s->require_subcommand(1);
+  auto* render = k8s->add_subcommand(
+      "render",
+      "Render the manifests of a job: Indexed Job + headless Service (or a Kubeflow PyTorchJob),\n"
+      "NetworkPolicy and the --config file as a ConfigMap, with secure defaults.\n"
+      "Example: chexscale k8s render --nnodes 2 --out k8s/ -- bench --arch densenet121");
+  auto flags = std::make_shared<RenderFlags>();
+  add_render_options(render, *flags);
+  registry.add(render, [flags](const RunContext& ctx) { return run_render(ctx, *flags); });
+}
+
+}  // namespace chexscale::cli

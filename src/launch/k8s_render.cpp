@@ -1,0 +1,235 @@
+// Renders the Kubernetes objects of one job (see k8s_render.h): option checks, the headless
+// Service, ConfigMap, NetworkPolicy, and the Indexed Job or Kubeflow PyTorchJob around the pod.
+#include "launch/k8s_render.h"
+
+#include <regex>
+
+#include "common/error.h"
+#include "launch/k8s_pod.h"
+
+namespace chexscale::launch {
+namespace {
+
+// Pod host names are "<job>-<index>" and objects "<job>-config": leave room under 63 characters.
+constexpr size_t kMaxJobNameLength = 50;
+// Gloo and NCCL connect their pairs on ephemeral ports, so the policy opens the unprivileged range
+// to this job's own pods (and only to them).
+constexpr int kFirstCollectivePort = 1024;
+constexpr int kLastCollectivePort = 65535;
+
+void check_matches(const std::string& value, const std::regex& pattern, const std::string& option,
+                   const std::string& expected) {
+  if (!std::regex_match(value, pattern)) {
+    throw UsageError(option + " '" + value + "': expected " + expected);
+  }
+}
+
+void check_quantity(const std::string& value, const std::string& option) {
+  static const std::regex quantity(R"(^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$)");
+  check_matches(value, quantity, option, "a Kubernetes quantity such as 500m, 4, 8Gi");
+}
+
+void check_mount_path(const std::string& path, const std::string& option) {
+  if (path.size() < 2 || path.front() != '/') {
+    throw UsageError(option + " '" + path + "': expected an absolute path other than /");
+  }
+}
+
+K8sObject metadata(const K8sRenderOptions& o, const std::string& name) {
+  return {{"name", name}, {"namespace", o.namespace_name}, {"labels", job_labels(o)}};
+}
+
+K8sObject instance_selector(const K8sRenderOptions& o) {
+  return {{"matchLabels", {{kInstanceLabel, o.job_name}}}};
+}
+
+K8sObject config_map(const K8sRenderOptions& o) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", metadata(o, o.job_name + "-config")},
+          {"data", {{kConfigFileName, o.config_yaml}}}};
+}
+
+// Headless: no virtual IP, one DNS record per pod, published before the pods are ready so that
+// rank 0's name resolves while the job is still starting.
+K8sObject headless_service(const K8sRenderOptions& o) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", metadata(o, o.job_name)},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", {{kInstanceLabel, o.job_name}}},
+            {"ports",
+             {{{"name", "rendezvous"},
+               {"port", o.master_port},
+               {"targetPort", o.master_port},
+               {"protocol", "TCP"}}}}}}};
+}
+
+K8sObject network_policy(const K8sRenderOptions& o) {
+  K8sObject ports = {
+      {{"protocol", "TCP"}, {"port", o.master_port}},
+      {{"protocol", "TCP"}, {"port", kFirstCollectivePort}, {"endPort", kLastCollectivePort}}};
+  return {
+      {"apiVersion", "networking.k8s.io/v1"},
+      {"kind", "NetworkPolicy"},
+      {"metadata", metadata(o, o.job_name + "-workers")},
+      {"spec",
+       {{"podSelector", instance_selector(o)},
+        {"policyTypes", {"Ingress"}},
+        {"ingress", {{{"from", {{{"podSelector", instance_selector(o)}}}}, {"ports", ports}}}}}}};
+}
+
+std::vector<std::string> launcher_args(const K8sRenderOptions& o, const std::string& node_rank,
+                                       const std::string& master_addr,
+                                       const std::string& master_port) {
+  std::vector<std::string> args = {"launch",
+                                   "--nnodes",
+                                   std::to_string(o.nnodes),
+                                   "--node-rank",
+                                   node_rank,
+                                   "--master-addr",
+                                   master_addr,
+                                   "--master-port",
+                                   master_port,
+                                   "--nproc-per-node",
+                                   std::to_string(o.nproc_per_node),
+                                   "--"};
+  args.insert(args.end(), o.command.begin(), o.command.end());
+  return args;
+}
+
+K8sObject indexed_job(const K8sRenderOptions& o) {
+  PodContainerSpec c;
+  c.container_name = kWorkerContainer;
+  c.port_name = "rendezvous";
+  c.args =
+      launcher_args(o, "$(JOB_COMPLETION_INDEX)", master_address(o), std::to_string(o.master_port));
+  // The Job controller injects this variable too; declaring it keeps the manifest self-contained.
+  const std::string index_field =
+      std::string("metadata.annotations['") + kCompletionIndexAnnotation + "']";
+  K8sObject index_env = {{"name", "JOB_COMPLETION_INDEX"}};
+  index_env["valueFrom"]["fieldRef"]["fieldPath"] = index_field;
+  c.env.push_back(index_env);
+  // The job's shape for `chexscale doctor` run inside a pod (the launcher gets it as flags).
+  c.env.push_back({{"name", "NNODES"}, {"value", std::to_string(o.nnodes)}});
+  c.env.push_back({{"name", "MASTER_ADDR"}, {"value", master_address(o)}});
+  c.env.push_back({{"name", "MASTER_PORT"}, {"value", std::to_string(o.master_port)}});
+  K8sObject pod = pod_template(o, c);
+  pod["spec"]["subdomain"] = o.job_name;  // pod DNS: <job>-<index>.<job>
+  return {
+      {"apiVersion", "batch/v1"},
+      {"kind", "Job"},
+      {"metadata", metadata(o, o.job_name)},
+      {"spec",
+       {{"completionMode", "Indexed"},
+        {"completions", o.nnodes},
+        {"parallelism", o.nnodes},
+        // One failed worker fails the job at once; a distributed job cannot continue without it.
+        {"backoffLimit", 0},
+        {"podFailurePolicy",
+         {{"rules",
+           {{{"action", "FailJob"},
+             {"onExitCodes",
+              {{"containerName", kWorkerContainer}, {"operator", "NotIn"}, {"values", {0}}}}}}}}},
+        {"template", pod}}}};
+}
+
+K8sObject replica_spec(const K8sObject& pod, int replicas) {
+  return {{"replicas", replicas}, {"restartPolicy", "Never"}, {"template", pod}};
+}
+
+K8sObject pytorch_job(const K8sRenderOptions& o) {
+  PodContainerSpec c;
+  c.container_name = kPyTorchContainer;
+  c.port_name = "pytorchjob-port";  // the operator reads MASTER_PORT from this port
+  const std::string addr = o.master_addr.empty() ? "$(MASTER_ADDR)" : o.master_addr;
+  c.args = launcher_args(o, "$(RANK)", addr, "$(MASTER_PORT)");
+  const K8sObject pod = pod_template(o, c);
+  K8sObject replicas = {{"Master", replica_spec(pod, 1)}};
+  if (o.nnodes > 1) replicas["Worker"] = replica_spec(pod, o.nnodes - 1);
+  return {{"apiVersion", "kubeflow.org/v1"},
+          {"kind", "PyTorchJob"},
+          {"metadata", metadata(o, o.job_name)},
+          {"spec",
+           {{"runPolicy", {{"backoffLimit", 0}, {"cleanPodPolicy", "None"}}},
+            {"pytorchReplicaSpecs", replicas}}}};
+}
+
+}  // namespace
+
+K8sFlavor parse_flavor(const std::string& name) {
+  if (name == "indexed-job") return K8sFlavor::kIndexedJob;
+  if (name == "pytorchjob") return K8sFlavor::kPyTorchJob;
+  throw UsageError("--flavor '" + name + "': expected indexed-job or pytorchjob");
+}
+
+const char* to_string(K8sFlavor flavor) {
+  return flavor == K8sFlavor::kIndexedJob ? "indexed-job" : "pytorchjob";
+}
+
+std::string master_address(const K8sRenderOptions& o) {
+  return o.master_addr.empty() ? o.job_name + "-0." + o.job_name : o.master_addr;
+}
+
+void validate(const K8sRenderOptions& o) {
+  static const std::regex dns_label("^[a-z]([-a-z0-9]*[a-z0-9])?$");
+  static const std::regex namespace_name("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+  check_matches(o.job_name, dns_label, "--job-name",
+                "lower-case letters, digits and '-', starting with a letter");
+  if (o.job_name.size() > kMaxJobNameLength) {
+    throw UsageError("--job-name '" + o.job_name + "': at most " +
+                     std::to_string(kMaxJobNameLength) + " characters");
+  }
+  check_matches(o.namespace_name, namespace_name, "--namespace", "a DNS label");
+  if (o.image.empty()) throw UsageError("--image: required");
+  const auto slash = o.image.rfind('/');
+  const auto colon = o.image.rfind(':');  // a tag's colon comes after the last '/'
+  const bool pinned = o.image.find('@') != std::string::npos ||
+                      (colon != std::string::npos && (slash == std::string::npos || colon > slash));
+  if (!pinned || (o.image.size() > 7 && o.image.substr(o.image.size() - 7) == ":latest")) {
+    throw UsageError("--image '" + o.image +
+                     "': pin a version tag or digest (an untagged or :latest image can differ "
+                     "between nodes)");
+  }
+  if (o.image_pull_policy != "Always" && o.image_pull_policy != "IfNotPresent" &&
+      o.image_pull_policy != "Never") {
+    throw UsageError("--image-pull-policy '" + o.image_pull_policy +
+                     "': expected Always, IfNotPresent or Never");
+  }
+  if (o.nnodes < 1) throw UsageError("--nnodes must be at least 1");
+  if (o.nproc_per_node < 1) throw UsageError("--nproc-per-node must be at least 1");
+  if (o.master_port < 1 || o.master_port > 65535) throw UsageError("--master-port: 1..65535");
+  if (o.run_as_user < 1) throw UsageError("--run-as-user must be a non-root uid (> 0)");
+  check_quantity(o.cpu, "--cpu");
+  check_quantity(o.memory, "--memory");
+  check_quantity(o.shm_size, "--shm-size");
+  check_mount_path(o.output_mount, "--output-mount");
+  check_mount_path(o.data_mount, "--data-mount");
+  if (!o.rdma_resource.empty()) parse_rdma_resource(o.rdma_resource);
+  for (const auto& kv : o.node_selector)
+    parse_key_value(kv, "--node-selector");
+  for (const auto& t : o.tolerations)
+    parse_toleration(t);
+  if (o.command.empty()) {
+    throw UsageError("no worker command: give it after '--', e.g. -- bench --arch densenet121");
+  }
+  if (o.command.front() == "launch" || o.command.front() == "chexscale") {
+    throw UsageError(
+        "the worker command is a chexscale subcommand such as 'train' or 'bench' "
+        "(each pod already runs 'chexscale launch')");
+  }
+}
+
+std::vector<K8sObject> render_manifests(const K8sRenderOptions& o) {
+  validate(o);
+  std::vector<K8sObject> objects;
+  if (!o.config_yaml.empty()) objects.push_back(config_map(o));
+  if (o.flavor == K8sFlavor::kIndexedJob) objects.push_back(headless_service(o));
+  objects.push_back(network_policy(o));
+  objects.push_back(o.flavor == K8sFlavor::kIndexedJob ? indexed_job(o) : pytorch_job(o));
+  return objects;
+}
+
+}  // namespace chexscale::launch

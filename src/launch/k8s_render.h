@@ -1,0 +1,77 @@
+// Kubernetes manifests for one chexscale job: an options struct in, Kubernetes objects out.
+//
+// The Indexed Job flavour renders a headless Service, a NetworkPolicy, an optional ConfigMap (the
+// experiment's config file) and a Job whose pod i runs
+//   chexscale launch --nnodes N --node-rank $(JOB_COMPLETION_INDEX) --master-addr <job>-0.<job>
+//                    --master-port P --nproc-per-node G -- <command>
+// The PyTorchJob flavour renders a Kubeflow PyTorchJob (Master + Worker replicas) whose operator
+// sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK; its pods run the same launcher with those.
+// Objects are JSON values (ordered keys); k8s_yaml.h turns them into YAML documents.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/version.h"
+
+namespace chexscale::launch {
+
+using K8sObject = nlohmann::ordered_json;
+
+enum class K8sFlavor { kIndexedJob, kPyTorchJob };
+
+// "indexed-job" | "pytorchjob"; throws UsageError for anything else.
+K8sFlavor parse_flavor(const std::string& name);
+const char* to_string(K8sFlavor flavor);
+
+// Named constants shared by the renderer, the docs and the tests.
+inline constexpr const char* kWorkerContainer = "worker";    // Indexed Job container name
+inline constexpr const char* kPyTorchContainer = "pytorch";  // name the Kubeflow operator needs
+inline constexpr const char* kConfigMountDir = "/etc/chexscale";  // ConfigMap mount
+inline constexpr const char* kConfigFileName = "config.yaml";
+inline constexpr const char* kInstanceLabel = "app.kubernetes.io/instance";
+inline constexpr const char* kCompletionIndexAnnotation =
+    "batch.kubernetes.io/job-completion-index";
+
+struct K8sRenderOptions {
+  K8sFlavor flavor = K8sFlavor::kIndexedJob;
+  std::string job_name = "chexscale";  // Job, Service and pod host names derive from it
+  std::string namespace_name = "default";
+  std::string image = std::string("chexscale:") + kVersion;  // the Dockerfiles' tag
+  std::string image_pull_policy = "IfNotPresent";
+  int nnodes = 1;                    // pods
+  int nproc_per_node = 1;            // worker processes per pod
+  bool gpus = false;                 // request nvidia.com/gpu = nproc_per_node per pod
+  int master_port = 29500;           // TCPStore rendezvous port
+  std::string master_addr;           // "" = <job>-0.<job> (the headless Service's DNS name)
+  std::string cpu = "2";             // per-pod CPU request
+  std::string memory = "8Gi";        // per-pod memory request and limit
+  std::string shm_size = "2Gi";      // /dev/shm emptyDir (medium Memory) size limit
+  std::string data_pvc;              // "" = no data volume
+  std::string data_mount = "/data";  // mounted read-only
+  std::string output_pvc;            // "" = emptyDir (lost with the pod)
+  std::string output_mount = "/output";
+  bool host_network = false;               // hostNetwork + dnsPolicy ClusterFirstWithHostNet
+  std::string rdma_resource;               // "NAME=COUNT", e.g. "rdma/hca_shared_devices_a=1"
+  std::string nccl_socket_ifname;          // NCCL_SOCKET_IFNAME for the workers ("" = unset)
+  std::string gloo_socket_ifname;          // GLOO_SOCKET_IFNAME for the workers ("" = unset)
+  std::vector<std::string> node_selector;  // "KEY=VALUE"
+  std::vector<std::string> tolerations;    // "KEY[=VALUE][:EFFECT]" ("KEY" alone: Exists)
+  int run_as_user = 1000;                  // non-root uid (and gid) of the image's user
+  std::string config_yaml;                 // experiment config shipped as a ConfigMap ("" = none)
+  std::vector<std::string> command;        // the worker command: a chexscale subcommand and options
+};
+
+// Throws UsageError naming the option when a value cannot make a valid manifest.
+void validate(const K8sRenderOptions& options);
+
+// The rendezvous host the pods use: options.master_addr or "<job>-0.<job>".
+std::string master_address(const K8sRenderOptions& options);
+
+// All objects for `kubectl apply -f`, in apply order (ConfigMap, Service, NetworkPolicy, job).
+std::vector<K8sObject> render_manifests(const K8sRenderOptions& options);
+
+}  // namespace chexscale::launch

@@ -1,0 +1,178 @@
+// `chexscale doctor` as a user runs it: on this machine, against a listening and a closed store
+// port, and inside a network namespace with VXLAN overlay devices (as on a flannel node).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <regex>
+
+#include "common/torch_compat.h"
+#include "k8s/subprocess.h"
+#include "launch/network_interfaces.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale::launch {
+namespace {
+
+std::string chexscale_bin() {
+  const char* bin = std::getenv("CHEXSCALE_BIN");
+  return bin ? bin : "chexscale";
+}
+
+test_util::ProcessResult run(const test_util::TempDir& tmp, std::vector<std::string> argv,
+                             const std::vector<std::string>& env = {}) {
+  return test_util::run_process(argv, test_util::environment_with(env), tmp.path() + "/out.log");
+}
+
+// A TCP listener on 127.0.0.1 with a kernel-chosen port.
+struct Listener {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  Listener() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd, 4) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("cannot listen on loopback");
+    }
+    port = ntohs(a.sin_port);
+  }
+  ~Listener() { ::close(fd); }
+};
+
+// A network namespace with unique name, deleted (with its devices) when the test ends.
+struct NetNamespace {
+  std::string name;
+  NetNamespace() {
+    static std::atomic<int> counter{0};
+    name = "chx-doctor-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    ip({"netns", "add", name});
+  }
+  ~NetNamespace() { std::system(("ip netns delete " + name + " 2>/dev/null").c_str()); }
+  // Runs `ip ARGS` inside the namespace; throws when it fails.
+  void exec_ip(const std::vector<std::string>& args) const {
+    std::vector<std::string> full = {"netns", "exec", name, "ip"};
+    full.insert(full.end(), args.begin(), args.end());
+    ip(full);
+  }
+  static void ip(const std::vector<std::string>& args) {
+    std::string cmd = "ip";
+    for (const auto& a : args)
+      cmd += " '" + a + "'";
+    if (std::system((cmd + " >/dev/null").c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  }
+};
+
+bool has_line(const std::string& output, const std::string& pattern) {
+  return std::regex_search(output, std::regex(pattern, std::regex::multiline));
+}
+
+TEST(Doctor, ReportsThisMachineWithoutFailures) {
+  test_util::TempDir tmp;
+  const auto r = run(tmp, {chexscale_bin(), "doctor"}, {"MASTER_ADDR=", "MASTER_PORT="});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_line(r.output, R"(^OK +interface +lo \(loopback: loopback, MTU \d+, up)"))
+      << r.output;
+  EXPECT_TRUE(has_line(r.output, R"(^OK +shm +/dev/shm is \d+ MiB)")) << r.output;
+  EXPECT_TRUE(has_line(r.output, R"(^(OK|WARN) +gloo +would use )")) << r.output;
+  EXPECT_TRUE(
+      has_line(r.output, std::string(R"(^OK +libtorch +LibTorch )") + compat::torch_version()))
+      << r.output;
+  EXPECT_TRUE(has_line(r.output, "^OK +rank +rank 0 of 1 .* from none")) << r.output;
+  EXPECT_TRUE(has_line(r.output, "^doctor: no failures$")) << r.output;
+}
+
+TEST(Doctor, ChecksTheStorePortAndFailsOnAnUnresolvableMaster) {
+  test_util::TempDir tmp;
+  Listener store;
+  auto r = run(tmp, {chexscale_bin(), "doctor"},
+               {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(store.port)});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(
+      has_line(r.output, "^OK +master +'127.0.0.1' \\(MASTER_ADDR\\) resolves to 127.0.0.1"))
+      << r.output;
+  EXPECT_TRUE(has_line(
+      r.output, "^OK +store +127.0.0.1:" + std::to_string(store.port) + " accepts connections"))
+      << r.output;
+
+  int closed_port = 0;
+  {
+    Listener gone;  // bound then closed: nothing listens there any more
+    closed_port = gone.port;
+  }
+  r = run(tmp, {chexscale_bin(), "doctor", "--master-addr", "localhost", "--master-port",
+                std::to_string(closed_port)});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_line(
+      r.output, "^WARN +store +localhost:" + std::to_string(closed_port) + " is not reachable"))
+      << r.output;
+
+  r = run(tmp, {chexscale_bin(), "doctor"},
+          {"MASTER_ADDR=cxr-0.cxr.no-such-namespace.invalid", "MASTER_PORT=29500"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has_line(r.output,
+                       "^FAIL +master +'cxr-0.cxr.no-such-namespace.invalid' does not "
+                       "resolve"))
+      << r.output;
+}
+
+TEST(Doctor, SpotsVxlanOverlaysInsideANetworkNamespace) {
+  test_util::TempDir tmp;
+  NetNamespace ns;
+  ns.exec_ip({"link", "set", "lo", "up"});
+  // flannel's VXLAN device (VNI 1, port 8472, MTU 1450) and a plain VXLAN device with an address
+  // from TEST-NET-1 (documentation range; nothing is sent: the devices have no remote).
+  ns.exec_ip(
+      {"link", "add", "flannel.1", "type", "vxlan", "id", "1", "dstport", "8472", "dev", "lo"});
+  ns.exec_ip({"link", "set", "flannel.1", "mtu", "1450", "up"});
+  ns.exec_ip({"link", "add", "vx0", "type", "vxlan", "id", "42", "dstport", "4789", "dev", "lo"});
+  ns.exec_ip({"addr", "add", "192.0.2.10/24", "dev", "vx0"});
+  ns.exec_ip({"link", "set", "vx0", "up"});
+
+  const std::vector<std::string> doctor = {"/usr/bin/env",  "ip",    "netns", "exec", ns.name,
+                                           chexscale_bin(), "doctor"};
+  auto r =
+      run(tmp, doctor, {"GLOO_SOCKET_IFNAME=flannel.1", "NCCL_SOCKET_IFNAME=", "MASTER_ADDR="});
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // overlays are warnings, not failures
+  EXPECT_TRUE(has_line(
+      r.output,
+      R"(^WARN +interface +flannel\.1 \(overlay: flannel's overlay device, MTU 1450, up\): overlay network)"))
+      << r.output;
+  EXPECT_TRUE(has_line(
+      r.output,
+      R"(^WARN +interface +vx0 \(overlay: vxlan encapsulation device, MTU \d+, up, 192\.0\.2\.10)"))
+      << r.output;
+  EXPECT_TRUE(has_line(
+      r.output,
+      R"(^WARN +gloo +would use flannel\.1 .* because GLOO_SOCKET_IFNAME=flannel\.1; traffic crosses an overlay)"))
+      << r.output;
+  // NCCL's default: the first usable interface that is not lo or docker.
+  EXPECT_TRUE(has_line(
+      r.output, R"(^WARN +nccl +would use vx0 .*not docker\* or lo; traffic crosses an overlay)"))
+      << r.output;
+  EXPECT_FALSE(has_line(r.output, "interface +eth0")) << "host devices leaked in:\n" << r.output;
+
+  r = run(tmp, doctor, {"GLOO_SOCKET_IFNAME=ib0", "MASTER_ADDR="});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(
+      has_line(r.output, "^FAIL +gloo +no interface: GLOO_SOCKET_IFNAME=ib0 names no interface"))
+      << r.output;
+}
+
+TEST(Doctor, ClassifiesDevicesItCannotCreateHere) {
+  std::string why;
+  EXPECT_EQ(classify_interface("ib0", 32, "", &why), InterfaceKind::kIPoIB);
+  EXPECT_EQ(classify_interface("tunl0", 768, "", &why), InterfaceKind::kOverlay);
+  EXPECT_EQ(classify_interface("cni0", 1, "bridge", &why), InterfaceKind::kBridge);
+  EXPECT_EQ(classify_interface("eth0", 1, "veth", &why), InterfaceKind::kVeth);
+  EXPECT_EQ(classify_interface("genev_sys_6081", 1, "geneve", &why), InterfaceKind::kOverlay);
+  EXPECT_EQ(classify_interface("enp1s0", 1, "", &why), InterfaceKind::kEthernet);
+}
+
+}  // namespace
+}  // namespace chexscale::launch

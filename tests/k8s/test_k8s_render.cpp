@@ -1,0 +1,320 @@
+// Golden checks of rendered manifests, read back from the YAML text with yaml-cpp: secure
+// defaults, the network knobs, and the launcher's env/args contract for every pod index.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "common/error.h"
+#include "launch/k8s_render.h"
+#include "launch/k8s_yaml.h"
+
+namespace chexscale::launch {
+namespace {
+
+K8sRenderOptions base_options() {
+  K8sRenderOptions o;
+  o.job_name = "cxr";
+  o.namespace_name = "ml";
+  o.image = "registry.example/chexscale:0.1.0";
+  o.nnodes = 3;
+  o.nproc_per_node = 2;
+  o.master_port = 29511;
+  o.command = {"bench", "--arch", "densenet121"};
+  return o;
+}
+
+// Renders and parses the YAML stream back with yaml-cpp (what kubectl would read).
+std::vector<YAML::Node> render_yaml(const K8sRenderOptions& o) {
+  return YAML::LoadAll(to_yaml_stream(render_manifests(o)));
+}
+
+YAML::Node find_kind(const std::vector<YAML::Node>& docs, const std::string& kind) {
+  for (const auto& d : docs) {
+    if (d["kind"].as<std::string>() == kind) return d;
+  }
+  ADD_FAILURE() << "no " << kind << " rendered";
+  return YAML::Node();
+}
+
+std::vector<std::string> strings(const YAML::Node& seq) {
+  std::vector<std::string> out;
+  for (const auto& s : seq)
+    out.push_back(s.as<std::string>());
+  return out;
+}
+
+// What the kubelet does to args: $(NAME) becomes the value of env NAME.
+std::vector<std::string> expand(std::vector<std::string> args,
+                                const std::map<std::string, std::string>& env) {
+  for (auto& a : args) {
+    for (const auto& [name, value] : env) {
+      const std::string ref = "$(" + name + ")";
+      for (size_t p = a.find(ref); p != std::string::npos; p = a.find(ref))
+        a.replace(p, ref.size(), value);
+    }
+  }
+  return args;
+}
+
+TEST(K8sRender, PodsRunNonRootWithNothingToEscalateTo) {
+  const auto job = find_kind(render_yaml(base_options()), "Job");
+  const YAML::Node pod = job["spec"]["template"]["spec"];
+  EXPECT_FALSE(pod["automountServiceAccountToken"].as<bool>());
+  EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>());
+  EXPECT_EQ(pod["securityContext"]["runAsUser"].as<int>(), 1000);
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(), "RuntimeDefault");
+  EXPECT_FALSE(pod["hostNetwork"].IsDefined());
+  const YAML::Node c = pod["containers"][0];
+  EXPECT_FALSE(c["securityContext"]["allowPrivilegeEscalation"].as<bool>());
+  EXPECT_FALSE(c["securityContext"]["privileged"].as<bool>());
+  EXPECT_TRUE(c["securityContext"]["readOnlyRootFilesystem"].as<bool>());
+  EXPECT_EQ(strings(c["securityContext"]["capabilities"]["drop"]), std::vector<std::string>{"ALL"});
+  EXPECT_FALSE(c["securityContext"]["capabilities"]["add"].IsDefined());
+  // With a read-only root, /tmp and /dev/shm are writable emptyDirs; shm lives in memory.
+  std::map<std::string, std::string> mounts;
+  for (const auto& m : c["volumeMounts"])
+    mounts[m["mountPath"].as<std::string>()] = m["name"].as<std::string>();
+  ASSERT_TRUE(mounts.count("/tmp") && mounts.count("/dev/shm") && mounts.count("/output"));
+  for (const auto& v : pod["volumes"]) {
+    if (v["name"].as<std::string>() == mounts["/dev/shm"]) {
+      EXPECT_EQ(v["emptyDir"]["medium"].as<std::string>(), "Memory");
+      EXPECT_EQ(v["emptyDir"]["sizeLimit"].as<std::string>(), "2Gi");
+    }
+  }
+}
+
+TEST(K8sRender, RdmaAddsTheDeviceAndIpcLockOnly) {
+  auto o = base_options();
+  o.rdma_resource = "rdma/hca_shared_devices_a=1";
+  o.gpus = true;
+  const auto c = find_kind(render_yaml(o), "Job")["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(strings(c["securityContext"]["capabilities"]["add"]),
+            std::vector<std::string>{"IPC_LOCK"});
+  EXPECT_EQ(c["resources"]["limits"]["rdma/hca_shared_devices_a"].as<int>(), 1);
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 2);  // = nproc-per-node
+}
+
+TEST(K8sRender, HostNetworkKeepsClusterDns) {
+  auto o = base_options();
+  o.host_network = true;
+  o.nccl_socket_ifname = "ib0";
+  o.gloo_socket_ifname = "eth0";
+  const auto pod = find_kind(render_yaml(o), "Job")["spec"]["template"]["spec"];
+  EXPECT_TRUE(pod["hostNetwork"].as<bool>());
+  EXPECT_EQ(pod["dnsPolicy"].as<std::string>(), "ClusterFirstWithHostNet");
+  std::map<std::string, std::string> env;
+  for (const auto& e : pod["containers"][0]["env"]) {
+    if (e["value"]) env[e["name"].as<std::string>()] = e["value"].as<std::string>();
+  }
+  EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "ib0");
+  EXPECT_EQ(env["GLOO_SOCKET_IFNAME"], "eth0");
+}
+
+TEST(K8sRender, IndexedJobPodIRunsTheLauncherAsNodeRankI) {
+  const auto docs = render_yaml(base_options());
+  const auto job = find_kind(docs, "Job");
+  EXPECT_EQ(job["spec"]["completionMode"].as<std::string>(), "Indexed");
+  EXPECT_EQ(job["spec"]["completions"].as<int>(), 3);
+  EXPECT_EQ(job["spec"]["parallelism"].as<int>(), 3);
+  EXPECT_EQ(job["spec"]["backoffLimit"].as<int>(), 0);
+  const auto rule = job["spec"]["podFailurePolicy"]["rules"][0];
+  EXPECT_EQ(rule["action"].as<std::string>(), "FailJob");
+  EXPECT_EQ(rule["onExitCodes"]["operator"].as<std::string>(), "NotIn");
+  EXPECT_EQ(rule["onExitCodes"]["values"][0].as<int>(), 0);
+  const auto pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["restartPolicy"].as<std::string>(), "Never");  // podFailurePolicy requires it
+  const auto c = pod["containers"][0];
+  EXPECT_EQ(rule["onExitCodes"]["containerName"].as<std::string>(), c["name"].as<std::string>());
+  EXPECT_EQ(strings(c["command"]), std::vector<std::string>{"chexscale"});
+  // The index comes from the annotation the Job controller sets on pod i.
+  bool declared = false;
+  for (const auto& e : c["env"]) {
+    if (e["name"].as<std::string>() != "JOB_COMPLETION_INDEX") continue;
+    declared = true;
+    EXPECT_EQ(e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(),
+              "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+  }
+  EXPECT_TRUE(declared);
+  for (int index = 0; index < 3; ++index) {
+    const auto args = expand(strings(c["args"]), {{"JOB_COMPLETION_INDEX", std::to_string(index)}});
+    const std::vector<std::string> expected = {"launch",
+                                               "--nnodes",
+                                               "3",
+                                               "--node-rank",
+                                               std::to_string(index),
+                                               "--master-addr",
+                                               "cxr-0.cxr",
+                                               "--master-port",
+                                               "29511",
+                                               "--nproc-per-node",
+                                               "2",
+                                               "--",
+                                               "bench",
+                                               "--arch",
+                                               "densenet121"};
+    EXPECT_EQ(args, expected) << "pod index " << index;
+  }
+  // <job>-0.<job> is pod 0's DNS name: hostname <job>-0 (Indexed Job) under subdomain <job>.
+  const auto service = find_kind(docs, "Service");
+  EXPECT_EQ(pod["subdomain"].as<std::string>(), service["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(service["metadata"]["name"].as<std::string>(), "cxr");
+  EXPECT_EQ(service["spec"]["clusterIP"].as<std::string>(), "None");
+  EXPECT_TRUE(service["spec"]["publishNotReadyAddresses"].as<bool>());
+  EXPECT_EQ(service["spec"]["ports"][0]["port"].as<int>(), 29511);
+  const auto labels = job["spec"]["template"]["metadata"]["labels"];
+  for (const auto& kv : service["spec"]["selector"]) {
+    EXPECT_EQ(labels[kv.first.as<std::string>()].as<std::string>(), kv.second.as<std::string>());
+  }
+}
+
+TEST(K8sRender, NetworkPolicyAdmitsOnlyThisJobsPods) {
+  const auto docs = render_yaml(base_options());
+  const auto policy = find_kind(docs, "NetworkPolicy");
+  const auto labels = find_kind(docs, "Job")["spec"]["template"]["metadata"]["labels"];
+  const auto selects_job_pods = [&](const YAML::Node& selector) {
+    if (selector["matchLabels"].size() == 0) return false;
+    for (const auto& kv : selector["matchLabels"]) {
+      if (!labels[kv.first.as<std::string>()] ||
+          labels[kv.first.as<std::string>()].as<std::string>() != kv.second.as<std::string>()) {
+        return false;
+      }
+    }
+    return true;
+  };
+  EXPECT_TRUE(selects_job_pods(policy["spec"]["podSelector"]));
+  EXPECT_EQ(strings(policy["spec"]["policyTypes"]), std::vector<std::string>{"Ingress"});
+  ASSERT_EQ(policy["spec"]["ingress"].size(), 1u);
+  const auto rule = policy["spec"]["ingress"][0];
+  ASSERT_EQ(rule["from"].size(), 1u);
+  EXPECT_TRUE(selects_job_pods(rule["from"][0]["podSelector"]));
+  EXPECT_FALSE(rule["from"][0]["namespaceSelector"].IsDefined());
+  EXPECT_EQ(rule["ports"][0]["port"].as<int>(), 29511);
+}
+
+TEST(K8sRender, PyTorchJobUsesTheOperatorsVariables) {
+  auto o = base_options();
+  o.flavor = K8sFlavor::kPyTorchJob;
+  const auto docs = render_yaml(o);
+  for (const auto& d : docs)
+    EXPECT_NE(d["kind"].as<std::string>(), "Service");  // operator's job
+  const auto job = find_kind(docs, "PyTorchJob");
+  EXPECT_EQ(job["apiVersion"].as<std::string>(), "kubeflow.org/v1");
+  const auto specs = job["spec"]["pytorchReplicaSpecs"];
+  EXPECT_EQ(specs["Master"]["replicas"].as<int>(), 1);
+  EXPECT_EQ(specs["Worker"]["replicas"].as<int>(), 2);
+  const auto c = specs["Worker"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["name"].as<std::string>(), "pytorch");
+  EXPECT_EQ(c["ports"][0]["name"].as<std::string>(), "pytorchjob-port");
+  EXPECT_EQ(c["ports"][0]["containerPort"].as<int>(), 29511);
+  // Worker replica 1 is RANK 2 of WORLD_SIZE 3 (the operator counts pods, Master first).
+  const auto args = expand(strings(c["args"]), {{"RANK", "2"},
+                                                {"MASTER_ADDR", "cxr-master-0"},
+                                                {"MASTER_PORT", "29511"},
+                                                {"WORLD_SIZE", "3"}});
+  const std::vector<std::string> expected = {
+      "launch",       "--nnodes",      "3",          "--node-rank",      "2", "--master-addr",
+      "cxr-master-0", "--master-port", "29511",      "--nproc-per-node", "2", "--",
+      "bench",        "--arch",        "densenet121"};
+  EXPECT_EQ(args, expected);
+  o.nnodes = 1;
+  EXPECT_FALSE(find_kind(render_yaml(o), "PyTorchJob")["spec"]["pytorchReplicaSpecs"]["Worker"]);
+}
+
+TEST(K8sRender, ConfigFileTravelsAsAConfigMap) {
+  auto o = base_options();
+  o.config_yaml = "arch: resnet50\nbench:\n  steps: 3\n";
+  const auto docs = render_yaml(o);
+  const auto cm = find_kind(docs, "ConfigMap");
+  EXPECT_EQ(cm["data"]["config.yaml"].as<std::string>(), o.config_yaml);
+  const auto pod = find_kind(docs, "Job")["spec"]["template"]["spec"];
+  std::string config_env;
+  for (const auto& e : pod["containers"][0]["env"]) {
+    if (e["name"].as<std::string>() == "CHEXSCALE_CONFIG")
+      config_env = e["value"].as<std::string>();
+  }
+  EXPECT_EQ(config_env, "/etc/chexscale/config.yaml");
+  bool mounted = false;
+  for (const auto& v : pod["volumes"]) {
+    if (v["configMap"])
+      mounted =
+          v["configMap"]["name"].as<std::string>() == cm["metadata"]["name"].as<std::string>();
+  }
+  EXPECT_TRUE(mounted);
+}
+
+TEST(K8sRender, SelectorsTolerationsAndVolumes) {
+  auto o = base_options();
+  o.node_selector = {"nvidia.com/gpu.product=Tesla-V100-SXM2-32GB"};
+  o.tolerations = {"nvidia.com/gpu:NoSchedule", "dedicated=ml:NoExecute"};
+  o.data_pvc = "chestxray14";
+  o.output_pvc = "runs";
+  const auto pod = find_kind(render_yaml(o), "Job")["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["nodeSelector"]["nvidia.com/gpu.product"].as<std::string>(),
+            "Tesla-V100-SXM2-32GB");
+  EXPECT_EQ(pod["tolerations"][0]["operator"].as<std::string>(), "Exists");
+  EXPECT_EQ(pod["tolerations"][0]["effect"].as<std::string>(), "NoSchedule");
+  EXPECT_EQ(pod["tolerations"][1]["value"].as<std::string>(), "ml");
+  EXPECT_EQ(pod["tolerations"][1]["effect"].as<std::string>(), "NoExecute");
+  std::map<std::string, YAML::Node> volumes;
+  for (const auto& v : pod["volumes"])
+    volumes[v["name"].as<std::string>()] = v;
+  EXPECT_EQ(volumes["data"]["persistentVolumeClaim"]["claimName"].as<std::string>(), "chestxray14");
+  EXPECT_TRUE(volumes["data"]["persistentVolumeClaim"]["readOnly"].as<bool>());
+  EXPECT_EQ(volumes["output"]["persistentVolumeClaim"]["claimName"].as<std::string>(), "runs");
+}
+
+TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
+  const auto rejects = [](auto change, const std::string& names) {
+    auto o = base_options();
+    change(o);
+    try {
+      render_manifests(o);
+      ADD_FAILURE() << "accepted; expected an error naming " << names;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    }
+  };
+  rejects([](auto& o) { o.job_name = "CXR_job"; }, "--job-name");
+  rejects([](auto& o) { o.image = "chexscale:latest"; }, "--image");
+  rejects([](auto& o) { o.image = "registry:5000/chexscale"; }, "--image");
+  rejects([](auto& o) { o.rdma_resource = "rdma/hca=zero"; }, "--rdma-resource");
+  rejects([](auto& o) { o.rdma_resource = "hca=1"; }, "--rdma-resource");
+  rejects([](auto& o) { o.tolerations = {"gpu:Sometimes"}; }, "--toleration");
+  rejects([](auto& o) { o.node_selector = {"no-value"}; }, "--node-selector");
+  rejects([](auto& o) { o.memory = "8 GB"; }, "--memory");
+  rejects([](auto& o) { o.nnodes = 0; }, "--nnodes");
+  rejects([](auto& o) { o.command = {}; }, "worker command");
+  rejects([](auto& o) { o.command = {"launch", "--", "bench"}; }, "chexscale subcommand");
+  rejects([](auto& o) { o.run_as_user = 0; }, "--run-as-user");
+  EXPECT_THROW(parse_flavor("mpijob"), UsageError);
+  EXPECT_NO_THROW({
+    auto o = base_options();
+    o.image = "registry:5000/chexscale@sha256:0123";
+    render_manifests(o);
+  });
+}
+
+TEST(K8sYaml, StringsThatLookLikeOtherTypesStayStrings) {
+  K8sObject o = {{"one", "1"},
+                 {"yes", "true"},
+                 {"empty", ""},
+                 {"null", "~"},
+                 {"num", 1},
+                 {"flag", false},
+                 {"float", 0.5},
+                 {"multi", "a: 1\nb: [2]\n"},
+                 {"ref", "$(X)"},
+                 {"dashes", "--"},
+                 {"list", K8sObject::array()},
+                 {"map", K8sObject::object()}};
+  const auto back = parse_yaml_stream(to_yaml_stream({o, o}));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0], o);
+  EXPECT_EQ(back[1], o);
+  EXPECT_THROW(parse_yaml_stream("a: [1, 2\n"), DataError);
+}
+
+}  // namespace
+}  // namespace chexscale::launch

@@ -1,0 +1,110 @@
+// Every rendered object, for every combination of options, validated offline against the
+// Kubernetes API schemas (npm kubernetes-models, through tests/k8s/validate.js), unknown field
+// names included. The YAML text is what is checked: rendered, parsed back, converted to JSON.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "k8s/subprocess.h"
+#include "launch/k8s_render.h"
+#include "launch/k8s_yaml.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale::launch {
+namespace {
+
+std::string source_dir() {
+  const char* dir = std::getenv("CHEXSCALE_SOURCE_DIR");
+  return dir ? dir : ".";
+}
+
+// Runs the validator on JSON files; fails the test with its output when node cannot run it.
+test_util::ProcessResult validate_files(const test_util::TempDir& tmp,
+                                        const std::vector<std::string>& files) {
+  const std::string k8s_dir = source_dir() + "/tests/k8s";
+  EXPECT_TRUE(std::filesystem::exists(k8s_dir + "/node_modules/kubernetes-models"))
+      << "run scripts/install-deps.sh (npm install in tests/k8s)";
+  std::vector<std::string> argv = {"/usr/bin/env", "node", k8s_dir + "/validate.js"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  return test_util::run_process(argv, test_util::environment_with({}), tmp.path() + "/node.log",
+                                std::chrono::seconds(120));
+}
+
+std::string json_of_yaml(const std::vector<K8sObject>& objects) {
+  return K8sObject(parse_yaml_stream(to_yaml_stream(objects))).dump(1);
+}
+
+TEST(K8sSchema, EveryOptionCombinationValidates) {
+  test_util::TempDir tmp;
+  std::vector<std::string> files;
+  size_t objects = 0;
+  // Seven independent switches: 2^7 = 128 renderings, each 3-4 objects.
+  for (int bits = 0; bits < 128; ++bits) {
+    K8sRenderOptions o;
+    o.flavor = (bits & 1) ? K8sFlavor::kPyTorchJob : K8sFlavor::kIndexedJob;
+    o.host_network = (bits & 2) != 0;
+    if (bits & 4) o.rdma_resource = "rdma/hca_shared_devices_a=1";
+    o.gpus = (bits & 8) != 0;
+    if (bits & 16) o.config_yaml = "arch: densenet121\nbench:\n  steps: 20\n";
+    if (bits & 32) {
+      o.data_pvc = "chestxray14";
+      o.output_pvc = "runs";
+      o.nccl_socket_ifname = "ib0";
+      o.gloo_socket_ifname = "ib0";
+    }
+    if (bits & 64) {
+      o.node_selector = {"kubernetes.io/arch=amd64", "nvidia.com/gpu.present=true"};
+      o.tolerations = {"nvidia.com/gpu:NoSchedule", "dedicated=ml:NoExecute", "spot"};
+      o.nnodes = 1;
+    } else {
+      o.nnodes = 4;
+      o.nproc_per_node = 4;
+    }
+    o.command = {"train", "--arch", "densenet121", "--out", "/output/run"};
+    const auto rendered = render_manifests(o);
+    objects += rendered.size();
+    files.push_back(tmp.write("combo-" + std::to_string(bits) + ".json", json_of_yaml(rendered)));
+  }
+  const auto result = validate_files(tmp, files);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("validated " + std::to_string(objects) + " objects: 0 problem(s)"),
+            std::string::npos)
+      << result.output;
+}
+
+// The validator must catch what it is there to catch, or the test above proves nothing.
+TEST(K8sSchema, ValidatorRejectsMisspelledFieldsAndWrongTypes) {
+  test_util::TempDir tmp;
+  K8sRenderOptions o;
+  o.command = {"bench"};
+  auto objects = parse_yaml_stream(to_yaml_stream(render_manifests(o)));
+  K8sObject job = objects.back();
+  ASSERT_EQ(job["kind"], "Job");
+  K8sObject misspelled = job;
+  auto& container = misspelled["spec"]["template"]["spec"]["containers"][0];
+  container["securityContxt"] = container["securityContext"];
+  container.erase("securityContext");
+  K8sObject wrong_type = job;
+  wrong_type["spec"]["completions"] = "two";
+  o.flavor = K8sFlavor::kPyTorchJob;
+  K8sObject pytorch = parse_yaml_stream(to_yaml_stream(render_manifests(o))).back();
+  pytorch["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["hostNetwrok"] = true;
+  pytorch["spec"]["runPolicy"]["backofLimit"] = 0;
+
+  const auto result = validate_files(
+      tmp, {tmp.write("bad1.json", misspelled.dump()), tmp.write("bad2.json", wrong_type.dump()),
+            tmp.write("bad3.json", pytorch.dump())});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("containers/0/securityContxt: unknown field"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("/spec/completions: type"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("template/spec/hostNetwrok: unknown field"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("runPolicy/backofLimit: unknown field"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("validated 3 objects: 4 problem(s)"), std::string::npos)
+      << result.output;
+}
+
+}  // namespace
+}  // namespace chexscale::launch
