@@ -26,6 +26,7 @@ class LoosePngSource : public ExampleSource {
     return examples_[static_cast<size_t>(i)].name;
   }
   LabelBits labels(int64_t i) const override { return examples_[static_cast<size_t>(i)].labels; }
+  int image_size() const override { return image_size_; }
   GrayView image(int64_t i, ImageScratch& s) const override {
     read_png_gray(examples_[static_cast<size_t>(i)].path, s.decoded, s.file);
     resize_gray(s.decoded, image_size_, image_size_, s.resized);
@@ -42,6 +43,7 @@ class ShardSource : public ExampleSource {
  public:
   ShardSource(const std::string& dir, Split split) {
     const ShardManifest m = read_shard_manifest(dir);
+    image_size_ = m.image_size;
     for (const auto& file : m.shard_files) {
       shards_.push_back(
           std::make_unique<ShardReader>((std::filesystem::path(dir) / file).string()));
@@ -57,6 +59,7 @@ class ShardSource : public ExampleSource {
   int64_t size() const override { return static_cast<int64_t>(records_.size()); }
   const std::string& name(int64_t i) const override { return entry(i).name; }
   LabelBits labels(int64_t i) const override { return entry(i).labels; }
+  int image_size() const override { return image_size_; }
   GrayView image(int64_t i, ImageScratch&) const override {
     const Record& r = records_[static_cast<size_t>(i)];
     const ShardReader& shard = *shards_[static_cast<size_t>(r.shard)];
@@ -76,6 +79,7 @@ class ShardSource : public ExampleSource {
 
   std::vector<std::unique_ptr<ShardReader>> shards_;
   std::vector<Record> records_;
+  int image_size_ = 0;
 };
 
 }  // namespace

@@ -33,6 +33,8 @@ class ExampleSource {
   virtual int64_t size() const = 0;
   virtual const std::string& name(int64_t index) const = 0;
   virtual LabelBits labels(int64_t index) const = 0;
+  // Side of the (square) images image() returns.
+  virtual int image_size() const = 0;
   // The image at the source's size; throws DataError (naming the image) for a bad one.
   virtual GrayView image(int64_t index, ImageScratch& scratch) const = 0;
 };

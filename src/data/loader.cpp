@@ -50,6 +50,7 @@ class Loader::Impl {
  public:
   explicit Impl(const LoaderOptions& o) : opt_(o) {
     if (opt_.batch_size < 1) throw UsageError(fmt::format("batch size {} < 1", opt_.batch_size));
+    if (opt_.crop_size < 1) throw UsageError(fmt::format("crop size {} < 1", opt_.crop_size));
     if (opt_.threads < 1) throw UsageError(fmt::format("loader threads {} < 1", opt_.threads));
     if (opt_.prefetch_batches < 1) throw UsageError("prefetch batches must be at least 1");
     if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size) {
@@ -61,6 +62,10 @@ class Loader::Impl {
     } else {
       source_ = open_example_source(opt_);
       size_ = source_->size();
+      if (opt_.crop_size > source_->image_size()) {
+        throw UsageError(fmt::format("crop size {} exceeds the image size {}", opt_.crop_size,
+                                     source_->image_size()));
+      }
     }
     sampler_ = std::make_unique<DistributedSampler>(size_, opt_.rank, opt_.world_size, opt_.shuffle,
                                                     opt_.seed);

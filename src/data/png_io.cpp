@@ -92,7 +92,10 @@ void read_png_gray(const std::string& path, GrayImage& out, std::vector<uint8_t>
   decode_png_gray(file_buffer.data(), file_buffer.size(), path, out);
 }
 
-std::string encode_png_gray(const uint8_t* pixels, int width, int height, int compression_level) {
+namespace {
+
+std::string encode_png_8bit(const uint8_t* pixels, int width, int height, uint8_t color_type,
+                            int channels, int compression_level) {
   SpngCtx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
   CHX_CHECK(ctx != nullptr, "spng_ctx_new failed");
   spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
@@ -101,9 +104,9 @@ std::string encode_png_gray(const uint8_t* pixels, int width, int height, int co
   ihdr.width = static_cast<uint32_t>(width);
   ihdr.height = static_cast<uint32_t>(height);
   ihdr.bit_depth = 8;
-  ihdr.color_type = SPNG_COLOR_TYPE_GRAYSCALE;
+  ihdr.color_type = color_type;
   spng_set_ihdr(ctx.get(), &ihdr);
-  const size_t len = static_cast<size_t>(width) * height;
+  const size_t len = static_cast<size_t>(width) * height * channels;
   int err = spng_encode_image(ctx.get(), pixels, len, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
   if (err) throw Error(fmt::format("PNG encoding failed: {}", spng_strerror(err)));
   size_t size = 0;
@@ -112,6 +115,16 @@ std::string encode_png_gray(const uint8_t* pixels, int width, int height, int co
   std::string png(static_cast<const char*>(buf), size);
   std::free(buf);
   return png;
+}
+
+}  // namespace
+
+std::string encode_png_gray(const uint8_t* pixels, int width, int height, int compression_level) {
+  return encode_png_8bit(pixels, width, height, SPNG_COLOR_TYPE_GRAYSCALE, 1, compression_level);
+}
+
+std::string encode_png_rgb(const uint8_t* pixels, int width, int height, int compression_level) {
+  return encode_png_8bit(pixels, width, height, SPNG_COLOR_TYPE_TRUECOLOR, 3, compression_level);
 }
 
 }  // namespace chexscale::data

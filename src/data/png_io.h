@@ -30,5 +30,7 @@ void read_png_gray(const std::string& path, GrayImage& out, std::vector<uint8_t>
 // Encodes 8-bit gray pixels as a PNG (zlib level 0-9).
 std::string encode_png_gray(const uint8_t* pixels, int width, int height,
                             int compression_level = 6);
+// Encodes 8-bit RGB pixels (row-major, 3 bytes a pixel) as a PNG.
+std::string encode_png_rgb(const uint8_t* pixels, int width, int height, int compression_level = 6);
 
 }  // namespace chexscale::data

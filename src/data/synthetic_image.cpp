@@ -55,7 +55,7 @@ float trace(int cls, double s, double t) {
     case 5: {
       const double fs = std::fmod(s * 3, 1.0) - 0.5;
       const double ft = std::fmod(t * 3, 1.0) - 0.5;
-      return fs * fs + ft * ft < 0.04 ? 1.f : 0.f;
+      return fs * fs + ft * ft < 0.09 ? 1.f : 0.f;
     }
     case 6:
       return stripes((s + t) * 0.5 + 0.03, 5);

@@ -1,0 +1,119 @@
+// Data-path benchmark, one core: PNG decode alone vs the full loose-PNG -> 224 tensor pipeline
+// (read, decode, resize 256, random crop, flip, normalise), then the Loader over loose PNGs and
+// over shards, all in one run so the ratios compare like with like. Prints a table and JSON.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "common/timer.h"
+#include "data/chestxray14_dataset.h"
+#include "data/loader.h"
+#include "data/png_io.h"
+#include "data/resize.h"
+#include "data/transforms.h"
+
+namespace {
+using namespace chexscale;
+using namespace chexscale::data;
+
+// Images/second of `fn` over `paths`, best of `repeats` passes.
+template <typename Fn>
+double rate(const std::vector<std::string>& paths, int repeats, Fn fn) {
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const Stopwatch clock;
+    for (size_t i = 0; i < paths.size(); ++i)
+      fn(i, paths[i]);
+    best = std::min(best, clock.seconds());
+  }
+  return static_cast<double>(paths.size()) / best;
+}
+
+double loader_rate(LoaderOptions o, int64_t max_images) {
+  Loader loader(o);
+  loader.start_epoch(0);
+  loader.next();  // first batch: thread start-up, not throughput
+  const Stopwatch clock;
+  int64_t images = 0;
+  while (images < max_images) {
+    auto b = loader.next();
+    if (!b) break;
+    images += static_cast<int64_t>(b->names.size());
+  }
+  return static_cast<double>(images) / clock.seconds();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"chexscale data-path benchmark (one core)"};
+  std::string data_dir;
+  std::string shard_dir;
+  int64_t images = 200;
+  int repeats = 2;
+  app.add_option("--data", data_dir, "ChestX-ray14-layout folder of 1024x1024 PNGs")->required();
+  app.add_option("--shards", shard_dir, "Shards of the same folder (chexscale prepare --size 256)");
+  app.add_option("--images", images, "Images per measurement")->capture_default_str();
+  app.add_option("--repeats", repeats, "Passes; the best is kept")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  torch::set_num_threads(1);
+
+  DataIssues issues;
+  std::vector<std::string> paths;
+  for (const auto& e : index_chestxray14(data_dir, {}, issues)) {
+    if (e.split == Split::kTrain && static_cast<int64_t>(paths.size()) < images)
+      paths.push_back(e.path);
+  }
+  std::vector<uint8_t> file;
+  int64_t png_bytes = 0;
+  for (const auto& p : paths) {  // warm the page cache: every measurement reads from memory
+    read_file_bytes(p, file);
+    png_bytes += static_cast<int64_t>(file.size());
+  }
+  GrayImage decoded;
+  GrayImage resized;
+  const double decode_rate =
+      rate(paths, repeats, [&](size_t, const std::string& p) { read_png_gray(p, decoded, file); });
+  torch::Tensor batch = torch::empty({16, 3, 224, 224});
+  const double pipeline_rate = rate(paths, repeats, [&](size_t i, const std::string& p) {
+    read_png_gray(p, decoded, file);
+    resize_gray(decoded, 256, 256, resized);
+    const CropParams c = choose_crop(256, 256, 224, true, 0, 0, static_cast<int64_t>(i));
+    write_normalized_crop(resized.pixels.data(), 256, 256, c, 224,
+                          batch.data_ptr<float>() + (i % 16) * 3 * 224 * 224);
+  });
+  LoaderOptions o;
+  o.source = data_dir;
+  o.threads = 1;
+  o.prefetch_batches = 2;
+  const double loose_loader_rate = loader_rate(o, images);
+  double shard_loader_rate = 0;
+  if (!shard_dir.empty()) {
+    o.source = shard_dir;
+    shard_loader_rate = loader_rate(o, 1000000);
+  }
+
+  fmt::print("images: {} ({}x{}, {:.0f} KB average PNG)\n", paths.size(), decoded.width,
+             decoded.height, png_bytes / 1024.0 / static_cast<double>(paths.size()));
+  fmt::print("{:<44} {:>10}\n", "one core", "images/s");
+  fmt::print("{:<44} {:>10.1f}\n", "PNG read + decode alone", decode_rate);
+  fmt::print("{:<44} {:>10.1f}  ({:.2f}x the decode time)\n",
+             "read + decode + resize + crop + normalise", pipeline_rate,
+             decode_rate / pipeline_rate);
+  fmt::print("{:<44} {:>10.1f}\n", "Loader, loose PNGs, 1 thread", loose_loader_rate);
+  if (shard_loader_rate > 0) {
+    fmt::print("{:<44} {:>10.1f}  ({:.1f}x loose)\n", "Loader, shards, 1 thread", shard_loader_rate,
+               shard_loader_rate / loose_loader_rate);
+  }
+  nlohmann::json j = {{"images", paths.size()},
+                      {"decode_per_s", decode_rate},
+                      {"pipeline_per_s", pipeline_rate},
+                      {"pipeline_over_decode_time", decode_rate / pipeline_rate},
+                      {"loader_loose_per_s", loose_loader_rate},
+                      {"loader_shards_per_s", shard_loader_rate}};
+  std::cout << j.dump() << std::endl;
+  return 0;
+}

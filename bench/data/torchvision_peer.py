@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""PyTorch reference data path, one core: PIL decode alone, and the CheXNet torchvision pipeline
+(Resize 256, RandomCrop 224, RandomHorizontalFlip, ToTensor, Normalize) through a DataLoader
+with num_workers=0, on the same PNGs as bench_data. Prints one JSON line."""
+import argparse
+import csv
+import json
+import os
+import time
+
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
+
+
+def train_images(data_dir, limit):
+    listed = set(open(os.path.join(data_dir, "train_val_list.txt")).read().split())
+    with open(os.path.join(data_dir, "Data_Entry_2017.csv")) as f:
+        names = [row[0] for row in csv.reader(f) if row and row[0] in listed]
+    return [os.path.join(data_dir, "images", n) for n in names[:limit]]
+
+
+class Pngs(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+        self.transform = transforms.Compose([
+            transforms.Resize(256),
+            transforms.RandomCrop(224),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        ])
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        return self.transform(Image.open(self.paths[i]).convert("RGB")), 0
+
+
+def best_rate(n, repeats, fn):
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return n / best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--images", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    paths = train_images(args.data, args.images)
+    for p in paths:  # warm the page cache
+        open(p, "rb").read()
+
+    def decode():
+        for p in paths:
+            Image.open(p).load()
+
+    def pipeline():
+        for _ in DataLoader(Pngs(paths), batch_size=16, num_workers=0):
+            pass
+
+    print(json.dumps({
+        "images": len(paths),
+        "pil_decode_per_s": best_rate(len(paths), args.repeats, decode),
+        "torchvision_pipeline_per_s": best_rate(len(paths), args.repeats, pipeline),
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+// The loader over loose PNGs, shards and synthetic tensors: exact contents, same batches whatever
+// the thread count and source kind, rank slices, mid-epoch resume, bad images skipped and counted.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "common/error.h"
+#include "data/chestxray14_dataset.h"
+#include "data/loader.h"
+#include "data/prepare.h"
+#include "data/resize.h"
+#include "data/synthetic.h"
+#include "data/transforms.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale::data {
+namespace {
+
+// One synthetic data set (48 px, 90 images) and its shards at 40 px, shared by the tests.
+class LoaderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_ = new test_util::TempDir;
+    shards_ = new test_util::TempDir;
+    SynthOptions synth;
+    synth.out_dir = data_->path();
+    synth.images = 90;
+    synth.image_size = 48;
+    synth.threads = 2;
+    write_synthetic_dataset(synth);
+    PrepareOptions prep;
+    prep.data_dir = data_->path();
+    prep.out_dir = shards_->path();
+    prep.image_size = 40;
+    prep.records_per_shard = 16;
+    prep.threads = 2;
+    prepare_shards(prep);
+  }
+  static void TearDownTestSuite() {
+    delete data_;
+    delete shards_;
+  }
+
+  static LoaderOptions options(const std::string& source) {
+    LoaderOptions o;
+    o.source = source;
+    o.batch_size = 5;
+    o.image_size = 40;
+    o.crop_size = 32;
+    o.threads = 2;
+    o.seed = 11;
+    return o;
+  }
+
+  static std::vector<Batch> epoch(Loader& loader, int64_t e, int64_t skip = 0) {
+    loader.start_epoch(e, skip);
+    std::vector<Batch> out;
+    while (auto b = loader.next())
+      out.push_back(std::move(*b));
+    return out;
+  }
+
+  static void expect_same(const std::vector<Batch>& a, const std::vector<Batch>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].names, b[i].names) << "batch " << i;
+      EXPECT_EQ(a[i].indices, b[i].indices) << "batch " << i;
+      EXPECT_TRUE(torch::equal(a[i].images, b[i].images)) << "batch " << i;
+      EXPECT_TRUE(torch::equal(a[i].labels, b[i].labels)) << "batch " << i;
+    }
+  }
+
+  static test_util::TempDir* data_;
+  static test_util::TempDir* shards_;
+};
+test_util::TempDir* LoaderTest::data_ = nullptr;
+test_util::TempDir* LoaderTest::shards_ = nullptr;
+
+TEST_F(LoaderTest, BatchesHoldTheTransformedImagesAndLabelsOfTheirExamples) {
+  Loader loader(options(data_->path()));
+  const auto batches = epoch(loader, 0);
+  DataIssues issues;
+  std::map<std::string, Example> by_name;
+  for (auto& e : index_chestxray14(data_->path(), {}, issues))
+    by_name[e.name] = e;
+  int64_t seen = 0;
+  for (const Batch& b : batches) {
+    ASSERT_EQ(b.images.dim(), 4);
+    EXPECT_EQ(b.images.size(1), 3);
+    EXPECT_EQ(b.images.size(2), 32);
+    for (size_t i = 0; i < b.names.size(); ++i, ++seen) {
+      const Example& e = by_name.at(b.names[i]);
+      EXPECT_EQ(e.split, Split::kTrain);
+      for (int c = 0; c < kNumPathologies; ++c) {
+        EXPECT_EQ(b.labels[i][c].item<float>(), has_label(e.labels, c) ? 1.f : 0.f);
+      }
+      // The same pipeline step by step.
+      GrayImage decoded, resized;
+      std::vector<uint8_t> buffer;
+      read_png_gray(e.path, decoded, buffer);
+      resize_gray(decoded, 40, 40, resized);
+      const CropParams p = choose_crop(40, 40, 32, true, 11, 0, b.indices[i]);
+      torch::Tensor expected = torch::empty({3, 32, 32});
+      write_normalized_crop(resized.pixels.data(), 40, 40, p, 32, expected.data_ptr<float>());
+      EXPECT_TRUE(torch::equal(b.images[i], expected)) << e.name;
+    }
+  }
+  EXPECT_EQ(seen, loader.dataset_size());
+  EXPECT_EQ(static_cast<int64_t>(batches.size()), loader.batches_per_epoch());
+  EXPECT_EQ(loader.stats().images, seen);
+  EXPECT_EQ(loader.stats().bad_images, 0);
+}
+
+TEST_F(LoaderTest, SameBatchesWhateverTheThreadCountAndPrefetch) {
+  auto o = options(data_->path());
+  o.threads = 1;
+  o.prefetch_batches = 1;
+  Loader one(o);
+  o.threads = 4;
+  o.prefetch_batches = 3;
+  Loader four(o);
+  expect_same(epoch(one, 2), epoch(four, 2));
+}
+
+TEST_F(LoaderTest, ShardsGiveExactlyTheLoosePngBatches) {
+  Loader loose(options(data_->path()));
+  Loader shards(options(shards_->path()));
+  EXPECT_EQ(loose.dataset_size(), shards.dataset_size());
+  expect_same(epoch(loose, 1), epoch(shards, 1));
+  auto o = options(data_->path());
+  o.split = "val";
+  o.augment = false;
+  auto os = o;
+  os.source = shards_->path();
+  Loader loose_val(o);
+  Loader shard_val(os);
+  expect_same(epoch(loose_val, 0), epoch(shard_val, 0));
+}
+
+TEST_F(LoaderTest, MidEpochResumeContinuesExactly) {
+  Loader loader(options(shards_->path()));
+  const auto full = epoch(loader, 3);
+  const auto resumed = epoch(loader, 3, 4);
+  ASSERT_EQ(resumed.size() + 4, full.size());
+  expect_same(std::vector<Batch>(full.begin() + 4, full.end()), resumed);
+  EXPECT_TRUE(epoch(loader, 3, loader.batches_per_epoch()).empty());
+}
+
+TEST_F(LoaderTest, RanksGetDisjointSlicesOfEqualLength) {
+  std::multiset<int64_t> all;
+  int64_t per_rank = -1;
+  int64_t size = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto o = options(shards_->path());
+    o.rank = rank;
+    o.world_size = 3;
+    Loader loader(o);
+    size = loader.dataset_size();
+    if (per_rank < 0) per_rank = loader.batches_per_epoch();
+    EXPECT_EQ(loader.batches_per_epoch(), per_rank);
+    for (const auto& b : epoch(loader, 5))
+      all.insert(b.indices.begin(), b.indices.end());
+  }
+  const int64_t padded = (size + 2) / 3 * 3;
+  EXPECT_EQ(static_cast<int64_t>(all.size()), padded);
+  EXPECT_EQ(static_cast<int64_t>(std::set<int64_t>(all.begin(), all.end()).size()), size);
+}
+
+TEST_F(LoaderTest, BadImagesAreSkippedCountedAndTheEpochGoesOn) {
+  test_util::TempDir copy;
+  std::filesystem::copy(data_->path(), copy.path(), std::filesystem::copy_options::recursive);
+  auto o = options(copy.path());
+  o.shuffle = false;
+  o.augment = false;
+  DataIssues issues;
+  std::vector<std::string> train;
+  for (const auto& e : index_chestxray14(copy.path(), {}, issues)) {
+    if (e.split == Split::kTrain) train.push_back(e.path);
+  }
+  std::ofstream(train[1], std::ios::trunc) << "garbage";
+  std::filesystem::resize_file(train[7], 60);
+  Loader loader(o);
+  int64_t images = 0;
+  for (const auto& b : epoch(loader, 0)) {
+    images += static_cast<int64_t>(b.names.size());
+    EXPECT_EQ(b.images.size(0), static_cast<int64_t>(b.names.size()));
+  }
+  EXPECT_EQ(loader.stats().bad_images, 2);
+  EXPECT_EQ(images, loader.dataset_size() - 2);
+}
+
+TEST_F(LoaderTest, SyntheticTensorsNeedNoData) {
+  LoaderOptions o;
+  o.synthetic = true;
+  o.synthetic_size = 20;
+  o.batch_size = 8;
+  o.crop_size = 16;
+  Loader loader(o);
+  const auto batches = epoch(loader, 0);
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[2].images.size(0), 4);
+  EXPECT_EQ(batches[0].images.sizes(), (std::vector<int64_t>{8, 3, 16, 16}));
+  EXPECT_GT(batches[0].images.std().item<float>(), 0.5f);
+  Loader again(o);
+  expect_same(batches, epoch(again, 0));
+}
+
+TEST_F(LoaderTest, TenCropForEvaluation) {
+  auto o = options(shards_->path());
+  o.split = "test";
+  o.ten_crop = true;
+  o.augment = false;
+  Loader loader(o);
+  loader.start_epoch(0);
+  const auto b = loader.next();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->images.sizes(), (std::vector<int64_t>{5, 10, 3, 32, 32}));
+  // Crop 4 is the centre crop; crop 9 is its mirror image.
+  EXPECT_TRUE(torch::equal(b->images[0][9], b->images[0][4].flip({2})));
+}
+
+TEST_F(LoaderTest, BadOptionsAreUsageErrors) {
+  auto o = options(data_->path());
+  o.split = "holdout";
+  EXPECT_THROW(Loader{o}, UsageError);
+  o = options(data_->path());
+  o.rank = 2;
+  o.world_size = 2;
+  EXPECT_THROW(Loader{o}, UsageError);
+  o = options(shards_->path());
+  o.crop_size = 48;  // the shards hold 40 x 40 images
+  EXPECT_THROW(Loader{o}, UsageError);
+  o = options("/nonexistent/folder");
+  EXPECT_THROW(Loader{o}, DataError);
+}
+
+}  // namespace
+}  // namespace chexscale::data

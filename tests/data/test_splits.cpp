@@ -1,0 +1,135 @@
+// Patient-wise splits: no patient in two splits, reproducible from the seed, official lists
+// honoured.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "common/error.h"
+#include "data/chestxray14_dataset.h"
+#include "data/splits.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale::data {
+namespace {
+
+// 200 patients with 1-4 images each.
+std::vector<CsvRecord> make_records() {
+  std::vector<CsvRecord> records;
+  for (int p = 1; p <= 200; ++p) {
+    for (int f = 0; f < 1 + p % 4; ++f) {
+      CsvRecord r;
+      r.image = std::to_string(p) + "_" + std::to_string(f) + ".png";
+      r.patient_id = p;
+      records.push_back(r);
+    }
+  }
+  return records;
+}
+
+// Every patient's images share one split.
+void expect_patient_wise(const std::vector<CsvRecord>& records, const std::vector<Split>& splits) {
+  std::map<int64_t, Split> of_patient;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto [it, fresh] = of_patient.emplace(records[i].patient_id, splits[i]);
+    EXPECT_EQ(it->second, splits[i]) << "patient " << records[i].patient_id << " in two splits";
+  }
+}
+
+std::map<Split, std::set<int64_t>> patients_by_split(const std::vector<CsvRecord>& records,
+                                                     const std::vector<Split>& splits) {
+  std::map<Split, std::set<int64_t>> out;
+  for (size_t i = 0; i < records.size(); ++i)
+    out[splits[i]].insert(records[i].patient_id);
+  return out;
+}
+
+TEST(Splits, RandomPatientWiseSplitHasFractionsAndNoOverlap) {
+  const auto records = make_records();
+  DataIssues issues;
+  const auto splits = assign_splits(records, false, {}, {}, {0.1, 0.2, 7}, issues);
+  expect_patient_wise(records, splits);
+  auto by = patients_by_split(records, splits);
+  EXPECT_EQ(by[Split::kTest].size(), 40u);  // 20 % of 200 patients
+  EXPECT_EQ(by[Split::kVal].size(), 20u);   // 10 % of 200
+  EXPECT_EQ(by[Split::kTrain].size(), 140u);
+  EXPECT_EQ(by.count(Split::kNone), 0u);
+}
+
+TEST(Splits, ReproducibleForASeedAndDifferentForAnother) {
+  const auto records = make_records();
+  DataIssues issues;
+  const auto a = assign_splits(records, false, {}, {}, {0.1, 0.2, 7}, issues);
+  const auto b = assign_splits(records, false, {}, {}, {0.1, 0.2, 7}, issues);
+  const auto c = assign_splits(records, false, {}, {}, {0.1, 0.2, 8}, issues);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  // Input order does not matter: the split is a function of the patient set.
+  std::vector<CsvRecord> reversed(records.rbegin(), records.rend());
+  const auto r = assign_splits(reversed, false, {}, {}, {0.1, 0.2, 7}, issues);
+  for (size_t i = 0; i < records.size(); ++i)
+    EXPECT_EQ(a[i], r[records.size() - 1 - i]);
+}
+
+TEST(Splits, OfficialListsWithValidationCarvedByPatient) {
+  const auto records = make_records();
+  std::unordered_set<std::string> train_val;
+  std::unordered_set<std::string> test;
+  for (const auto& r : records) {
+    if (r.patient_id <= 150)
+      train_val.insert(r.image);
+    else if (r.patient_id <= 190)
+      test.insert(r.image);  // patients 191-200 are in no list
+  }
+  DataIssues issues;
+  const auto splits = assign_splits(records, true, train_val, test, {0.2, 0.0, 3}, issues);
+  expect_patient_wise(records, splits);
+  auto by = patients_by_split(records, splits);
+  EXPECT_EQ(by[Split::kVal].size(), 30u);  // 20 % of the 150 train_val patients
+  EXPECT_EQ(by[Split::kTrain].size(), 120u);
+  std::set<int64_t> listed_test;
+  for (int64_t p = 151; p <= 190; ++p)
+    listed_test.insert(p);
+  EXPECT_EQ(by[Split::kTest], listed_test);
+  for (int64_t p : by[Split::kVal])
+    EXPECT_LE(p, 150);
+  EXPECT_EQ(by[Split::kNone].size(), 10u);
+  ASSERT_EQ(issues.warnings().size(), 1u);
+  EXPECT_NE(issues.warnings()[0].message.find("in neither split list"), std::string::npos);
+}
+
+TEST(Splits, ParseSplitNames) {
+  EXPECT_EQ(parse_split("val"), Split::kVal);
+  EXPECT_THROW(parse_split("validation"), UsageError);
+}
+
+TEST(Dataset, IndexesFolderAndWarnsAboutMissingImages) {
+  test_util::TempDir dir;
+  dir.write("Data_Entry_2017.csv",
+            "Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Gender,"
+            "View Position,OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y],\n"
+            "00000001_000.png,Mass,0,1,58,M,PA,1024,1024,0.143,0.143,\n"
+            "00000002_000.png,No Finding,0,2,58,M,PA,1024,1024,0.143,0.143,\n"
+            "00000003_000.png,Edema,0,3,58,M,PA,1024,1024,0.143,0.143,\n");
+  dir.write("train_val_list.txt", "00000001_000.png\n00000002_000.png\n");
+  dir.write("test_list.txt", "00000003_000.png\n");
+  dir.write("images_001/images/00000001_000.png", "x");  // Kaggle layout
+  dir.write("images/00000003_000.png", "x");
+  DataIssues issues;
+  const auto examples = index_chestxray14(dir.path(), {0.0, 0.0, 0}, issues);
+  ASSERT_EQ(examples.size(), 2u);
+  EXPECT_EQ(examples[0].name, "00000001_000.png");
+  EXPECT_EQ(examples[0].path, dir.path() + "/images_001/images/00000001_000.png");
+  EXPECT_EQ(examples[0].split, Split::kTrain);
+  EXPECT_EQ(examples[1].split, Split::kTest);
+  EXPECT_EQ(examples[1].labels, LabelBits{1 << 9});
+  ASSERT_EQ(issues.warnings().size(), 1u);
+  EXPECT_EQ(issues.warnings()[0].line, 3);
+  EXPECT_NE(issues.warnings()[0].message.find("'00000002_000.png' listed but not found"),
+            std::string::npos);
+  DataIssues strict(true);
+  EXPECT_THROW(index_chestxray14(dir.path(), {0.0, 0.0, 0}, strict), DataError);
+}
+
+}  // namespace
+}  // namespace chexscale::data
