@@ -19,6 +19,7 @@
 #include "common/torch_compat.h"
 #include "dist/context.h"
 #include "dist/env.h"
+#include "dist/process_group.h"
 #include "launch/network_interfaces.h"
 
 namespace chexscale::launch {
@@ -122,7 +123,28 @@ std::string describe(const NetworkInterface& i) {
   return s + ")";
 }
 
-void check_interfaces(const DoctorOptions& o, const std::map<std::string, std::string>& env,
+// Where chexscale's Gloo group will bind (dist::choose_gloo_address), as an interface.
+InterfaceChoice gloo_choice(const std::vector<NetworkInterface>& interfaces,
+                            const dist::RendezvousEnv& rendezvous,
+                            const std::map<std::string, std::string>& env) {
+  try {
+    const auto g = dist::choose_gloo_address(rendezvous, env);
+    if (!g.interface.empty()) {
+      const std::string first = g.interface.substr(0, g.interface.find(','));
+      const NetworkInterface* i = find_interface(interfaces, first);
+      if (i == nullptr) return {std::nullopt, g.reason + "=" + g.interface + " names no interface"};
+      return {*i, g.reason + "=" + g.interface};
+    }
+    const NetworkInterface* i = find_interface_with_address(interfaces, g.address);
+    if (i == nullptr) return {std::nullopt, g.address + " (" + g.reason + ") is on no interface"};
+    return {*i, g.reason};
+  } catch (const Error& e) {
+    return {std::nullopt, e.what()};
+  }
+}
+
+void check_interfaces(const DoctorOptions& o, const std::optional<dist::RendezvousEnv>& rendezvous,
+                      const std::map<std::string, std::string>& env,
                       std::vector<DoctorCheck>& out) {
   const auto interfaces = list_interfaces(o.sys_class_net);
   for (const auto& i : interfaces) {
@@ -152,7 +174,7 @@ void check_interfaces(const DoctorOptions& o, const std::map<std::string, std::s
     if (i.kind == InterfaceKind::kOverlay) {
       status = CheckStatus::kWarn;
       note = "; traffic crosses an overlay";
-    } else if (i.kind == InterfaceKind::kLoopback) {
+    } else if (i.kind == InterfaceKind::kLoopback && !(rendezvous && rendezvous->single_node())) {
       status = CheckStatus::kWarn;
       note = "; other nodes cannot reach loopback (set " +
              std::string(library == "gloo" ? "GLOO" : "NCCL") + "_SOCKET_IFNAME for multi-node)";
@@ -160,7 +182,7 @@ void check_interfaces(const DoctorOptions& o, const std::map<std::string, std::s
     out.push_back(
         {status, library, "would use " + describe(i) + " because " + choice.reason + note});
   };
-  report("gloo", gloo_interface(interfaces, env));
+  if (rendezvous) report("gloo", gloo_choice(interfaces, *rendezvous, env));
   report("nccl", nccl_interface(interfaces, env));
 }
 
@@ -223,10 +245,9 @@ const char* to_string(CheckStatus status) {
 std::vector<DoctorCheck> run_doctor(const DoctorOptions& options,
                                     const std::map<std::string, std::string>& env) {
   std::vector<DoctorCheck> checks;
-  if (const auto rendezvous = check_rank(options, env, checks)) {
-    check_master(*rendezvous, options.connect_timeout, checks);
-  }
-  check_interfaces(options, env, checks);
+  const auto rendezvous = check_rank(options, env, checks);
+  if (rendezvous) check_master(*rendezvous, options.connect_timeout, checks);
+  check_interfaces(options, rendezvous, env, checks);
   check_shm(options, checks);
   check_gpus_and_torch(env, checks);
   return checks;

@@ -80,34 +80,6 @@ std::map<std::string, InterfaceState> interface_states() {
   return out;
 }
 
-std::vector<std::string> host_name_addresses() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return {};
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* result = nullptr;
-  if (::getaddrinfo(name.data(), nullptr, &hints, &result) != 0) return {};
-  std::vector<std::string> out;
-  for (addrinfo* r = result; r != nullptr; r = r->ai_next) {
-    std::array<char, NI_MAXHOST> host{};
-    if (::getnameinfo(r->ai_addr, r->ai_addrlen, host.data(), host.size(), nullptr, 0,
-                      NI_NUMERICHOST) == 0) {
-      out.emplace_back(host.data());
-    }
-  }
-  ::freeaddrinfo(result);
-  return out;
-}
-
-const NetworkInterface* find_by_name(const std::vector<NetworkInterface>& interfaces,
-                                     const std::string& name) {
-  for (const auto& i : interfaces) {
-    if (i.name == name) return &i;
-  }
-  return nullptr;
-}
-
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> parts;
   std::stringstream in(s);
@@ -215,27 +187,20 @@ std::vector<NetworkInterface> list_interfaces(const std::string& sys_class_net) 
   return out;
 }
 
-InterfaceChoice gloo_interface(const std::vector<NetworkInterface>& interfaces,
-                               const std::map<std::string, std::string>& env) {
-  if (auto it = env.find("GLOO_SOCKET_IFNAME"); it != env.end() && !it->second.empty()) {
-    const std::string first =
-        split_commas(it->second).empty() ? it->second : split_commas(it->second).front();
-    const NetworkInterface* i = find_by_name(interfaces, first);
-    if (i == nullptr)
-      return {std::nullopt, "GLOO_SOCKET_IFNAME=" + it->second + " names no interface"};
-    return {*i, "GLOO_SOCKET_IFNAME=" + it->second};
-  }
-  for (const auto& addr : host_name_addresses()) {
-    for (const auto& i : interfaces) {
-      if (std::find(i.addresses.begin(), i.addresses.end(), addr) != i.addresses.end()) {
-        return {i, "the host name resolves to " + addr};
-      }
-    }
-  }
+const NetworkInterface* find_interface(const std::vector<NetworkInterface>& interfaces,
+                                       const std::string& name) {
   for (const auto& i : interfaces) {
-    if (i.kind == InterfaceKind::kLoopback) return {i, "the host name is not a local address"};
+    if (i.name == name) return &i;
   }
-  return {std::nullopt, "no interface holds the host name's address"};
+  return nullptr;
+}
+
+const NetworkInterface* find_interface_with_address(const std::vector<NetworkInterface>& interfaces,
+                                                    const std::string& address) {
+  for (const auto& i : interfaces) {
+    if (std::find(i.addresses.begin(), i.addresses.end(), address) != i.addresses.end()) return &i;
+  }
+  return nullptr;
 }
 
 InterfaceChoice nccl_interface(const std::vector<NetworkInterface>& interfaces,

@@ -1,6 +1,6 @@
 // The node's network interfaces as a distributed job sees them: kind (loopback, Ethernet, IPoIB,
 // overlay, bridge, veth), MTU and addresses, read from sysfs and getifaddrs; and the interface
-// Gloo and NCCL would pick for their sockets, following their own selection rules.
+// NCCL would pick for its sockets, following NCCL's own selection rule.
 #pragma once
 
 #include <map>
@@ -37,10 +37,11 @@ struct InterfaceChoice {
   std::string reason;
 };
 
-// Gloo: GLOO_SOCKET_IFNAME if set, else the interface holding the address the host name
-// resolves to (c10d's default device), else loopback.
-InterfaceChoice gloo_interface(const std::vector<NetworkInterface>& interfaces,
-                               const std::map<std::string, std::string>& env);
+// The interface named `name`, or the one holding `address`; nullptr when none.
+const NetworkInterface* find_interface(const std::vector<NetworkInterface>& interfaces,
+                                       const std::string& name);
+const NetworkInterface* find_interface_with_address(const std::vector<NetworkInterface>& interfaces,
+                                                    const std::string& address);
 
 // NCCL: NCCL_SOCKET_IFNAME ("eth", "^docker", "=eth0", comma lists) if set, else an "ib"
 // interface, else the first one that is not loopback or docker, else loopback.

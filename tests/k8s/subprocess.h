@@ -91,7 +91,6 @@ inline std::vector<ProcessResult> run_processes(std::vector<ProcessSpec> specs,
 
 // The current process environment plus `extra` ("NAME=VALUE", overriding).
 inline std::vector<std::string> environment_with(const std::vector<std::string>& extra) {
-  extern char** environ;  // NOLINT
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);

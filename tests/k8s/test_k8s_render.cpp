@@ -258,7 +258,7 @@ TEST(K8sRender, SelectorsTolerationsAndVolumes) {
   EXPECT_EQ(pod["tolerations"][1]["value"].as<std::string>(), "ml");
   EXPECT_EQ(pod["tolerations"][1]["effect"].as<std::string>(), "NoExecute");
   std::map<std::string, YAML::Node> volumes;
-  for (const auto& v : pod["volumes"])
+  for (const YAML::Node& v : pod["volumes"])
     volumes[v["name"].as<std::string>()] = v;
   EXPECT_EQ(volumes["data"]["persistentVolumeClaim"]["claimName"].as<std::string>(), "chestxray14");
   EXPECT_TRUE(volumes["data"]["persistentVolumeClaim"]["readOnly"].as<bool>());

@@ -1,0 +1,143 @@
+// Runs a rendered pod template the way the kubelet would, on this machine: the container's
+// command and args with $(VAR) expanded from its env, env values and downward-API fields
+// (annotations) resolved, each volume a host directory (ConfigMap data written into it), and
+// the pod's DNS names answered by a private /etc/hosts.
+//
+// Two liberties, both explained here: (1) there is no container filesystem, so paths under a
+// volume's mountPath in env values and args are rewritten to that volume's host directory;
+// (2) names such as <job>-0.<job> resolve through a hosts file bind-mounted over /etc/hosts in a
+// private mount namespace (`unshare --mount`, root only), mapping them to 127.0.0.1, so the
+// launcher and the workers resolve exactly the names the manifests contain.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "k8s/subprocess.h"
+#include "launch/k8s_render.h"
+
+namespace chexscale::test_util {
+
+using launch::K8sObject;
+
+struct SimulatedPod {
+  std::string name;                                // pod name, also its HOSTNAME
+  K8sObject template_;                             // PodTemplateSpec from the manifest
+  std::map<std::string, std::string> annotations;  // set by the controller (completion index)
+  std::vector<std::pair<std::string, std::string>> injected_env;  // set by an operator, first
+};
+
+inline std::string expand_refs(std::string s, const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 2, "$(") == 0) {
+      const size_t close = s.find(')', i);
+      const std::string name = close == std::string::npos ? "" : s.substr(i + 2, close - i - 2);
+      if (auto it = env.find(name); it != env.end()) {
+        out += it->second;
+        i = close;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+class KubeletSim {
+ public:
+  KubeletSim(std::string root, std::string chexscale_bin, std::vector<K8sObject> objects,
+             std::vector<std::string> dns_names)
+      : root_(std::move(root)),
+        bin_(std::move(chexscale_bin)),
+        objects_(std::move(objects)),
+        hosts_file_(root_ + "/hosts") {
+    std::ofstream hosts(hosts_file_);
+    hosts << "127.0.0.1 localhost\n";
+    for (const auto& name : dns_names)
+      hosts << "127.0.0.1 " << name << "\n";
+  }
+
+  // The process the container runtime would start for `pod`.
+  ProcessSpec prepare(const SimulatedPod& pod) {
+    const K8sObject& spec = pod.template_.at("spec");
+    const K8sObject& c = spec.at("containers").at(0);
+    const std::string pod_dir = root_ + "/" + pod.name;
+    std::map<std::string, std::string> mounts;  // mountPath -> host dir
+    for (const auto& m : c.at("volumeMounts")) {
+      const std::string host = pod_dir + "/volumes/" + m.at("name").get<std::string>();
+      std::filesystem::create_directories(host);
+      mounts[m.at("mountPath")] = host;
+      materialize(spec, m.at("name"), host);
+    }
+    const auto rewrite = [&](std::string s) {
+      for (const auto& [path, host] : mounts) {
+        if (s == path || s.rfind(path + "/", 0) == 0) return host + s.substr(path.size());
+      }
+      return s;
+    };
+    std::map<std::string, std::string> env;
+    std::vector<std::string> env_list = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                         "HOSTNAME=" + pod.name, "OMP_NUM_THREADS=1"};
+    const auto set = [&](const std::string& name, const std::string& value) {
+      env[name] = value;
+      env_list.push_back(name + "=" + value);
+    };
+    for (const auto& [name, value] : pod.injected_env)
+      set(name, value);
+    for (const auto& e : c.value("env", K8sObject::array())) {
+      const std::string name = e.at("name");
+      if (e.contains("value")) {
+        set(name, rewrite(expand_refs(e.at("value"), env)));
+      } else {
+        set(name, field_ref(pod, e.at("valueFrom").at("fieldRef").at("fieldPath")));
+      }
+    }
+    // The image's ENTRYPOINT is `chexscale` on PATH; here it is the binary under test.
+    std::vector<std::string> argv = {
+        "/usr/bin/unshare", "--mount", "--",
+        "/bin/sh",          "-c",      "mount --bind \"$0\" /etc/hosts && exec \"$@\"",
+        hosts_file_};
+    argv.push_back(c.at("command").at(0) == "chexscale" ? bin_
+                                                        : c.at("command").at(0).get<std::string>());
+    for (const auto& a : c.at("args"))
+      argv.push_back(rewrite(expand_refs(a, env)));
+    return {argv, env_list, pod_dir + "/log.txt"};
+  }
+
+ private:
+  std::string field_ref(const SimulatedPod& pod, const std::string& path) const {
+    const std::string prefix = "metadata.annotations['";
+    if (path.rfind(prefix, 0) == 0) {
+      return pod.annotations.at(path.substr(prefix.size(), path.size() - prefix.size() - 2));
+    }
+    if (path == "metadata.name") return pod.name;
+    throw std::runtime_error("fieldRef not simulated: " + path);
+  }
+
+  // ConfigMap volumes get their data as files; other volumes start empty.
+  void materialize(const K8sObject& spec, const std::string& volume,
+                   const std::string& host) const {
+    for (const auto& v : spec.at("volumes")) {
+      if (v.at("name") != volume || !v.contains("configMap")) continue;
+      for (const auto& o : objects_) {
+        if (o.at("kind") == "ConfigMap" &&
+            o.at("metadata").at("name") == v.at("configMap").at("name")) {
+          for (const auto& [file, text] : o.at("data").items()) {
+            std::ofstream(host + "/" + file) << text.get<std::string>();
+          }
+        }
+      }
+    }
+  }
+
+  std::string root_;
+  std::string bin_;
+  std::vector<K8sObject> objects_;
+  std::string hosts_file_;
+};
+
+}  // namespace chexscale::test_util
