@@ -1,5 +1,5 @@
 // The Gloo process group (CPU collectives over TCP) and the choice of the address it binds.
-#define USE_C10D_GLOO 1  // the header's guard; Debian's LibTorch is built with Gloo
+// LibTorch's CMake config defines USE_C10D_GLOO (the header's guard) when it has Gloo.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <fmt/format.h>

@@ -1,6 +1,8 @@
 // The NCCL process group (GPU collectives), one GPU per local rank. Compiled only against a CUDA
 // LibTorch (CHEXSCALE_WITH_CUDA); process_group_no_nccl.cpp stands in on CPU-only builds.
-#define USE_C10D_NCCL 1  // the header's guard
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL 1  // the header's guard, in case LibTorch's CMake config did not set it
+#endif
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <c10/cuda/CUDAFunctions.h>

@@ -1,0 +1,49 @@
+// `chexscale env`: what this process would be in a distributed job (rank, world size, local rank,
+// rendezvous address, backend) and where each value came from. Joins nothing.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/dist_flags.h"
+#include "dist/env.h"
+#include "dist/process_group.h"
+
+namespace chexscale::cli {
+
+void add_env_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "env",
+      "Print the distributed-job settings this process detects, and their sources: torchrun's\n"
+      "names (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), else\n"
+      "OpenMPI, MPICH/PMI, Slurm or a Kubernetes Indexed Job; flags override. Joins no job.");
+  auto flags = std::make_shared<DistFlags>();
+  add_dist_flags(*cmd, *flags);
+  registry.add(cmd, [flags](const RunContext&) {
+    const auto process_env = dist::process_environment();
+    const dist::RendezvousEnv e = dist::detect_environment(process_env, flags->resolved());
+    auto row = [](const char* name, const auto& field) {
+      fmt::print("{:<17} {:<16} {}\n", name, field.value, field.source);
+    };
+    fmt::print("{:<17} {}\n", "convention", e.convention);
+    row("rank", e.rank);
+    row("world size", e.world_size);
+    row("local rank", e.local_rank);
+    row("local world size", e.local_world_size);
+    row("node rank", e.node_rank);
+    row("master address", e.master_addr);
+    row("master port", e.master_port);
+    const std::string backend =
+        dist::resolve_backend(flags->options.backend, e.local_world_size.value);
+    fmt::print("{:<17} {:<16} requested {}\n", "backend", backend, flags->options.backend);
+    if (backend == "gloo" && e.world_size.value > 1) {
+      const dist::GlooAddress gloo = dist::choose_gloo_address(e, process_env);
+      fmt::print("{:<17} {:<16} {}\n", "gloo binds",
+                 gloo.interface.empty() ? gloo.address : "interface " + gloo.interface,
+                 gloo.reason);
+    }
+    return 0;
+  });
+}
+
+}  // namespace chexscale::cli
