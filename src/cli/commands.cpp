@@ -10,8 +10,13 @@ void add_report_command(CLI::App& app, CommandRegistry& registry);
 void add_k8s_command(CLI::App& app, CommandRegistry& registry);
 void add_doctor_command(CLI::App& app, CommandRegistry& registry);
 
+void add_env_command(CLI::App& app, CommandRegistry& registry);
+void add_launch_command(CLI::App& app, CommandRegistry& registry);
+
 void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_version_command(app, registry);
+  add_env_command(app, registry);
+  add_launch_command(app, registry);
   add_synth_command(app, registry);
   add_prepare_command(app, registry);
   add_report_command(app, registry);
