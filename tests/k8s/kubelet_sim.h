@@ -81,7 +81,7 @@ class KubeletSim {
     };
     std::map<std::string, std::string> env;
     std::vector<std::string> env_list = {"PATH=/usr/local/bin:/usr/bin:/bin",
-                                         "HOSTNAME=" + pod.name, "OMP_NUM_THREADS=1"};
+                                         "HOSTNAME=" + pod.name};
     const auto set = [&](const std::string& name, const std::string& value) {
       env[name] = value;
       env_list.push_back(name + "=" + value);
