@@ -1,0 +1,143 @@
+// Checkpoint files and their verification (see checkpoint.h).
+#include "train/checkpoint.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace chexscale::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFormat = "chexscale-checkpoint";
+constexpr int kVersion = 1;
+constexpr const char* kStepPrefix = "step-";
+
+uint32_t crc32_of(const std::string& bytes) {
+  return static_cast<uint32_t>(::crc32_z(
+      ::crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+
+}  // namespace
+
+std::vector<models::NamedTensor> tensors_with_prefix(const std::vector<models::NamedTensor>& all,
+                                                     const std::string& prefix) {
+  std::vector<models::NamedTensor> out;
+  for (const auto& t : all) {
+    if (t.name.rfind(prefix, 0) == 0) out.push_back({t.name.substr(prefix.size()), t.tensor});
+  }
+  return out;
+}
+
+Checkpoint read_checkpoint(const std::string& manifest_path) {
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(read_file(manifest_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(manifest_path + ": not a checkpoint manifest: " + e.what());
+  }
+  if (!manifest.is_object() || manifest.value("format", "") != kFormat) {
+    throw DataError(manifest_path + ": not a chexscale checkpoint manifest");
+  }
+  if (manifest.value("version", 0) != kVersion) {
+    throw DataError(fmt::format("{}: checkpoint version {} (this build reads {})", manifest_path,
+                                manifest.value("version", 0), kVersion));
+  }
+  const std::string tensors_path =
+      (fs::path(manifest_path).parent_path() / manifest.at("tensors_file").get<std::string>())
+          .string();
+  const std::string bytes = read_file(tensors_path);
+  const auto expected_bytes = manifest.at("tensors_bytes").get<uint64_t>();
+  if (bytes.size() != expected_bytes) {
+    throw DataError(fmt::format("{}: {} bytes, the manifest says {} (truncated?)", tensors_path,
+                                bytes.size(), expected_bytes));
+  }
+  const auto expected_crc = manifest.at("tensors_crc32").get<uint32_t>();
+  if (crc32_of(bytes) != expected_crc) {
+    throw DataError(tensors_path + ": CRC-32 mismatch (the file is damaged)");
+  }
+  Checkpoint ckpt;
+  ckpt.state = manifest.at("state");
+  ckpt.tensors =
+      models::parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
+          .tensors;
+  ckpt.path = manifest_path;
+  return ckpt;
+}
+
+CheckpointStore::CheckpointStore(std::string dir, int keep_last)
+    : dir_(std::move(dir)), keep_last_(keep_last) {
+  if (keep_last_ < 1) throw UsageError("keep at least one checkpoint (--keep-checkpoints >= 1)");
+}
+
+std::string CheckpointStore::write(const std::string& stem, const nlohmann::json& state,
+                                   const std::vector<models::NamedTensor>& tensors) {
+  make_dirs(dir_);
+  const std::string bytes = models::serialize_safetensors(tensors);
+  const std::string tensors_file = stem + ".safetensors";
+  write_file_atomic((fs::path(dir_) / tensors_file).string(), bytes);
+  const nlohmann::json manifest = {{"format", kFormat},
+                                   {"version", kVersion},
+                                   {"tensors_file", tensors_file},
+                                   {"tensors_bytes", bytes.size()},
+                                   {"tensors_crc32", crc32_of(bytes)},
+                                   {"state", state}};
+  const std::string manifest_path = (fs::path(dir_) / (stem + ".json")).string();
+  write_file_atomic(manifest_path, manifest.dump(2) + "\n");
+  return manifest_path;
+}
+
+std::string CheckpointStore::save(int64_t step, const nlohmann::json& state,
+                                  const std::vector<models::NamedTensor>& tensors) {
+  const std::string path = write(fmt::format("{}{:09d}", kStepPrefix, step), state, tensors);
+  prune();
+  return path;
+}
+
+std::string CheckpointStore::save_best(const nlohmann::json& state,
+                                       const std::vector<models::NamedTensor>& tensors) {
+  return write("best", state, tensors);
+}
+
+std::vector<std::string> CheckpointStore::list() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kStepPrefix, 0) == 0 && entry.path().extension() == ".json") {
+      out.push_back(entry.path().string());
+    }
+  }
+  // Zero-padded step numbers: name order is step order.
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+std::optional<Checkpoint> CheckpointStore::load_latest() const {
+  for (const std::string& manifest : list()) {
+    try {
+      return read_checkpoint(manifest);
+    } catch (const Error& e) {
+      log::warn("skipping damaged checkpoint: {}", e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+void CheckpointStore::prune() const {
+  const auto manifests = list();
+  for (size_t i = static_cast<size_t>(keep_last_); i < manifests.size(); ++i) {
+    fs::path manifest(manifests[i]);
+    std::error_code ec;
+    fs::remove(manifest, ec);  // the manifest first: a half-removed checkpoint is never listed
+    fs::remove(fs::path(manifest).replace_extension(".safetensors"), ec);
+  }
+}
+
+}  // namespace chexscale::train

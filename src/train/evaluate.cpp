@@ -1,0 +1,116 @@
+// Split prediction, cross-rank gathering and metrics (see evaluate.h).
+#include "train/evaluate.h"
+
+#include "common/error.h"
+#include "data/batch.h"
+
+namespace chexscale::train {
+namespace {
+
+// Gathers [n_r, ...] rows from every rank (n_r may differ: bad images are dropped) into
+// [sum n_r, ...], rank by rank.
+torch::Tensor gather_rows(dist::DistContext* ctx, const torch::Tensor& local) {
+  if (ctx == nullptr || ctx->world_size() == 1) return local;
+  const auto counts = ctx->all_gather(torch::tensor({local.size(0)}, torch::kInt64)).view(-1);
+  const int64_t max_rows = counts.max().item<int64_t>();
+  auto shape = local.sizes().vec();
+  shape[0] = max_rows;
+  auto padded = torch::zeros(shape, local.options());
+  padded.narrow(0, 0, local.size(0)).copy_(local);
+  const auto all = ctx->all_gather(padded);
+  std::vector<torch::Tensor> parts;
+  for (int64_t r = 0; r < all.size(0); ++r) {
+    parts.push_back(all[r].narrow(0, 0, counts[r].item<int64_t>()));
+  }
+  return torch::cat(parts);
+}
+
+torch::Tensor batch_logits(models::ClassifierImpl& model, const torch::Tensor& images,
+                           torch::Device device) {
+  const auto x = images.to(device);
+  if (x.dim() == 4) return model.forward(x).to(torch::kCPU, torch::kFloat32);
+  // Ten-crop [B, 10, 3, h, w]: average the probabilities over the crops.
+  CHX_CHECK(x.dim() == 5, "evaluation images of rank {}", x.dim());
+  const int64_t b = x.size(0);
+  const int64_t crops = x.size(1);
+  const auto logits = model.forward(x.flatten(0, 1)).to(torch::kCPU, torch::kFloat32);
+  const auto probs = torch::sigmoid(logits).view({b, crops, -1}).mean(1);
+  return torch::logit(probs, 1e-7);
+}
+
+}  // namespace
+
+SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
+                           dist::DistContext* ctx, torch::Device device) {
+  const torch::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  std::vector<torch::Tensor> logits;
+  std::vector<torch::Tensor> labels;
+  std::vector<int64_t> indices;
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    if (batch->indices.empty()) continue;
+    logits.push_back(batch_logits(model, batch->images, device));
+    labels.push_back(batch->labels.to(torch::kFloat32));
+    indices.insert(indices.end(), batch->indices.begin(), batch->indices.end());
+  }
+  model.train(was_training);
+  const int64_t classes = model.options().num_classes;
+  SplitOutputs local;
+  local.logits = logits.empty() ? torch::zeros({0, classes}) : torch::cat(logits);
+  local.labels = labels.empty() ? torch::zeros({0, classes}) : torch::cat(labels);
+  local.indices = torch::tensor(indices, torch::kInt64);
+  const auto all_logits = gather_rows(ctx, local.logits);
+  const auto all_labels = gather_rows(ctx, local.labels);
+  const auto all_indices = gather_rows(ctx, local.indices);
+  // Sort by index and keep the first row of each index (padding repeats examples).
+  const auto order = std::get<1>(all_indices.sort(/*stable=*/true, 0));
+  const auto sorted = all_indices.index_select(0, order);
+  auto keep = torch::ones_like(sorted, torch::kBool);
+  if (sorted.numel() > 1) {
+    keep.narrow(0, 1, sorted.numel() - 1)
+        .copy_(sorted.narrow(0, 1, sorted.numel() - 1) != sorted.narrow(0, 0, sorted.numel() - 1));
+  }
+  const auto rows = order.masked_select(keep);
+  return {all_logits.index_select(0, rows), all_labels.index_select(0, rows),
+          all_indices.index_select(0, rows)};
+}
+
+EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLoss& loss) {
+  EvalMetrics m;
+  m.examples = outputs.logits.size(0);
+  if (m.examples == 0) throw DataError("evaluation found no examples");
+  m.loss = loss(outputs.logits, outputs.labels).item<double>();
+  m.auroc = per_class_auroc(torch::sigmoid(outputs.logits), outputs.labels);
+  return m;
+}
+
+std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs) {
+  CHX_CHECK_EQ(static_cast<int64_t>(names.size()), outputs.logits.size(0), "names vs rows");
+  const int64_t classes = outputs.logits.size(1);
+  const auto class_name = [](int64_t c) {
+    return c < data::kNumPathologies ? data::kPathologies[c] : fmt::format("class_{}", c);
+  };
+  std::string csv = "image";
+  for (int64_t c = 0; c < classes; ++c)
+    csv += ",prob_" + class_name(c);
+  for (int64_t c = 0; c < classes; ++c)
+    csv += ",label_" + class_name(c);
+  csv += "\n";
+  const auto probs = torch::sigmoid(outputs.logits).contiguous();
+  const auto labels = outputs.labels.contiguous();
+  for (size_t i = 0; i < names.size(); ++i) {
+    csv += names[i];
+    const float* p = probs[static_cast<int64_t>(i)].data_ptr<float>();
+    const float* y = labels[static_cast<int64_t>(i)].data_ptr<float>();
+    for (int64_t c = 0; c < classes; ++c)
+      csv += fmt::format(",{:.6f}", p[c]);
+    for (int64_t c = 0; c < classes; ++c)
+      csv += fmt::format(",{}", static_cast<int>(y[c]));
+    csv += "\n";
+  }
+  return csv;
+}
+
+}  // namespace chexscale::train

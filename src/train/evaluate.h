@@ -1,0 +1,44 @@
+// Evaluation on a split: the model's outputs for every example, gathered from all ranks and
+// de-duplicated by dataset index (the sampler pads the epoch), so that the loss and AUROC do not
+// depend on the number of workers.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "dist/context.h"
+#include "models/classifier.h"
+#include "train/auroc.h"
+#include "train/loss.h"
+
+namespace chexscale::train {
+
+// One row per distinct example, sorted by dataset index.
+struct SplitOutputs {
+  torch::Tensor logits;   // [N, C] float32 (ten-crop: logit of the mean probability)
+  torch::Tensor labels;   // [N, C] float32
+  torch::Tensor indices;  // [N] int64
+};
+
+// Runs the model (eval mode, no grad) over one epoch of `loader` (epoch 0, no shuffle expected)
+// and gathers the outputs across ranks; every rank gets the full result. `ctx` may be null.
+SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
+                           dist::DistContext* ctx, torch::Device device);
+
+struct EvalMetrics {
+  double loss = 0;
+  AurocReport auroc;
+  int64_t examples = 0;
+};
+
+EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLoss& loss);
+
+// predictions.csv: "image", then prob_<pathology> x C, then label_<pathology> x C, a row per
+// example; names[i] is the image of row i.
+std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs);
+
+}  // namespace chexscale::train

@@ -1,0 +1,57 @@
+// Model loading and single-image preparation for eval/predict (see inference.h).
+#include "train/inference.h"
+
+#include "common/error.h"
+#include "data/resize.h"
+#include "models/registry.h"
+#include "models/weights.h"
+#include "train/checkpoint.h"
+
+namespace chexscale::train {
+
+InferenceModel load_inference_model(const std::string& manifest_path, torch::Device device) {
+  const Checkpoint ckpt = read_checkpoint(manifest_path);
+  InferenceModel m;
+  models::ModelOptions options;
+  try {
+    const auto& model = ckpt.state.at("model");
+    options.arch = model.at("arch").get<std::string>();
+    options.num_classes = model.at("num_classes").get<int64_t>();
+    options.dropout = model.at("dropout").get<double>();
+    m.image_size = ckpt.state.at("data").at("image_size").get<int64_t>();
+    m.crop_size = ckpt.state.at("data").at("crop_size").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(manifest_path + ": checkpoint state lacks the model description: " + e.what());
+  }
+  m.model = models::make_model(options);
+  models::load_state_dict(*m.model, tensors_with_prefix(ckpt.tensors, "model."),
+                          {/*replace_head=*/false});
+  m.model->to(device);
+  m.model->eval();
+  m.checkpoint = manifest_path;
+  m.device = device;
+  return m;
+}
+
+PreparedImage prepare_image(const std::string& png_path, int64_t image_size, int64_t crop_size) {
+  CHX_CHECK(crop_size <= image_size, "crop {} larger than the image size {}", crop_size,
+            image_size);
+  PreparedImage p;
+  std::vector<uint8_t> buffer;
+  data::read_png_gray(png_path, p.original, buffer);
+  const int size = static_cast<int>(image_size);
+  const int crop = static_cast<int>(crop_size);
+  data::resize_gray(p.original, size, size, p.resized);
+  p.crop = data::choose_crop(size, size, crop, /*augment=*/false, 0, 0, 0);
+  p.input = torch::empty({1, 3, crop, crop});
+  data::write_normalized_crop(p.resized.pixels.data(), size, size, p.crop, crop,
+                              p.input.data_ptr<float>());
+  return p;
+}
+
+torch::Tensor predict_probabilities(const InferenceModel& m, const PreparedImage& image) {
+  const torch::NoGradGuard no_grad;
+  return torch::sigmoid(m.model->forward(image.input.to(m.device))).squeeze(0).cpu();
+}
+
+}  // namespace chexscale::train

@@ -1,0 +1,41 @@
+// A trained model for evaluation and prediction: loaded from a checkpoint manifest (the model
+// options and input sizes travel with it), and single X-rays prepared exactly as the validation
+// loader prepares them (resize, centre crop, ImageNet normalisation).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "data/png_io.h"
+#include "data/transforms.h"
+#include "models/classifier.h"
+
+namespace chexscale::train {
+
+struct InferenceModel {
+  models::Classifier model;  // in eval mode, on `device`
+  int64_t image_size = 256;
+  int64_t crop_size = 224;
+  std::string checkpoint;  // the manifest it came from
+  torch::Device device{torch::kCPU};
+};
+
+// Reads a checkpoint manifest (best.json, step-*.json), verifying its checksum.
+InferenceModel load_inference_model(const std::string& manifest_path,
+                                    torch::Device device = torch::kCPU);
+
+struct PreparedImage {
+  data::GrayImage original;  // as read from the file
+  data::GrayImage resized;   // image_size x image_size
+  data::CropParams crop;     // the centre crop in `resized`
+  torch::Tensor input;       // [1, 3, crop, crop], normalised
+};
+
+PreparedImage prepare_image(const std::string& png_path, int64_t image_size, int64_t crop_size);
+
+// The 14 (num_classes) probabilities of one prepared image, [C] float32 on the CPU.
+torch::Tensor predict_probabilities(const InferenceModel& m, const PreparedImage& image);
+
+}  // namespace chexscale::train

@@ -1,0 +1,103 @@
+// Adam/SGD construction and state export/import (see optimizer.h).
+#include "train/optimizer.h"
+
+#include <map>
+
+#include "common/error.h"
+
+namespace chexscale::train {
+namespace {
+
+std::string state_key(const torch::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+}
+
+std::string tensor_name(size_t index, const char* field) {
+  return fmt::format("optimizer.{}.{}", index, field);
+}
+
+bool is_adam(torch::optim::Optimizer& optimizer) {
+  return dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
+                                                        const OptimizerOptions& options) {
+  if (options.lr <= 0) throw UsageError("the learning rate must be positive");
+  if (options.name == "adam") {
+    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(options.lr)
+                                                            .betas({options.beta1, options.beta2})
+                                                            .weight_decay(options.weight_decay));
+  }
+  if (options.name == "sgd") {
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(options.lr)
+                                                           .momentum(options.momentum)
+                                                           .weight_decay(options.weight_decay));
+  }
+  throw UsageError("unknown optimizer '" + options.name + "' (adam | sgd)");
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups())
+    group.options().set_lr(lr);
+}
+
+std::vector<models::NamedTensor> optimizer_state(torch::optim::Optimizer& optimizer,
+                                                 const std::vector<torch::Tensor>& params) {
+  std::vector<models::NamedTensor> out;
+  auto& states = optimizer.state();
+  const bool adam = is_adam(optimizer);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto it = states.find(state_key(params[i]));
+    if (it == states.end()) continue;
+    if (adam) {
+      const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
+      out.push_back({tensor_name(i, "step"), torch::tensor({s.step()}, torch::kInt64)});
+      out.push_back({tensor_name(i, "exp_avg"), s.exp_avg().cpu()});
+      out.push_back({tensor_name(i, "exp_avg_sq"), s.exp_avg_sq().cpu()});
+    } else {
+      const auto& s = static_cast<const torch::optim::SGDParamState&>(*it->second);
+      out.push_back({tensor_name(i, "momentum_buffer"), s.momentum_buffer().cpu()});
+    }
+  }
+  return out;
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer,
+                          const std::vector<torch::Tensor>& params,
+                          const std::vector<models::NamedTensor>& tensors) {
+  std::map<std::string, torch::Tensor> by_name;
+  for (const auto& t : tensors)
+    by_name[t.name] = t.tensor;
+  const auto take = [&](size_t i, const char* field, const torch::Tensor& like) {
+    const auto it = by_name.find(tensor_name(i, field));
+    if (it == by_name.end()) throw DataError("checkpoint lacks " + tensor_name(i, field));
+    if (like.defined() && it->second.sizes() != like.sizes()) {
+      throw DataError(fmt::format("checkpoint {}: shape {} does not match the parameter's {}",
+                                  tensor_name(i, field), c10::str(it->second.sizes()),
+                                  c10::str(like.sizes())));
+    }
+    return like.defined() ? it->second.to(like.device(), like.scalar_type()) : it->second;
+  };
+  auto& states = optimizer.state();
+  states.clear();
+  const bool adam = is_adam(optimizer);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const char* probe = adam ? "step" : "momentum_buffer";
+    if (by_name.count(tensor_name(i, probe)) == 0) continue;  // no state yet for this parameter
+    if (adam) {
+      auto s = std::make_unique<torch::optim::AdamParamState>();
+      s->step(take(i, "step", torch::Tensor()).item<int64_t>());
+      s->exp_avg(take(i, "exp_avg", params[i]).clone());
+      s->exp_avg_sq(take(i, "exp_avg_sq", params[i]).clone());
+      states[state_key(params[i])] = std::move(s);
+    } else {
+      auto s = std::make_unique<torch::optim::SGDParamState>();
+      s->momentum_buffer(take(i, "momentum_buffer", params[i]).clone());
+      states[state_key(params[i])] = std::move(s);
+    }
+  }
+}
+
+}  // namespace chexscale::train

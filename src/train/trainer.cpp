@@ -1,0 +1,417 @@
+// The training loop: epochs, validation, schedule, checkpoints and resume (see trainer.h).
+#include "train/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timeline.h"
+#include "common/timer.h"
+#include "data/example_source.h"
+#include "dist/metrics.h"
+#include "models/registry.h"
+#include "models/weights.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/metrics_log.h"
+
+namespace chexscale::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where training stands: saved in every checkpoint.
+struct Position {
+  int64_t epoch = 0;         // the epoch in progress, or the next one at an epoch end
+  int64_t batches_done = 0;  // of that epoch, per rank
+  int64_t samples_done = 0;  // of that epoch, all ranks (the global permutation's prefix)
+  int64_t global_step = 0;
+  double epoch_loss_sum = 0;  // this rank's sum of step losses in the epoch so far
+};
+
+BceWithLogitsLoss make_loss(const TrainerOptions& o) {
+  if (!o.class_weights) return BceWithLogitsLoss();
+  if (o.data.synthetic) {
+    log::warn("random synthetic tensors have no label frequencies: unweighted loss");
+    return BceWithLogitsLoss();
+  }
+  const auto source = data::open_example_source(o.data);
+  std::vector<int64_t> positives(data::kNumPathologies, 0);
+  for (int64_t i = 0; i < source->size(); ++i) {
+    const data::LabelBits bits = source->labels(i);
+    for (int c = 0; c < data::kNumPathologies; ++c)
+      positives[c] += data::has_label(bits, c);
+  }
+  return BceWithLogitsLoss(class_weights_from_counts(positives, source->size()));
+}
+
+torch::Tensor cpu_rng_state() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  const std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_rng_state(const torch::Tensor& state) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  const std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+}  // namespace
+
+class Trainer::Impl {
+ public:
+  Impl(TrainerOptions o, std::shared_ptr<dist::DistContext> ctx, TrainerObserver* observer)
+      : opt_(std::move(o)), ctx_(std::move(ctx)), observer_(observer) {
+    CHX_CHECK(ctx_ != nullptr, "the trainer needs a DistContext");
+    if (opt_.epochs < 1) throw UsageError("train for at least one epoch (--epochs)");
+    if (opt_.log_every < 1) throw UsageError("--log-every must be at least 1");
+    if (opt_.checkpoint_every < 0) throw UsageError("--checkpoint-every must be >= 0");
+    if (opt_.out_dir.empty()) throw UsageError("a run directory is needed (--out)");
+    device_ = ctx_->device();
+    main_ = ctx_->is_main();
+
+    torch::manual_seed(opt_.seed);
+    model_ = models::make_model(opt_.model);
+    if (!opt_.pretrained.empty()) models::load_weights(*model_, opt_.pretrained);
+    model_->to(device_);
+    if (ctx_->world_size() > 1) dist::broadcast_module(*ctx_, *model_);
+    params_ = model_->parameters();
+
+    opt_.data.rank = ctx_->rank();
+    opt_.data.world_size = ctx_->world_size();
+    opt_.data.split = "train";
+    train_loader_ = std::make_unique<data::Loader>(opt_.data);
+    data::LoaderOptions val = opt_.data;
+    val.split = "val";
+    val.augment = false;
+    val.shuffle = false;
+    val.threads = opt_.val_threads;
+    val_loader_ = std::make_unique<data::Loader>(val);
+
+    loss_ = make_loss(opt_);
+    opt_.schedule.base_lr = opt_.optimizer.lr;
+    opt_.schedule.world_size = ctx_->world_size();
+    schedule_ = std::make_unique<LrSchedule>(opt_.schedule);
+    optimizer_ = make_optimizer(params_, opt_.optimizer);
+    if (!opt_.timeline.empty()) {
+      timeline_ = std::make_unique<TimelineWriter>(
+          timeline_path_for_rank(opt_.timeline, ctx_->rank()), TimelineOptions{ctx_->rank()});
+    }
+    if (ctx_->world_size() > 1) {
+      reducer_ =
+          std::make_unique<dist::GradientReducer>(ctx_, params_, opt_.reducer, timeline_.get());
+    }
+    step_ = std::make_unique<TrainStep>(model_, *optimizer_, loss_, reducer_.get(),
+                                        TrainStepOptions{opt_.non_finite, device_});
+    store_ = std::make_unique<CheckpointStore>((fs::path(opt_.out_dir) / "checkpoints").string(),
+                                               opt_.keep_checkpoints);
+    if (main_)
+      metrics_ = std::make_unique<MetricsLog>((fs::path(opt_.out_dir) / "metrics.jsonl").string());
+  }
+
+  TrainSummary run() {
+    TrainSummary summary;
+    summary.resumed_from_step = resume();
+    const int64_t bpe = train_loader_->batches_per_epoch();
+    const int64_t global_batch = opt_.data.batch_size * ctx_->world_size();
+    Stopwatch train_clock;
+    double train_seconds = 0;
+    int64_t train_images = 0;
+    StepTimes step_sum;
+    int64_t steps_timed = 0;
+    bool stop = false;
+    for (; pos_.epoch < opt_.epochs && !stop; ++pos_.epoch) {
+      Stopwatch epoch_clock;
+      int64_t epoch_images = 0;
+      if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);
+      train_loader_->start_epoch(pos_.epoch, pos_.batches_done);
+      Window window;
+      train_clock.reset();
+      while (auto batch = train_loader_->next()) {
+        const double lr = schedule_->lr_at(pos_.epoch + static_cast<double>(pos_.batches_done + 1) /
+                                                            static_cast<double>(bpe));
+        set_learning_rate(*optimizer_, lr);
+        const int64_t start_us = now_micros();
+        StepResult r = step_->run(*batch, pos_.global_step);
+        r.times.data_wait = train_loader_->last_wait_seconds();
+        record_timeline(start_us, r.times);
+        ++pos_.global_step;
+        ++pos_.batches_done;
+        pos_.samples_done += global_batch;
+        pos_.epoch_loss_sum += r.loss;
+        window.add(r);
+        step_sum += r.times;
+        ++steps_timed;
+        epoch_images += r.images;
+        const bool epoch_end = pos_.batches_done == bpe;
+        stop = opt_.max_steps > 0 && pos_.global_step >= opt_.max_steps;
+        if (pos_.global_step % opt_.log_every == 0 || epoch_end || stop) log_step(window, lr, bpe);
+        if ((opt_.checkpoint_every > 0 && pos_.global_step % opt_.checkpoint_every == 0) || stop) {
+          summary.last_checkpoint = save_checkpoint(false);
+        }
+        if (stop) break;
+      }
+      train_seconds += train_clock.seconds();
+      train_images += epoch_images;
+      if (stop && pos_.batches_done < bpe) break;  // max_steps mid-epoch: no validation
+      const EpochLog log = validate(epoch_clock, epoch_images, bpe);
+      summary.epochs_done = pos_.epoch + 1;
+      if (observer_ && main_) observer_->on_epoch_end(log);
+      pos_.batches_done = 0;
+      pos_.samples_done = 0;
+      pos_.epoch_loss_sum = 0;
+      ++pos_.epoch;  // the checkpoint names the next epoch
+      summary.last_checkpoint = save_checkpoint(log.best);
+      --pos_.epoch;
+    }
+    summary.steps = pos_.global_step;
+    summary.best_mean_auroc = best_mean_auroc_;
+    summary.best_checkpoint =
+        best_mean_auroc_ ? (fs::path(store_->dir()) / "best.json").string() : "";
+    summary.train_seconds = train_seconds;
+    summary.images_per_second =
+        train_seconds > 0
+            ? dist::average_across_ranks(*ctx_, static_cast<double>(train_images) / train_seconds) *
+                  ctx_->world_size()
+            : 0;
+    if (steps_timed > 0) summary.mean_step = scaled(step_sum, 1.0 / steps_timed);
+    summary.bad_images = train_loader_->stats().bad_images + val_loader_->stats().bad_images;
+    if (timeline_) timeline_->flush();
+    return summary;
+  }
+
+ private:
+  // Steps since the last step record.
+  struct Window {
+    Stopwatch clock;
+    double loss_sum = 0;
+    int64_t steps = 0;
+    int64_t images = 0;
+    StepTimes times;
+    void add(const StepResult& r) {
+      loss_sum += r.loss;
+      ++steps;
+      images += r.images;
+      times += r.times;
+    }
+  };
+
+  static StepTimes scaled(StepTimes t, double k) {
+    t.data_wait *= k;
+    t.forward *= k;
+    t.backward *= k;
+    t.comm_exposed *= k;
+    t.optimizer *= k;
+    t.total *= k;
+    return t;
+  }
+
+  void record_timeline(int64_t start_us, const StepTimes& t) {
+    if (!timeline_) return;
+    int64_t at = start_us - static_cast<int64_t>(t.data_wait * 1e6);
+    const std::pair<const char*, double> phases[] = {{"data_wait", t.data_wait},
+                                                     {"forward", t.forward},
+                                                     {"backward", t.backward},
+                                                     {"comm_exposed", t.comm_exposed},
+                                                     {"optimizer", t.optimizer}};
+    for (const auto& [name, seconds] : phases) {
+      const auto end = at + static_cast<int64_t>(seconds * 1e6);
+      timeline_->record(name, TimelineLane::kStep, at, end, {{"step", pos_.global_step}});
+      at = end;
+    }
+  }
+
+  void log_step(Window& w, double lr, int64_t bpe) {
+    // Collective: every rank logs at the same steps.
+    const auto avg = dist::average_across_ranks(
+        *ctx_, {w.loss_sum / static_cast<double>(w.steps), static_cast<double>(w.images)});
+    StepLog log;
+    log.step = pos_.global_step;
+    log.epoch = pos_.epoch;
+    log.batch_in_epoch = pos_.batches_done;
+    log.batches_per_epoch = bpe;
+    log.loss = avg[0];
+    log.lr = lr;
+    log.images_per_second = avg[1] * ctx_->world_size() / std::max(1e-9, w.clock.seconds());
+    log.times = scaled(w.times, 1.0 / static_cast<double>(w.steps));
+    w = Window();
+    if (!main_) return;
+    metrics_->append({{"type", "step"},
+                      {"step", log.step},
+                      {"epoch", log.epoch},
+                      {"batch", log.batch_in_epoch},
+                      {"loss", log.loss},
+                      {"lr", log.lr},
+                      {"images_per_second", log.images_per_second},
+                      {"data_wait_s", log.times.data_wait},
+                      {"forward_s", log.times.forward},
+                      {"backward_s", log.times.backward},
+                      {"comm_exposed_s", log.times.comm_exposed},
+                      {"optimizer_s", log.times.optimizer},
+                      {"step_s", log.times.total}});
+    if (observer_) observer_->on_step(log);
+  }
+
+  EpochLog validate(const Stopwatch& epoch_clock, int64_t epoch_images, int64_t bpe) {
+    EpochLog log;
+    log.epoch = pos_.epoch;
+    log.step = pos_.global_step;
+    log.train_loss = dist::average_across_ranks(*ctx_, pos_.epoch_loss_sum / bpe);
+    log.images_per_second = dist::average_across_ranks(*ctx_, static_cast<double>(epoch_images)) *
+                            ctx_->world_size() / std::max(1e-9, epoch_clock.seconds());
+    // Rank 0's BatchNorm statistics are the checkpointed ones: validate with them everywhere.
+    if (ctx_->world_size() > 1) dist::broadcast_module(*ctx_, *model_);
+    const EvalMetrics m =
+        evaluate_outputs(predict_split(*model_, *val_loader_, ctx_.get(), device_), loss_);
+    log.val_loss = m.loss;
+    log.val_auroc = m.auroc;
+    log.lr_reduced = schedule_->observe_val_loss(m.loss);
+    log.lr = schedule_->lr_at(pos_.epoch + 1.0);
+    if (m.auroc.mean && (!best_mean_auroc_ || *m.auroc.mean > *best_mean_auroc_)) {
+      best_mean_auroc_ = m.auroc.mean;
+      log.best = true;
+    }
+    log.seconds = epoch_clock.seconds();
+    if (main_) {
+      metrics_->append({{"type", "epoch"},
+                        {"epoch", log.epoch},
+                        {"step", log.step},
+                        {"train_loss", log.train_loss},
+                        {"val_loss", log.val_loss},
+                        {"val_examples", m.examples},
+                        {"val_auroc", auroc_json(m.auroc)},
+                        {"lr_next", log.lr},
+                        {"lr_reduced", log.lr_reduced},
+                        {"best", log.best},
+                        {"seconds", log.seconds},
+                        {"images_per_second", log.images_per_second}});
+    }
+    return log;
+  }
+
+  nlohmann::json state_json() const {
+    const auto& plateau = schedule_->state();
+    return {{"epoch", pos_.epoch},
+            {"batches_done", pos_.batches_done},
+            {"samples_done", pos_.samples_done},
+            {"global_step", pos_.global_step},
+            {"epoch_loss_sum", pos_.epoch_loss_sum},
+            {"world_size", ctx_->world_size()},
+            {"batch_size", opt_.data.batch_size},
+            {"plateau",
+             {{"best_loss", optional_json(plateau.best_loss)},
+              {"bad_epochs", plateau.bad_epochs},
+              {"factor", plateau.factor}}},
+            {"best_mean_auroc", optional_json(best_mean_auroc_)},
+            {"model",
+             {{"arch", opt_.model.arch},
+              {"num_classes", opt_.model.num_classes},
+              {"dropout", opt_.model.dropout}}},
+            {"data", {{"image_size", opt_.data.image_size}, {"crop_size", opt_.data.crop_size}}}};
+  }
+
+  std::string save_checkpoint(bool best) {
+    if (!main_) return "";
+    std::vector<models::NamedTensor> tensors;
+    for (const auto& t : models::state_dict(*model_))
+      tensors.push_back({"model." + t.name, t.tensor});
+    for (auto& t : optimizer_state(*optimizer_, params_))
+      tensors.push_back(std::move(t));
+    tensors.push_back({"rng.cpu", cpu_rng_state()});
+    const nlohmann::json state = state_json();
+    if (best) store_->save_best(state, tensors);
+    return store_->save(pos_.global_step, state, tensors);
+  }
+
+  // Loads the checkpoint named by --resume; returns its step, or -1 when starting fresh.
+  int64_t resume() {
+    std::optional<Checkpoint> ckpt;
+    if (opt_.resume == "auto") {
+      ckpt = store_->load_latest();
+    } else if (!opt_.resume.empty()) {
+      ckpt = read_checkpoint(opt_.resume);
+    } else if (!store_->list().empty()) {
+      throw UsageError(store_->dir() + " already holds checkpoints: pass --resume auto to " +
+                       "continue that run, or choose another --out");
+    }
+    const int64_t step = ckpt ? ckpt->state.at("global_step").get<int64_t>() : -1;
+    // Every rank must have found the same checkpoint (the run directory must be shared).
+    if (dist::average_across_ranks(*ctx_, static_cast<double>(step)) != static_cast<double>(step)) {
+      throw DistError(
+          fmt::format("rank {} resumes from step {} but other ranks do not: the run "
+                      "directory must be shared by every rank",
+                      ctx_->rank(), step));
+    }
+    if (!ckpt) return -1;
+    const auto& s = ckpt->state;
+    if (s.at("model").at("arch").get<std::string>() != opt_.model.arch) {
+      throw UsageError(fmt::format("{} is a {} checkpoint, not {}", ckpt->path,
+                                   s.at("model").at("arch").get<std::string>(), opt_.model.arch));
+    }
+    models::load_state_dict(*model_, tensors_with_prefix(ckpt->tensors, "model."),
+                            {/*replace_head=*/false});
+    load_optimizer_state(*optimizer_, params_, ckpt->tensors);
+    set_cpu_rng_state(tensors_with_prefix(ckpt->tensors, "rng.").at(0).tensor);
+    PlateauState plateau;
+    if (!s.at("plateau").at("best_loss").is_null()) {
+      plateau.best_loss = s.at("plateau").at("best_loss").get<double>();
+    }
+    plateau.bad_epochs = s.at("plateau").at("bad_epochs").get<int>();
+    plateau.factor = s.at("plateau").at("factor").get<double>();
+    schedule_ = std::make_unique<LrSchedule>(opt_.schedule, plateau);
+    if (!s.at("best_mean_auroc").is_null())
+      best_mean_auroc_ = s.at("best_mean_auroc").get<double>();
+    pos_.epoch = s.at("epoch").get<int64_t>();
+    pos_.global_step = step;
+    pos_.batches_done = s.at("batches_done").get<int64_t>();
+    pos_.samples_done = s.at("samples_done").get<int64_t>();
+    pos_.epoch_loss_sum = s.at("epoch_loss_sum").get<double>();
+    const int64_t global_batch = opt_.data.batch_size * ctx_->world_size();
+    if (s.at("world_size").get<int>() != ctx_->world_size() ||
+        s.at("batch_size").get<int64_t>() != opt_.data.batch_size) {
+      // Same epoch permutation, new slicing: skip what the old layout already consumed (to the
+      // nearest global batch); from the next epoch the order is the new layout's own.
+      const int64_t skip = std::min(train_loader_->batches_per_epoch(),
+                                    (pos_.samples_done + global_batch - 1) / global_batch);
+      log::warn("resuming a {}-worker run with {} workers: epoch {} continues after {} batches",
+                s.at("world_size").get<int>(), ctx_->world_size(), pos_.epoch, skip);
+      pos_.batches_done = skip;
+      pos_.samples_done = skip * global_batch;
+    }
+    log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, step);
+    return step;
+  }
+
+  TrainerOptions opt_;
+  std::shared_ptr<dist::DistContext> ctx_;
+  TrainerObserver* observer_;
+  torch::Device device_{torch::kCPU};
+  bool main_ = true;
+  models::Classifier model_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<data::Loader> train_loader_;
+  std::unique_ptr<data::Loader> val_loader_;
+  BceWithLogitsLoss loss_;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<TimelineWriter> timeline_;
+  std::unique_ptr<dist::GradientReducer> reducer_;
+  std::unique_ptr<TrainStep> step_;
+  std::unique_ptr<CheckpointStore> store_;
+  std::unique_ptr<MetricsLog> metrics_;
+  Position pos_;
+  std::optional<double> best_mean_auroc_;
+};
+
+Trainer::Trainer(TrainerOptions options, std::shared_ptr<dist::DistContext> ctx,
+                 TrainerObserver* observer)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(ctx), observer)) {}
+Trainer::~Trainer() = default;
+TrainSummary Trainer::run() {
+  return impl_->run();
+}
+
+}  // namespace chexscale::train

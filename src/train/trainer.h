@@ -1,0 +1,102 @@
+// The CheXNet training loop on one worker or many: epochs of TrainStep, validation loss and
+// per-class AUROC after each epoch (gathered across ranks), the LR schedule, checkpoints that
+// resume exactly, and metrics.jsonl. Rank 0 writes the run's files; every rank trains.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/loader.h"
+#include "dist/context.h"
+#include "dist/reducer.h"
+#include "models/classifier.h"
+#include "train/auroc.h"
+#include "train/optimizer.h"
+#include "train/schedule.h"
+#include "train/step.h"
+
+namespace chexscale::train {
+
+struct TrainerOptions {
+  models::ModelOptions model;
+  std::string pretrained;      // safetensors weights to start from (head replaced when 1000-way)
+  data::LoaderOptions data;    // train split; rank, world size and split are set by the trainer
+  int val_threads = 2;         // loader threads for validation
+  OptimizerOptions optimizer;  // lr = per-worker base lr
+  ScheduleOptions schedule;    // base_lr and world_size are set by the trainer
+  bool class_weights = true;   // the paper's per-class positive/negative weighting
+  int64_t epochs = 3;
+  int64_t max_steps = 0;         // stop after this many optimizer steps in all (0 = no limit)
+  int64_t checkpoint_every = 0;  // steps between checkpoints (0 = only at epoch ends)
+  int keep_checkpoints = 3;
+  std::string out_dir;     // the run directory (checkpoints/, metrics.jsonl)
+  std::string resume;      // "" | "auto" (newest valid checkpoint, if any) | manifest path
+  int64_t log_every = 10;  // steps between metrics.jsonl step records
+  NonFinitePolicy non_finite = NonFinitePolicy::kStop;
+  dist::ReducerOptions reducer;
+  std::string timeline;  // Chrome trace path ("" = none)
+  uint64_t seed = 0;     // model initialisation; the loader has its own seed
+};
+
+// What a logged step reports (rank 0's view; loss averaged over ranks).
+struct StepLog {
+  int64_t step = 0;  // optimizer steps done in all
+  int64_t epoch = 0;
+  int64_t batch_in_epoch = 0;  // batches of this epoch done
+  int64_t batches_per_epoch = 0;
+  double loss = 0;  // mean over ranks and over the steps since the last record
+  double lr = 0;
+  double images_per_second = 0;  // global, since the last record
+  StepTimes times;               // this rank's mean per step since the last record
+};
+
+struct EpochLog {
+  int64_t epoch = 0;
+  int64_t step = 0;
+  double train_loss = 0;
+  double val_loss = 0;
+  AurocReport val_auroc;
+  double lr = 0;
+  bool lr_reduced = false;
+  bool best = false;
+  double seconds = 0;
+  double images_per_second = 0;
+};
+
+// Rank 0 receives these to show progress (the CLI draws the bar).
+class TrainerObserver {
+ public:
+  virtual ~TrainerObserver() = default;
+  virtual void on_epoch_start(int64_t epoch, int64_t batches_per_epoch, int64_t first_batch) {}
+  virtual void on_step(const StepLog& log) {}
+  virtual void on_epoch_end(const EpochLog& log) {}
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  int64_t epochs_done = 0;
+  std::optional<double> best_mean_auroc;
+  std::string best_checkpoint;  // manifest path ("" when no epoch finished)
+  std::string last_checkpoint;
+  double train_seconds = 0;
+  double images_per_second = 0;  // global, training steps only
+  StepTimes mean_step;           // rank 0's mean step breakdown
+  int64_t resumed_from_step = -1;
+  int64_t bad_images = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerOptions options, std::shared_ptr<dist::DistContext> ctx,
+          TrainerObserver* observer = nullptr);
+  ~Trainer();
+  TrainSummary run();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chexscale::train
