@@ -7,6 +7,8 @@ void add_version_command(CLI::App& app, CommandRegistry& registry);
 void add_synth_command(CLI::App& app, CommandRegistry& registry);
 void add_prepare_command(CLI::App& app, CommandRegistry& registry);
 void add_report_command(CLI::App& app, CommandRegistry& registry);
+void add_models_command(CLI::App& app, CommandRegistry& registry);
+void add_export_weights_command(CLI::App& app, CommandRegistry& registry);
 void add_k8s_command(CLI::App& app, CommandRegistry& registry);
 void add_doctor_command(CLI::App& app, CommandRegistry& registry);
 
@@ -20,6 +22,8 @@ void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_synth_command(app, registry);
   add_prepare_command(app, registry);
   add_report_command(app, registry);
+  add_models_command(app, registry);
+  add_export_weights_command(app, registry);
   add_k8s_command(app, registry);
   add_doctor_command(app, registry);
 }

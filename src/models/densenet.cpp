@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "models/classifier_parts.h"
+
 namespace chexscale::models {
 namespace {
 
@@ -102,13 +104,12 @@ class DenseNetImpl : public ClassifierImpl {
     features_->push_back("norm5", nn::BatchNorm2d(num_features));
     register_module("features", features_);
     classifier_ = register_module("classifier", nn::Linear(num_features, options.num_classes));
-    initialize();
+    // torchvision: kaiming_normal_ with its defaults (fan_in), Linear bias 0.
+    init_like_torchvision(*this, torch::kFanIn, /*zero_linear_bias=*/true);
   }
 
   torch::Tensor forward(torch::Tensor x) override {
-    torch::Tensor pooled = torch::adaptive_avg_pool2d(features(std::move(x)), {1, 1}).flatten(1);
-    if (options_.dropout > 0) pooled = torch::dropout(pooled, options_.dropout, is_training());
-    return classifier_(pooled);
+    return classify_pooled(features(std::move(x)), options_.dropout, is_training(), classifier_);
   }
 
   torch::Tensor features(torch::Tensor x) override {
@@ -120,22 +121,6 @@ class DenseNetImpl : public ClassifierImpl {
   const ModelOptions& options() const override { return options_; }
 
  private:
-  // torchvision: kaiming_normal_ (fan_in, gain sqrt 2) for convs, BN weight 1 bias 0, Linear bias 0
-  // (its weight keeps nn.Linear's default init, as LibTorch's Linear does).
-  void initialize() {
-    torch::NoGradGuard no_grad;
-    for (const auto& m : modules(/*include_self=*/false)) {
-      if (auto* c = m->as<nn::Conv2d>()) {
-        nn::init::kaiming_normal_(c->weight);
-      } else if (auto* bn = m->as<nn::BatchNorm2d>()) {
-        nn::init::constant_(bn->weight, 1);
-        nn::init::constant_(bn->bias, 0);
-      } else if (auto* linear = m->as<nn::Linear>()) {
-        nn::init::constant_(linear->bias, 0);
-      }
-    }
-  }
-
   ModelOptions options_;
   nn::Sequential features_;
   nn::Linear classifier_{nullptr};

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "models/classifier_parts.h"
+
 namespace chexscale::models {
 namespace {
 
@@ -78,13 +80,12 @@ class ResNetImpl : public ClassifierImpl {
       layers_.push_back(register_module("layer" + std::to_string(i + 1), layer));
     }
     fc_ = register_module("fc", nn::Linear(512 * expansion, options.num_classes));
-    initialize();
+    // torchvision: kaiming_normal_(fan_out, relu); fc keeps nn.Linear's default init.
+    init_like_torchvision(*this, torch::kFanOut, /*zero_linear_bias=*/false);
   }
 
   torch::Tensor forward(torch::Tensor x) override {
-    torch::Tensor pooled = torch::adaptive_avg_pool2d(features(std::move(x)), {1, 1}).flatten(1);
-    if (options_.dropout > 0) pooled = torch::dropout(pooled, options_.dropout, is_training());
-    return fc_(pooled);
+    return classify_pooled(features(std::move(x)), options_.dropout, is_training(), fc_);
   }
 
   torch::Tensor features(torch::Tensor x) override {
@@ -99,20 +100,6 @@ class ResNetImpl : public ClassifierImpl {
   const ModelOptions& options() const override { return options_; }
 
  private:
-  // torchvision: kaiming_normal_(fan_out, relu) for convs, BN weight 1 bias 0; fc keeps
-  // nn.Linear's default init (weight and bias), as LibTorch's Linear does.
-  void initialize() {
-    torch::NoGradGuard no_grad;
-    for (const auto& m : modules(/*include_self=*/false)) {
-      if (auto* c = m->as<nn::Conv2d>()) {
-        nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut, torch::kReLU);
-      } else if (auto* bn = m->as<nn::BatchNorm2d>()) {
-        nn::init::constant_(bn->weight, 1);
-        nn::init::constant_(bn->bias, 0);
-      }
-    }
-  }
-
   ModelOptions options_;
   nn::Conv2d conv1_;
   nn::BatchNorm2d bn1_;
