@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# Bare metal vs Kubernetes in the emulated cluster: the same `chexscale bench` run both ways, then
+# `chexscale report` on the result sets.
+#
+#   "bare-metal": `chexscale launch` in every node namespace over the fabric addresses.
+#   "kubernetes": the pods of `chexscale k8s render` (the Indexed Job's container command, args and
+#                 env, JOB_COMPLETION_INDEX set, the Service DNS names resolving to pod addresses)
+#                 in every pod namespace, over the VXLAN overlay.
+#
+# Usage: lab/compare.sh [options]
+#   --nodes N             nodes (one worker each)                               [2]
+#   --arch A --image-size S --batch B --steps K --warmup W --threads T
+#                         the bench workload          [resnet18, 64, 8, 10, 2, 1]
+#   --variants LIST       comma list of engine variants, each run on both systems:
+#                         naive (--no-overlap), overlap (the default engine),
+#                         fp16 (overlap + fp16 gradients), bucket<MB> (overlap + --bucket-mb MB),
+#                         hostnet (pods on the host network; first variant's engine; k8s only)
+#                                                              [naive,overlap,fp16,hostnet]
+#   --fabric-rate R --overlay-rate R   bandwidth caps (see lab/cluster.sh)  [uncapped]
+#   --out DIR             results, logs, manifests and the report           [runs/lab-compare]
+#   --bin PATH            chexscale binary                [$CHEXSCALE_BIN or build/src/cli/chexscale]
+#   --run-timeout S       limit for one bench run                                [600]
+#   --keep-cluster        leave the lab up afterwards (default: take it down)
+# Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lab/lib.sh
+. "$here/lib.sh"
+# shellcheck source=lab/pods.sh
+. "$here/pods.sh"
+
+nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
+variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate=""
+out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --arch) arch="$2"; shift 2 ;;
+    --image-size) image_size="$2"; shift 2 ;;
+    --batch) batch="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --variants) variants="$2"; shift 2 ;;
+    --fabric-rate) fabric_rate="$2"; shift 2 ;;
+    --overlay-rate) overlay_rate="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --bin) bin="$2"; shift 2 ;;
+    --run-timeout) run_timeout="$2"; shift 2 ;;
+    --keep-cluster) keep_cluster=1; shift ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) lab_die "unknown option '$1' (see lab/compare.sh --help)" ;;
+  esac
+done
+
+[ -n "$bin" ] || bin="$here/../build/src/cli/chexscale"
+[ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+command -v yq >/dev/null || lab_die "'yq' not found (Debian package yq): needed to read rendered manifests"
+command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
+lab_require_root
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+mkdir -p "$out/sets" "$out/logs" "$out/manifests" "$out/runs"
+commands_log="$out/commands.txt"
+: >"$commands_log"
+echo -e "run\tnode\tfabric_tx_bytes\toverlay_tx_bytes" >"$out/traffic.tsv"
+port=29600
+started=$SECONDS
+
+say() { echo "[lab $((SECONDS - started))s] $*"; }
+
+# Bench options of an engine variant.
+variant_flags() {
+  case "$1" in
+    naive) echo "--no-overlap" ;;
+    overlap) echo "" ;;
+    fp16) echo "--grad-compression fp16" ;;
+    bucket[0-9]*) echo "--bucket-mb ${1#bucket}" ;;
+    *) lab_die "unknown variant '$1' (naive, overlap, fp16, bucket<MB>, hostnet)" ;;
+  esac
+}
+
+# The worker command both systems run: `chexscale bench` with the workload and LABEL, OUT_DIR.
+bench_args() {
+  local label="$1" out_dir="$2" flags="$3"
+  # shellcheck disable=SC2086
+  echo bench --arch "$arch" --image-size "$image_size" --batch-size "$batch" --steps "$steps" \
+    --warmup-steps "$warmup" --threads "$threads" --label "$label" --out "$out_dir" $flags
+}
+
+# Waits for background jobs PIDS; on any failure prints the tails of LOGS and fails.
+wait_all() {
+  local -n pids_ref=$1 logs_ref=$2
+  local i rc=0 failed=()
+  for i in "${!pids_ref[@]}"; do
+    if ! wait "${pids_ref[$i]}"; then
+      rc=1
+      failed+=("${logs_ref[$i]}")
+    fi
+  done
+  if [ "$rc" -ne 0 ]; then
+    for f in "${failed[@]}"; do
+      echo "---- $f (last lines)" >&2
+      tail -n 15 "$f" >&2
+    done
+    lab_die "a run failed; logs in $out/logs"
+  fi
+}
+
+# Starts a command in the background with its output in LOG; records pid and log for wait_all.
+spawn() {
+  local log="$1"
+  shift
+  "$@" >"$log" 2>&1 &
+  pids+=($!)
+  logs+=("$log")
+}
+
+# Bytes node I's eth0 (fabric) and flannel.1 (overlay) have sent so far: "ETH0 FLANNEL".
+tx_bytes() {
+  local ns
+  ns=$(lab_node_ns "$1")
+  echo "$(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/tx_bytes)" \
+    "$(ip netns exec "$ns" cat /sys/class/net/flannel.1/statistics/tx_bytes)"
+}
+
+# Runs the started jobs to the end, then records per node how many bytes each run sent over the
+# fabric and through the overlay (proof of the path a run took) in traffic.tsv.
+finish_run() {
+  local tag="$1" n="$2" i
+  wait_all pids logs
+  for ((i = 0; i < n; i++)); do
+    read -r eth_after vx_after <<<"$(tx_bytes "$i")"
+    echo -e "$tag\t$i\t$((eth_after - ${eth_before[$i]}))\t$((vx_after - ${vx_before[$i]}))" >>"$out/traffic.tsv"
+  done
+}
+
+start_run() {
+  local n="$1" i
+  pids=() logs=() eth_before=() vx_before=()
+  for ((i = 0; i < n; i++)); do read -r "eth_before[$i]" "vx_before[$i]" <<<"$(tx_bytes "$i")"; done
+  port=$((port + 1))
+}
+
+# bare metal: `chexscale launch` on each of N nodes (node namespaces, fabric addresses).
+run_bare_metal() {
+  local label="$1" n="$2" flags="$3" tag run_dir i
+  tag="$(echo "$label" | tr / -)-w$n"
+  run_dir="$out/runs/$tag"
+  rm -rf "$run_dir"
+  start_run "$n"
+  for ((i = 0; i < n; i++)); do
+    # shellcheck disable=SC2046
+    local cmd=("$bin" launch --nnodes "$n" --node-rank "$i" --master-addr "$(lab_fabric_addr 0)"
+      --master-port "$port" --nproc-per-node 1 -- $(bench_args "$label" "$run_dir" "$flags"))
+    echo "[$(lab_node_ns "$i")] ${cmd[*]}" >>"$commands_log"
+    spawn "$out/logs/$tag-node$i.log" ip netns exec "$(lab_node_ns "$i")" env -i PATH="$PATH" \
+      HOME=/tmp timeout -k 10 "$run_timeout" "${cmd[@]}"
+  done
+  finish_run "$tag" "$n"
+  collect "$run_dir" "$label" "$n"
+}
+
+# kubernetes: render the job, then run each pod's container as the kubelet would.
+run_kubernetes() {
+  local label="$1" n="$2" flags="$3" host_network="$4" tag run_dir manifest job i ns
+  tag="$(echo "$label" | tr / -)-w$n"
+  run_dir="$out/runs/$tag"
+  manifest="$out/manifests/$tag.yaml"
+  job="chx-$(echo "$tag" | tr -c 'a-z0-9\n' '-' | cut -c1-40)"
+  rm -rf "$run_dir"
+  start_run "$n"
+  local render=("$bin" k8s render --job-name "$job" --nnodes "$n" --nproc-per-node 1
+    --master-port "$port" --gloo-socket-ifname eth0)
+  [ "$host_network" = 1 ] && render+=(--host-network)
+  # shellcheck disable=SC2046
+  render+=(-- $(bench_args "$label" "$run_dir" "$flags"))
+  echo "${render[*]} > $manifest" >>"$commands_log"
+  "${render[@]}" >"$manifest"
+  pods_resolve_service "$manifest" "$n" "$host_network"
+  for ((i = 0; i < n; i++)); do
+    if [ "$host_network" = 1 ]; then ns=$(lab_node_ns "$i"); else ns=$(lab_pod_ns "$i"); fi
+    spawn "$out/logs/$tag-pod$i.log" pods_run "$manifest" "$i" "$ns" "$host_network" "$bin" \
+      "$run_timeout" "$commands_log"
+  done
+  finish_run "$tag" "$n"
+  collect "$run_dir" "$label" "$n"
+}
+
+# Moves a run's bench.json into its result set as bench-w<N>.json.
+collect() {
+  local run_dir="$1" label="$2" n="$3" set_dir
+  set_dir="$out/sets/$(echo "$label" | tr / -)"
+  [ -f "$run_dir/bench.json" ] || lab_die "$run_dir/bench.json was not written (see $out/logs)"
+  mkdir -p "$set_dir"
+  cp "$run_dir/bench.json" "$set_dir/bench-w$n.json"
+  say "$label, $n worker(s): $(jq -r '"\(.images_per_sec | . * 100 | round / 100) images/s, step \(.step_time_s.median | . * 1000 | round) ms, exposed comm \(.breakdown_s.comm_exposed | . * 1000 | round) ms"' "$set_dir/bench-w$n.json")"
+}
+
+# The single-worker run has no network, so it is run once per system and shared by its variants.
+copy_single() {
+  local from="$1" to="$2"
+  mkdir -p "$out/sets/$(echo "$to" | tr / -)"
+  cp "$out/sets/$(echo "$from" | tr / -)/bench-w1.json" "$out/sets/$(echo "$to" | tr / -)/bench-w1.json"
+}
+
+cluster_args=(--nodes "$nodes")
+[ -n "$fabric_rate" ] && cluster_args+=(--fabric-rate "$fabric_rate")
+[ -n "$overlay_rate" ] && cluster_args+=(--overlay-rate "$overlay_rate")
+"$here/cluster.sh" up "${cluster_args[@]}"
+"$here/cluster.sh" status >"$out/cluster-status.txt" || lab_die "the lab is not healthy: $(cat "$out/cluster-status.txt")"
+[ "$keep_cluster" = 1 ] || trap '"$here/cluster.sh" down >/dev/null 2>&1 || true' EXIT
+echo "lab/compare.sh $*" >"$out/README.txt"
+{
+  echo "nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"
+  echo "variants=$variants fabric_rate=${fabric_rate:-uncapped} overlay_rate=${overlay_rate:-uncapped}"
+} >>"$out/README.txt"
+
+IFS=, read -r -a variant_list <<<"$variants"
+first_engine=""
+for v in "${variant_list[@]}"; do
+  [ "$v" = hostnet ] && continue
+  variant_flags "$v" >/dev/null
+  [ -n "$first_engine" ] || first_engine="$v"
+done
+[ -n "$first_engine" ] || first_engine=naive
+
+say "single worker, both systems (${arch} ${image_size}px, batch ${batch})"
+run_bare_metal "bare-metal/single" 1 ""
+run_kubernetes "kubernetes/single" 1 "" 0
+
+report_args=()
+for v in "${variant_list[@]}"; do
+  if [ "$v" = hostnet ]; then
+    say "variant hostnet: pods on the host network, engine as '$first_engine'"
+    copy_single "kubernetes/single" "kubernetes/hostnet"
+    run_kubernetes "kubernetes/hostnet" "$nodes" "$(variant_flags "$first_engine")" 1
+    continue
+  fi
+  say "variant $v: $(variant_flags "$v")"
+  copy_single "bare-metal/single" "bare-metal/$v"
+  copy_single "kubernetes/single" "kubernetes/$v"
+  run_bare_metal "bare-metal/$v" "$nodes" "$(variant_flags "$v")"
+  run_kubernetes "kubernetes/$v" "$nodes" "$(variant_flags "$v")" 0
+done
+# The first engine variant's bare-metal set is the baseline (report's first set).
+report_args+=("bare-metal/$first_engine=$out/sets/bare-metal-$first_engine")
+for v in "${variant_list[@]}"; do
+  [ "$v" = hostnet ] && continue
+  [ "$v" = "$first_engine" ] || report_args+=("bare-metal/$v=$out/sets/bare-metal-$v")
+  report_args+=("kubernetes/$v=$out/sets/kubernetes-$v")
+done
+[[ ",$variants," == *,hostnet,* ]] && report_args+=("kubernetes/hostnet=$out/sets/kubernetes-hostnet")
+echo "$bin report ${report_args[*]} --out $out/report" >>"$commands_log"
+"$bin" report "${report_args[@]}" --out "$out/report"
+say "done: $out/report/report.md"
