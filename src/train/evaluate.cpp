@@ -65,7 +65,7 @@ SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
   const auto all_labels = gather_rows(ctx, local.labels);
   const auto all_indices = gather_rows(ctx, local.indices);
   // Sort by index and keep the first row of each index (padding repeats examples).
-  const auto order = std::get<1>(all_indices.sort(/*stable=*/true, 0));
+  const auto order = std::get<1>(all_indices.sort(c10::optional<bool>(true), /*dim=*/0));
   const auto sorted = all_indices.index_select(0, order);
   auto keep = torch::ones_like(sorted, torch::kBool);
   if (sorted.numel() > 1) {

@@ -1,0 +1,108 @@
+// Checkpoints: exact round trip (model, Adam state), damaged/truncated newest skipped with a
+// warning, keep-last pruning that never loses the newest good checkpoint.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "test_util/temp_dir.h"
+#include "train/checkpoint.h"
+#include "train/optimizer.h"
+#include "train/tiny_classifier.h"
+
+namespace chexscale::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<models::NamedTensor> some_tensors(float value) {
+  return {{"model.w", torch::full({3, 4}, value)}, {"optimizer.0.step", torch::tensor({7L})}};
+}
+
+float first_value(const Checkpoint& c) {
+  return c.tensors.at(0).tensor[0][0].item<float>();
+}
+
+TEST(Checkpoint, RoundTripsStateAndTensors) {
+  test_util::TempDir dir;
+  CheckpointStore store(dir.path(), 3);
+  const std::string path = store.save(12, {{"epoch", 2}}, some_tensors(1.5f));
+  const Checkpoint c = read_checkpoint(path);
+  EXPECT_EQ(c.state.at("epoch").get<int>(), 2);
+  ASSERT_EQ(c.tensors.size(), 2u);
+  EXPECT_TRUE(torch::equal(c.tensors[0].tensor, torch::full({3, 4}, 1.5f)));
+  EXPECT_EQ(tensors_with_prefix(c.tensors, "optimizer.").at(0).name, "0.step");
+}
+
+TEST(Checkpoint, KeepsTheNewestK) {
+  test_util::TempDir dir;
+  CheckpointStore store(dir.path(), 2);
+  for (int step = 1; step <= 4; ++step)
+    store.save(step * 10, {}, some_tensors(step));
+  const auto list = store.list();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_NE(list[0].find("step-000000040.json"), std::string::npos);
+  EXPECT_NE(list[1].find("step-000000030.json"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.path() + "/step-000000010.safetensors"));
+}
+
+void flip_byte(const std::string& path, size_t offset_from_end) {
+  std::string bytes = read_file(path);
+  bytes[bytes.size() - offset_from_end] ^= 0x5A;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+TEST(Checkpoint, CorruptedNewestIsSkippedForThePreviousOne) {
+  test_util::TempDir dir;
+  CheckpointStore store(dir.path(), 3);
+  store.save(1, {}, some_tensors(1));
+  store.save(2, {}, some_tensors(2));
+  flip_byte(dir.path() + "/step-000000002.safetensors", 3);
+  EXPECT_THROW(read_checkpoint(dir.path() + "/step-000000002.json"), DataError);
+  const auto latest = store.load_latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_FLOAT_EQ(first_value(*latest), 1.0f);
+}
+
+TEST(Checkpoint, TruncatedOrMissingFilesAreSkipped) {
+  test_util::TempDir dir;
+  CheckpointStore store(dir.path(), 5);
+  store.save(1, {}, some_tensors(1));
+  store.save(2, {}, some_tensors(2));
+  store.save(3, {}, some_tensors(3));
+  const std::string t3 = dir.path() + "/step-000000003.safetensors";
+  fs::resize_file(t3, fs::file_size(t3) / 2);                       // truncated tensors
+  std::ofstream(dir.path() + "/step-000000002.json") << "{\"form";  // truncated manifest
+  const auto latest = store.load_latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_FLOAT_EQ(first_value(*latest), 1.0f);
+  fs::remove(dir.path() + "/step-000000001.safetensors");
+  EXPECT_FALSE(store.load_latest().has_value());
+}
+
+TEST(Checkpoint, AdamStateRoundTripsExactly) {
+  auto model = test_util::make_tiny_classifier(7);
+  const auto params = model->parameters();
+  auto opt = make_optimizer(params, {});
+  for (int i = 0; i < 3; ++i) {
+    opt->zero_grad();
+    model->forward(torch::randn({2, 3, 8, 8})).pow(2).mean().backward();
+    opt->step();
+  }
+  const auto saved = optimizer_state(*opt, params);
+  auto opt2 = make_optimizer(params, {});
+  load_optimizer_state(*opt2, params, saved);
+  const auto again = optimizer_state(*opt2, params);
+  ASSERT_EQ(saved.size(), again.size());
+  ASSERT_EQ(saved.size(), params.size() * 3);  // step, exp_avg, exp_avg_sq
+  for (size_t i = 0; i < saved.size(); ++i) {
+    EXPECT_EQ(saved[i].name, again[i].name);
+    EXPECT_TRUE(torch::equal(saved[i].tensor, again[i].tensor)) << saved[i].name;
+  }
+  EXPECT_EQ(saved[0].tensor.item<int64_t>(), 3);  // three Adam steps
+}
+
+}  // namespace
+}  // namespace chexscale::train

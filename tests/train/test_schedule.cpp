@@ -1,0 +1,63 @@
+// The LR schedule: linear scaling, Horovod warm-up, ReduceLROnPlateau (factor, patience).
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "train/schedule.h"
+
+namespace chexscale::train {
+namespace {
+
+TEST(Schedule, ConstantWithoutWarmupOrScaling) {
+  LrSchedule s({.base_lr = 1e-3});
+  EXPECT_DOUBLE_EQ(s.lr_at(0.1), 1e-3);
+  EXPECT_DOUBLE_EQ(s.lr_at(7.5), 1e-3);
+}
+
+TEST(Schedule, LinearScalingWithWorldSize) {
+  LrSchedule s({.base_lr = 1e-3, .scale_lr = true, .world_size = 4});
+  EXPECT_DOUBLE_EQ(s.target_lr(), 4e-3);
+  EXPECT_DOUBLE_EQ(s.lr_at(0.5), 4e-3);
+}
+
+TEST(Schedule, HorovodWarmupRampsFromTheUnscaledLr) {
+  LrSchedule s({.base_lr = 1e-3, .scale_lr = true, .world_size = 8, .warmup_epochs = 5});
+  EXPECT_DOUBLE_EQ(s.lr_at(0), 1e-3);
+  EXPECT_NEAR(s.lr_at(2.5), 1e-3 + (8e-3 - 1e-3) * 0.5, 1e-15);
+  EXPECT_DOUBLE_EQ(s.lr_at(5), 8e-3);
+  EXPECT_DOUBLE_EQ(s.lr_at(9), 8e-3);
+}
+
+TEST(Schedule, WarmupWithoutScalingRampsFromZero) {
+  LrSchedule s({.base_lr = 2e-3, .warmup_epochs = 2});
+  EXPECT_DOUBLE_EQ(s.lr_at(0.5), 0.5e-3);
+  EXPECT_DOUBLE_EQ(s.lr_at(2), 2e-3);
+}
+
+TEST(Schedule, PlateauReducesAfterPatienceEpochsWithoutImprovement) {
+  LrSchedule s({.base_lr = 1e-3, .plateau_factor = 0.1, .plateau_patience = 1});
+  EXPECT_FALSE(s.observe_val_loss(0.50));  // first: best
+  EXPECT_FALSE(s.observe_val_loss(0.40));  // improved
+  EXPECT_FALSE(s.observe_val_loss(0.41));  // 1 bad epoch: within patience
+  EXPECT_TRUE(s.observe_val_loss(0.40));   // 2nd bad epoch (not better than 0.40): reduce
+  EXPECT_NEAR(s.lr_at(10), 1e-4, 1e-18);
+  EXPECT_FALSE(s.observe_val_loss(0.30));  // improved again
+  EXPECT_NEAR(s.lr_at(10), 1e-4, 1e-18);
+  EXPECT_EQ(s.state().bad_epochs, 0);
+  EXPECT_DOUBLE_EQ(*s.state().best_loss, 0.30);
+}
+
+TEST(Schedule, ResumesFromSavedPlateauState) {
+  LrSchedule s({.base_lr = 1e-3}, PlateauState{0.2, 1, 0.1});
+  EXPECT_NEAR(s.lr_at(3), 1e-4, 1e-18);
+  EXPECT_TRUE(s.observe_val_loss(0.25));  // second bad epoch in a row
+  EXPECT_NEAR(s.lr_at(3), 1e-5, 1e-18);
+}
+
+TEST(Schedule, RejectsBadOptions) {
+  EXPECT_THROW(LrSchedule({.base_lr = 0}), UsageError);
+  EXPECT_THROW(LrSchedule({.base_lr = 1e-3, .plateau_factor = 1.5}), UsageError);
+  EXPECT_THROW(LrSchedule({.base_lr = 1e-3, .warmup_epochs = -1}), UsageError);
+}
+
+}  // namespace
+}  // namespace chexscale::train
