@@ -14,11 +14,17 @@ void add_doctor_command(CLI::App& app, CommandRegistry& registry);
 
 void add_env_command(CLI::App& app, CommandRegistry& registry);
 void add_launch_command(CLI::App& app, CommandRegistry& registry);
+void add_train_command(CLI::App& app, CommandRegistry& registry);
+void add_eval_command(CLI::App& app, CommandRegistry& registry);
+void add_predict_command(CLI::App& app, CommandRegistry& registry);
 
 void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_version_command(app, registry);
   add_env_command(app, registry);
   add_launch_command(app, registry);
+  add_train_command(app, registry);
+  add_eval_command(app, registry);
+  add_predict_command(app, registry);
   add_synth_command(app, registry);
   add_prepare_command(app, registry);
   add_report_command(app, registry);

@@ -1,0 +1,84 @@
+// `chexscale predict`: one X-ray's 14 probabilities (a table or JSON) and, with --cam, the class
+// activation map of the chosen or most probable pathology blended over the image as a PNG.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+#include "cli/command.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "data/batch.h"
+#include "data/labels.h"
+#include "train/cam.h"
+#include "train/inference.h"
+
+namespace chexscale::cli {
+namespace {
+
+struct PredictFlags {
+  std::string checkpoint;
+  std::string image;
+  bool json = false;
+  std::string cam;
+  std::string cam_class;
+};
+
+std::string class_name(int64_t c) {
+  return c < data::kNumPathologies ? data::kPathologies[c] : fmt::format("class_{}", c);
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "predict",
+      "Probabilities of the 14 pathologies for one X-ray (PNG), and optionally its class\n"
+      "activation map (where the model looked) blended over the image.");
+  auto f = std::make_shared<PredictFlags>();
+  cmd->add_option("--checkpoint", f->checkpoint,
+                  "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
+  cmd->add_option("--image", f->image, "The X-ray (PNG, any size; gray or colour)");
+  cmd->add_flag("--json", f->json, "Print JSON instead of a table");
+  cmd->add_option("--cam", f->cam, "Write the class activation map over the X-ray to this PNG");
+  cmd->add_option("--class", f->cam_class,
+                  "Pathology of the map (e.g. Cardiomegaly); default: the most probable");
+  registry.add(cmd, [f](const RunContext&) {
+    if (f->checkpoint.empty()) throw UsageError("predict: --checkpoint is required");
+    if (f->image.empty()) throw UsageError("predict: --image is required");
+    int64_t cam_class = -1;
+    if (!f->cam_class.empty()) {
+      cam_class = data::pathology_index(f->cam_class);
+      if (cam_class < 0) throw UsageError("unknown pathology '" + f->cam_class + "'");
+    }
+    const train::InferenceModel m = train::load_inference_model(f->checkpoint);
+    const train::PreparedImage image = train::prepare_image(f->image, m.image_size, m.crop_size);
+    const torch::Tensor probs = train::predict_probabilities(m, image);
+    if (cam_class < 0) cam_class = probs.argmax().item<int64_t>();
+    if (f->json) {
+      nlohmann::json doc = {{"image", f->image}, {"checkpoint", f->checkpoint}};
+      for (int64_t c = 0; c < probs.size(0); ++c) {
+        doc["probabilities"][class_name(c)] = probs[c].item<double>();
+      }
+      if (!f->cam.empty()) doc["cam"] = {{"path", f->cam}, {"class", class_name(cam_class)}};
+      fmt::print("{}\n", doc.dump(2));
+    } else {
+      fmt::print("{}\n{:<20} {:>11}\n", f->image, "pathology", "probability");
+      for (int64_t c = 0; c < probs.size(0); ++c) {
+        fmt::print("{:<20} {:>11.4f}\n", class_name(c), probs[c].item<double>());
+      }
+    }
+    if (!f->cam.empty()) {
+      const torch::Tensor map = train::image_activation_map(m, image, cam_class);
+      const auto rgb = train::blend_heatmap(image.original, map);
+      write_file_atomic(
+          f->cam, data::encode_png_rgb(rgb.data(), image.original.width, image.original.height));
+      if (!f->json) {
+        fmt::print("class activation map of {} written to {}\n", class_name(cam_class), f->cam);
+      }
+    }
+    return 0;
+  });
+}
+
+}  // namespace chexscale::cli

@@ -1,0 +1,186 @@
+// `chexscale train`: CheXNet training with the published recipe on one worker or many (run each
+// rank through `chexscale launch`, mpirun, Slurm or Kubernetes); progress on rank 0.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/dist_flags.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/progress.h"
+#include "data/batch.h"
+#include "train/trainer.h"
+
+namespace chexscale::cli {
+namespace {
+
+struct TrainFlags {
+  train::TrainerOptions trainer;
+  DistFlags dist;
+  ReducerFlags reducer;
+  std::string on_nan = "stop";
+  bool no_augment = false;
+  int intra_op_threads = 0;
+};
+
+// Draws the progress bar (terminal) or periodic lines, and one line per epoch.
+class ProgressPrinter : public train::TrainerObserver {
+ public:
+  void on_epoch_start(int64_t epoch, int64_t batches, int64_t first_batch) override {
+    bar_ = std::make_unique<ProgressReporter>(fmt::format("epoch {}", epoch + 1), batches, "steps");
+    if (first_batch > 0) bar_->update(first_batch);
+  }
+  void on_step(const train::StepLog& log) override {
+    bar_->update(log.batch_in_epoch,
+                 fmt::format("step {} loss {:.4f} lr {:.2e} {:.1f} img/s", log.step, log.loss,
+                             log.lr, log.images_per_second));
+  }
+  void on_epoch_end(const train::EpochLog& log) override {
+    bar_->finish();
+    fmt::print(stderr,
+               "epoch {}: train loss {:.4f}, val loss {:.4f}, val mean AUROC {}{}, {:.1f} img/s, "
+               "next lr {:.2e}{}\n",
+               log.epoch + 1, log.train_loss, log.val_loss,
+               log.val_auroc.mean ? fmt::format("{:.4f}", *log.val_auroc.mean) : "n/a",
+               log.best ? " (best)" : "", log.images_per_second, log.lr,
+               log.lr_reduced ? " (reduced on plateau)" : "");
+  }
+
+ private:
+  std::unique_ptr<ProgressReporter> bar_;
+};
+
+train::NonFinitePolicy parse_on_nan(const std::string& s) {
+  if (s == "stop") return train::NonFinitePolicy::kStop;
+  if (s == "skip") return train::NonFinitePolicy::kSkip;
+  throw UsageError("--on-nan must be stop or skip, not '" + s + "'");
+}
+
+void add_options(CLI::App& cmd, TrainFlags& f) {
+  auto& t = f.trainer;
+  auto& d = t.data;
+  cmd.add_option("--data", d.source,
+                 "ChestX-ray14 folder (Data_Entry_2017.csv, split lists, images) or shards from "
+                 "`chexscale prepare`");
+  cmd.add_option("--out", t.out_dir, "Run directory: config.yaml, metrics.jsonl, checkpoints/");
+  cmd.add_option("--arch", t.model.arch, "Architecture (see `chexscale models`)")
+      ->capture_default_str();
+  cmd.add_option("--pretrained", t.pretrained,
+                 "ImageNet (or other) weights as safetensors; the 1000-way head is replaced");
+  cmd.add_option("--dropout", t.model.dropout, "Dropout before the head")->capture_default_str();
+  cmd.add_option("--epochs", t.epochs, "Epochs to train")->capture_default_str();
+  cmd.add_option("--max-steps", t.max_steps, "Stop after this many steps in all (0 = no limit)")
+      ->capture_default_str();
+  cmd.add_option("--batch-size", d.batch_size, "Images per worker per step (global = x workers)")
+      ->capture_default_str();
+  cmd.add_option("--image-size", d.image_size, "Resize images to this side before cropping")
+      ->capture_default_str();
+  cmd.add_option("--crop-size", d.crop_size, "Network input side (random crop in training)")
+      ->capture_default_str();
+  cmd.add_flag("--no-augment", f.no_augment, "Centre crop and no flip in training");
+  cmd.add_option("--optimizer", t.optimizer.name, "adam or sgd")->capture_default_str();
+  cmd.add_option("--lr", t.optimizer.lr, "Learning rate of one worker")->capture_default_str();
+  cmd.add_option("--beta1", t.optimizer.beta1, "Adam beta1")->capture_default_str();
+  cmd.add_option("--beta2", t.optimizer.beta2, "Adam beta2")->capture_default_str();
+  cmd.add_option("--momentum", t.optimizer.momentum, "SGD momentum")->capture_default_str();
+  cmd.add_option("--weight-decay", t.optimizer.weight_decay, "L2 weight decay")
+      ->capture_default_str();
+  cmd.add_flag("--scale-lr,!--no-scale-lr", t.schedule.scale_lr,
+               "Multiply the lr by the number of workers (linear scaling rule)")
+      ->capture_default_str();
+  cmd.add_option("--warmup-epochs", t.schedule.warmup_epochs,
+                 "Ramp the lr up over this many epochs (Horovod's recipe used 5)")
+      ->capture_default_str();
+  cmd.add_option("--plateau-factor", t.schedule.plateau_factor,
+                 "Multiply the lr by this when the validation loss stops improving")
+      ->capture_default_str();
+  cmd.add_option("--plateau-patience", t.schedule.plateau_patience,
+                 "Epochs without validation-loss improvement before reducing the lr")
+      ->capture_default_str();
+  cmd.add_flag("--class-weights,!--no-class-weights", t.class_weights,
+               "Weight positives and negatives per class by the training label frequencies "
+               "(the CheXNet paper)")
+      ->capture_default_str();
+  cmd.add_option("--val-fraction", d.val_fraction,
+                 "Fraction of train_val patients held out for validation")
+      ->capture_default_str();
+  cmd.add_option("--split-seed", d.split_seed, "Seed of the patient-wise splits")
+      ->capture_default_str();
+  cmd.add_option("--seed", t.seed, "Seed of the model initialisation and of the data order")
+      ->capture_default_str();
+  cmd.add_option("--loader-threads", d.threads, "Image decoding threads per worker")
+      ->capture_default_str();
+  cmd.add_option("--val-threads", t.val_threads, "Image decoding threads for validation")
+      ->capture_default_str();
+  cmd.add_option("--prefetch", d.prefetch_batches, "Batches decoded ahead")->capture_default_str();
+  cmd.add_option("--intra-op-threads", f.intra_op_threads,
+                 "LibTorch threads per worker (0 = LibTorch's default; 1 = bit-reproducible)")
+      ->capture_default_str();
+  cmd.add_option("--checkpoint-every", t.checkpoint_every,
+                 "Steps between checkpoints (0 = at epoch ends only)")
+      ->capture_default_str();
+  cmd.add_option("--keep-checkpoints", t.keep_checkpoints, "Step checkpoints kept (newest)")
+      ->capture_default_str();
+  cmd.add_option("--resume", t.resume,
+                 "auto = continue from the newest valid checkpoint of --out (if any), or the path "
+                 "of a checkpoint's .json");
+  cmd.add_option("--log-every", t.log_every, "Steps between metrics.jsonl records")
+      ->capture_default_str();
+  cmd.add_option("--on-nan", f.on_nan, "On a non-finite loss: stop (naming the step) or skip")
+      ->capture_default_str();
+  cmd.add_option("--timeline", t.timeline,
+                 "Write a Chrome trace of step phases and allreduces (rank r: .rank<r>.json)");
+  add_dist_flags(cmd, f.dist);
+  add_reducer_flags(cmd, f.reducer);
+}
+
+void print_summary(const train::TrainSummary& s, const std::string& out_dir) {
+  fmt::print(
+      "trained {} steps in {:.1f} s: {:.1f} images/s (per step: data {:.3f} s, forward {:.3f} "
+      "s, backward {:.3f} s, exposed comm {:.3f} s, optimizer {:.3f} s)\n",
+      s.steps, s.train_seconds, s.images_per_second, s.mean_step.data_wait, s.mean_step.forward,
+      s.mean_step.backward, s.mean_step.comm_exposed, s.mean_step.optimizer);
+  if (s.best_mean_auroc) {
+    fmt::print("best validation mean AUROC {:.4f}: {}\n", *s.best_mean_auroc, s.best_checkpoint);
+  }
+  if (s.bad_images > 0) fmt::print("{} bad images were skipped (see the log)\n", s.bad_images);
+  fmt::print("run directory: {} (config.yaml, metrics.jsonl, checkpoints/)\n", out_dir);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train CheXNet (default: DenseNet-121, Adam 1e-3, class-weighted BCE, lr / 10 on a\n"
+      "validation-loss plateau, 224 crops of 256, random flips). Each epoch ends with the\n"
+      "validation loss and per-class AUROC; checkpoints resume exactly (--resume auto).");
+  auto f = std::make_shared<TrainFlags>();
+  add_options(*cmd, *f);
+  registry.add(cmd, [f](const RunContext& run) {
+    train::TrainerOptions o = f->trainer;
+    if (o.data.source.empty()) throw UsageError("train: --data is required");
+    if (o.out_dir.empty()) throw UsageError("train: --out is required");
+    o.data.augment = !f->no_augment;
+    o.data.seed = o.seed;
+    o.non_finite = parse_on_nan(f->on_nan);
+    o.reducer = f->reducer.resolved();
+    if (f->intra_op_threads < 0) throw UsageError("--intra-op-threads must be >= 0");
+    if (f->intra_op_threads > 0) torch::set_num_threads(f->intra_op_threads);
+    auto ctx = dist::DistContext::init(f->dist.resolved());
+    if (ctx->is_main()) {
+      make_dirs(o.out_dir);
+      write_file_atomic((std::filesystem::path(o.out_dir) / "config.yaml").string(),
+                        run.config.to_yaml(run.cmd));
+    }
+    ProgressPrinter progress;
+    train::Trainer trainer(o, ctx, ctx->is_main() ? &progress : nullptr);
+    const train::TrainSummary summary = trainer.run();
+    if (ctx->is_main()) print_summary(summary, o.out_dir);
+    return 0;
+  });
+}
+
+}  // namespace chexscale::cli
