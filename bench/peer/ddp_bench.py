@@ -106,7 +106,8 @@ def worker(rank, args, port, queue):
 def summarise(args, gathered, torch_version):
     world = args.workers
     elapsed = max(e for e, _ in gathered)
-    per_step = sorted(max(ts[i] for _, ts in gathered) for i in range(args.steps))
+    # A step's time is the mean over ranks, as in chexscale's bench.json.
+    per_step = sorted(statistics.fmean(ts[i] for _, ts in gathered) for i in range(args.steps))
     total = world * args.batch_size * args.steps / elapsed
     return {
         "schema": "chexscale.bench/1", "label": args.label, "arch": args.arch,

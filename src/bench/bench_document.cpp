@@ -56,12 +56,13 @@ json bench_document(const BenchConfig& config, const std::vector<RankMeasurement
   const double images = static_cast<double>(config.world_size * config.batch_per_worker) *
                         static_cast<double>(config.steps);
 
-  // A synchronous step is as slow as its slowest rank.
+  // Each step's time is the mean over ranks: ranks' step boundaries differ (one rank's slow
+  // optimizer shows up as another's wait in the next allreduce), so a per-step maximum would count
+  // such delays twice, while the mean keeps the steps' sum within the elapsed time.
   std::vector<double> step_totals(steps, 0.0);
   for (const auto& r : ranks) {
-    for (size_t i = 0; i < steps; ++i) {
-      step_totals[i] = std::max(step_totals[i], r.steps[i].total);
-    }
+    for (size_t i = 0; i < steps; ++i)
+      step_totals[i] += r.steps[i].total / ranks.size();
   }
 
   StepTimes mean_breakdown;

@@ -42,7 +42,7 @@ int64_t sum_across_ranks(dist::DistContext& ctx, int64_t value) {
 }
 
 // One reduction of `buffer` through the raw process group.
-void raw_allreduce(c10d::ProcessGroup& pg, torch::Tensor& buffer) {
+void raw_allreduce(compat::CollectiveGroup& pg, torch::Tensor& buffer) {
   std::vector<torch::Tensor> tensors{buffer};
   pg.allreduce(tensors)->wait();
 }
@@ -50,7 +50,7 @@ void raw_allreduce(c10d::ProcessGroup& pg, torch::Tensor& buffer) {
 // Times the raw path; returns (mean seconds, wrong elements on this rank or -1).
 std::pair<double, int64_t> time_raw(dist::DistContext& ctx, int64_t count,
                                     const CommOptions& options) {
-  c10d::ProcessGroup& pg = *ctx.process_group();
+  compat::CollectiveGroup& pg = *ctx.process_group();
   torch::Tensor buffer = fill_pattern(count, ctx.rank());
   for (int i = 0; i < options.warmup; ++i)
     raw_allreduce(pg, buffer);
@@ -119,14 +119,14 @@ std::pair<double, int64_t> time_reducer(const std::shared_ptr<dist::DistContext>
                                         int64_t count, const CommOptions& options,
                                         size_t& buckets) {
   SyntheticGradients grads(count, ctx->rank());
-  dist::ReducerOptions reducer_options;
-  reducer_options.bucket_mb = options.bucket_mb;
+  dist::ReducerOptions reducer_options = options.reducer;
   reducer_options.overlap = false;
   dist::GradientReducer reducer(ctx, grads.parameters, reducer_options);
   buckets = reducer.num_buckets();
   auto reduce_once = [&] {
     reducer.prepare_for_backward();
     grads.backward();
+    ctx->barrier();  // time the reduction, not one rank waiting for another's backward
     Stopwatch watch;
     reducer.finish();
     return watch.seconds();
@@ -243,6 +243,8 @@ json commbench_document(const dist::DistContext& ctx, CommPath path, const CommO
            {"iterations", options.iterations},
            {"warmup", options.warmup},
            {"check", options.check},
+           {"bucket_mb", options.reducer.bucket_mb},
+           {"compression", options.reducer.compression},
            {"rows", row_list},
            {"avg_busbw_gbps", average_busbw(rows)},
            {"hostname", host_name()},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dist/context.h"
+#include "dist/reducer.h"
 
 namespace chexscale::bench {
 
@@ -39,7 +40,7 @@ struct CommOptions {
   int iterations = 20;
   int warmup = 5;
   bool check = true;
-  double bucket_mb = 25.0;  // reducer path only
+  dist::ReducerOptions reducer;  // reducer path only (always run with overlap off)
 };
 
 struct CommRow {

@@ -30,7 +30,6 @@ void validate(const ThroughputOptions& o) {
     throw UsageError(fmt::format("--image-size {} must be >= 16", o.image_size));
   }
   if (o.threads < 1) throw UsageError(fmt::format("--threads {} must be >= 1", o.threads));
-  if (o.bucket_mb <= 0) throw UsageError(fmt::format("--bucket-mb {} must be > 0", o.bucket_mb));
 }
 
 data::LoaderOptions loader_options(const ThroughputOptions& o, const dist::DistContext& ctx) {
@@ -136,11 +135,8 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
 
   std::unique_ptr<dist::GradientReducer> reducer;
   if (ctx->world_size() > 1) {
-    dist::ReducerOptions r;
-    r.bucket_mb = options.bucket_mb;
-    r.overlap = options.overlap;
-    r.compression = options.compression;
-    reducer = std::make_unique<dist::GradientReducer>(ctx, model->parameters(), r, timeline);
+    reducer = std::make_unique<dist::GradientReducer>(ctx, model->parameters(), options.reducer,
+                                                      timeline);
   }
   train::TrainStepOptions step_options;
   step_options.non_finite = train::NonFinitePolicy::kIgnore;
@@ -176,9 +172,9 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
   config.world_size = ctx->world_size();
   config.nnodes = std::max(1, ctx->world_size() / std::max(1, ctx->local_world_size()));
   config.backend = ctx->backend();
-  config.overlap = options.overlap;
-  config.compression = options.compression;
-  config.bucket_mb = options.bucket_mb;
+  config.overlap = options.reducer.overlap;
+  config.compression = options.reducer.compression;
+  config.bucket_mb = options.reducer.bucket_mb;
   config.data = options.data.empty() ? "synthetic" : options.data;
   config.threads_per_worker = options.threads;
   config.warmup_steps = options.warmup_steps;

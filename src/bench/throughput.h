@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dist/context.h"
+#include "dist/reducer.h"
 
 namespace chexscale {
 class TimelineWriter;
@@ -21,16 +22,14 @@ namespace chexscale::bench {
 struct ThroughputOptions {
   std::string label;
   std::string arch = "densenet121";
-  int64_t image_size = 128;  // network input side
-  int64_t batch_size = 16;   // per worker
-  int64_t steps = 20;        // timed
-  int64_t warmup_steps = 3;  // run first, not timed
-  int threads = 1;           // intra-op threads of this process
-  double bucket_mb = 25.0;
-  bool overlap = true;
-  std::string compression = "none";
-  std::string data;        // empty: synthetic tensors (no I/O)
-  int loader_threads = 2;  // decode threads for a data set (synthetic uses 1)
+  int64_t image_size = 128;      // network input side
+  int64_t batch_size = 16;       // per worker
+  int64_t steps = 20;            // timed
+  int64_t warmup_steps = 3;      // run first, not timed
+  int threads = 1;               // intra-op threads of this process
+  dist::ReducerOptions reducer;  // buckets, overlap, compression
+  std::string data;              // empty: synthetic tensors (no I/O)
+  int loader_threads = 2;        // decode threads for a data set (synthetic uses 1)
   uint64_t seed = 0;
 };
 

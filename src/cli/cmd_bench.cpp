@@ -1,0 +1,226 @@
+// `chexscale bench`: training throughput (images/s, step time spread, per-step breakdown) of the
+// real training step on synthetic tensors or a data set, for the current job or, with --workers,
+// a sweep of worker counts through the local launcher with scaling efficiency.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "bench/bench_document.h"
+#include "bench/sweep.h"
+#include "bench/throughput.h"
+#include "cli/command.h"
+#include "cli/dist_flags.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/progress.h"
+#include "common/timeline.h"
+
+namespace chexscale::cli {
+namespace {
+
+using nlohmann::json;
+
+struct BenchFlags {
+  bench::ThroughputOptions run;
+  std::string out = "runs/bench";
+  std::string json_file;
+  std::string timeline;
+  std::string workers;
+  DistFlags dist;
+  ReducerFlags reducer;
+};
+
+double percent(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+void print_run(const json& r) {
+  const json& b = r["breakdown_s"];
+  const json& s = r["step_time_s"];
+  const std::string label = r["label"].get<std::string>();
+  fmt::print(
+      "\nchexscale bench{}: {} {}x{}, batch {}/worker, {} worker(s) ({}, {} node(s)), {} "
+      "thread(s)/worker, data {}, overlap {}, buckets {} MiB, compression {}\n",
+      label.empty() ? "" : " [" + label + "]", r["arch"].get<std::string>(),
+      r["image_size"].get<int>(), r["image_size"].get<int>(), r["batch_per_worker"].get<int>(),
+      r["world_size"].get<int>(), r["backend"].get<std::string>(), r["nnodes"].get<int>(),
+      r["threads_per_worker"].get<int>(), r["data"].get<std::string>(),
+      r["overlap"].get<bool>() ? "on" : "off", r["bucket_mb"].get<double>(),
+      r["compression"].get<std::string>());
+  fmt::print(
+      "  images/s      {:9.2f} total {:9.2f} per worker   ({} timed steps after {} warm-up)\n",
+      r["images_per_sec"].get<double>(), r["images_per_sec_per_worker"].get<double>(),
+      r["steps"].get<int>(), r["warmup_steps"].get<int>());
+  fmt::print("  step time     median {:.3f} s   p10 {:.3f}   p90 {:.3f}   mean {:.3f}\n",
+             s["median"].get<double>(), s["p10"].get<double>(), s["p90"].get<double>(),
+             s["mean"].get<double>());
+  const double total = b["total"].get<double>();
+  fmt::print("  breakdown (median step, mean over ranks)\n");
+  for (const auto& [key, name] : {std::pair{"data_wait", "data wait"},
+                                  {"forward", "forward"},
+                                  {"backward", "backward"},
+                                  {"comm_exposed", "exposed comm"},
+                                  {"optimizer", "optimizer"}}) {
+    const double v = b[key].get<double>();
+    fmt::print("    {:<13} {:8.3f} s {:6.1f} %\n", name, v, percent(v, total));
+  }
+  fmt::print("    {:<13} {:8.3f} s\n", "total", total);
+}
+
+void print_sweep(const json& sweep) {
+  const std::string label = sweep["label"].get<std::string>();
+  fmt::print("\nchexscale bench sweep{}\n", label.empty() ? "" : " [" + label + "]");
+  fmt::print("  {:>7} {:>10} {:>11} {:>16} {:>13} {:>11}\n", "workers", "images/s", "per worker",
+             "step median (s)", "exposed comm", "efficiency");
+  for (size_t i = 0; i < sweep["runs"].size(); ++i) {
+    const json& r = sweep["runs"][i];
+    const json& p = sweep["scaling"][i];
+    const json& b = r["breakdown_s"];
+    fmt::print("  {:>7} {:>10.2f} {:>11.2f} {:>16.3f} {:>11.1f} % {:>11.3f}\n",
+               p["workers"].get<int>(), p["images_per_sec"].get<double>(),
+               r["images_per_sec_per_worker"].get<double>(),
+               r["step_time_s"]["median"].get<double>(),
+               percent(b["comm_exposed"].get<double>(), b["total"].get<double>()),
+               p["efficiency"].get<double>());
+  }
+}
+
+// The options every run of a sweep gets (the sweep adds label, output and timeline).
+std::vector<std::string> forwarded_args(const BenchFlags& f) {
+  const auto& r = f.run;
+  const auto reducer = f.reducer.resolved();
+  const auto& d = f.dist;
+  const std::vector<std::pair<const char*, std::string>> options{
+      {"--workers", ""},  // each run measures its own job: no sweep inside a sweep
+      {"--arch", r.arch},
+      {"--image-size", std::to_string(r.image_size)},
+      {"--batch-size", std::to_string(r.batch_size)},
+      {"--steps", std::to_string(r.steps)},
+      {"--warmup-steps", std::to_string(r.warmup_steps)},
+      {"--threads", std::to_string(r.threads)},
+      {"--loader-threads", std::to_string(r.loader_threads)},
+      {"--seed", std::to_string(r.seed)},
+      {"--bucket-mb", fmt::format("{}", reducer.bucket_mb)},
+      {"--first-bucket-mb", fmt::format("{}", reducer.first_bucket_mb)},
+      {"--grad-compression", reducer.compression},
+      {"--backend", d.options.backend},
+      {"--rdzv-timeout", std::to_string(d.rdzv_timeout_s)},
+      {"--collective-timeout", std::to_string(d.collective_timeout_s)},
+      {"--data", r.data}};
+  std::vector<std::string> args;
+  for (const auto& [name, value] : options)
+    args.insert(args.end(), {name, value});
+  if (!reducer.overlap) args.push_back("--no-overlap");
+  return args;
+}
+
+int run_sweep(const BenchFlags& f) {
+  bench::SweepOptions s;
+  s.executable = "/proc/self/exe";
+  s.workers = bench::parse_worker_counts(f.workers);
+  s.bench_args = forwarded_args(f);
+  s.out_dir = f.out;
+  s.label = f.run.label;
+  s.timeline = f.timeline;
+  const json sweep = bench::run_sweep(s);
+  print_sweep(sweep);
+  fmt::print("  wrote {}/sweep.json and bench-w<N>.json\n", f.out);
+  return 0;
+}
+
+// Joins the other ranks' timeline files into rank 0's (those this host can see).
+void merge_rank_timelines(const std::string& timeline, int world_size) {
+  std::vector<std::string> files;
+  for (int r = 0; r < world_size; ++r)
+    files.push_back(timeline_path_for_rank(timeline, r));
+  const auto missing = merge_timelines(files, timeline);
+  for (size_t r = 1; r < files.size(); ++r)
+    std::remove(files[r].c_str());
+  for (const auto& m : missing)
+    log::warn("timeline {} is not on this host: not merged", m);
+}
+
+int run_job(BenchFlags f) {
+  f.run.reducer = f.reducer.resolved();
+  auto ctx = dist::DistContext::init(f.dist.resolved());
+  std::unique_ptr<TimelineWriter> timeline;
+  if (!f.timeline.empty()) {
+    timeline = std::make_unique<TimelineWriter>(timeline_path_for_rank(f.timeline, ctx->rank()),
+                                                TimelineOptions{ctx->rank()});
+  }
+  std::unique_ptr<ProgressReporter> progress;
+  if (ctx->is_main()) {
+    progress =
+        std::make_unique<ProgressReporter>("bench", f.run.warmup_steps + f.run.steps, "steps");
+  }
+  const json result = bench::run_throughput(
+      ctx, f.run, timeline.get(), [&](int64_t done, int64_t total, double step_s) {
+        if (progress) {
+          progress->update(done, fmt::format("step {:.3f} s{}", step_s,
+                                             done <= f.run.warmup_steps ? " (warm-up)" : ""));
+        }
+      });
+  if (progress) progress->finish();
+  if (timeline) {
+    timeline.reset();  // the final flush
+    ctx->barrier();
+    if (ctx->is_main()) merge_rank_timelines(f.timeline, ctx->world_size());
+  }
+  if (!ctx->is_main()) return 0;
+  print_run(result);
+  const std::string path = f.json_file.empty() ? f.out + "/bench.json" : f.json_file;
+  write_file_atomic(path, result.dump(2) + "\n");
+  fmt::print("  wrote {}{}\n", path, f.timeline.empty() ? "" : " and " + f.timeline);
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "bench",
+      "Training throughput: images/s, step time and where it goes (data wait, forward, backward,\n"
+      "exposed communication, optimizer). One job (run several ranks under 'chexscale launch',\n"
+      "mpirun or srun), or --workers 1,2,4 to sweep worker counts with scaling efficiency.");
+  auto f = std::make_shared<BenchFlags>();
+  auto& r = f->run;
+  cmd->add_option("--arch", r.arch, "Network: densenet121, resnet50, ... ('chexscale models')")
+      ->capture_default_str();
+  cmd->add_option("--image-size", r.image_size, "Network input side in pixels")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", r.batch_size, "Examples per worker per step")
+      ->capture_default_str();
+  cmd->add_option("--steps", r.steps, "Timed steps")->capture_default_str();
+  cmd->add_option("--warmup-steps", r.warmup_steps, "Steps run first and excluded from timing")
+      ->capture_default_str();
+  cmd->add_option("--threads", r.threads, "Intra-op (OpenMP) threads per worker")
+      ->capture_default_str();
+  cmd->add_option("--data", r.data,
+                  "ChestX-ray14 folder or shard folder to read; empty = synthetic tensors (no I/O)")
+      ->type_name("DIR");
+  cmd->add_option("--loader-threads", r.loader_threads, "Decode threads per worker with --data")
+      ->capture_default_str();
+  cmd->add_option("--seed", r.seed, "Seed of weights and synthetic data")->capture_default_str();
+  cmd->add_option("--label", r.label, "Name of this result set (e.g. bare-metal, kubernetes)")
+      ->capture_default_str();
+  cmd->add_option("--out", f->out, "Folder for bench.json (sweep: bench-w<N>.json, sweep.json)")
+      ->capture_default_str();
+  cmd->add_option("--json", f->json_file, "Write this run's bench.json here instead of OUT")
+      ->type_name("FILE");
+  cmd->add_option("--timeline", f->timeline,
+                  "Chrome trace of every rank's step phases and bucket allreduces (rank r>0 "
+                  "writes FILE.rank<r>.json; rank 0 merges those it can see at the end)")
+      ->type_name("FILE");
+  cmd->add_option("--workers", f->workers,
+                  "Sweep these worker counts (e.g. 1,2,4), each a job of the local launcher; "
+                  "empty = measure the current job")
+      ->type_name("LIST");
+  add_reducer_flags(*cmd, f->reducer);
+  add_dist_flags(*cmd, f->dist);
+  registry.add(cmd,
+               [f](const RunContext&) { return f->workers.empty() ? run_job(*f) : run_sweep(*f); });
+}
+
+}  // namespace chexscale::cli

@@ -1,0 +1,156 @@
+// `chexscale commbench`: allreduce bandwidth over the live process group in nccl-tests' form
+// (flags -b -e -f -n -w -c, the size/time/algbw/busbw/#wrong table, the average bus bandwidth),
+// JSON output, a --min-busbw exit-code gate, and the raw c10d path beside the GradientReducer's.
+#include <fmt/format.h>
+
+#include "bench/commbench.h"
+#include "cli/command.h"
+#include "cli/dist_flags.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+
+namespace chexscale::cli {
+namespace {
+
+struct CommbenchFlags {
+  std::string min_bytes = "1M";
+  std::string max_bytes = "64M";
+  int64_t factor = 2;
+  int iterations = 20;
+  int warmup = 5;
+  int check = 1;
+  std::string path = "raw";
+  bool compare = false;
+  std::string json;
+  double min_busbw = 0.0;
+  DistFlags dist;
+  ReducerFlags reducer;
+};
+
+std::string wrong_cell(const bench::CommRow& row) {
+  return row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
+}
+
+void print_header(const dist::DistContext& ctx, bench::CommPath path, const bench::CommOptions& o) {
+  fmt::print(
+      "# chexscale commbench: allreduce, float32 sum, path {}, {} ranks ({}), {} iterations "
+      "after {} warm-up, check {}\n#\n",
+      bench::to_string(path), ctx.world_size(), ctx.backend(), o.iterations, o.warmup,
+      o.check ? "on" : "off");
+  fmt::print("# {:>12} {:>12} {:>8} {:>6} {:>12} {:>12} {:>12} {:>7}\n", "size", "count", "type",
+             "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+}
+
+void print_row(const bench::CommRow& r) {
+  fmt::print("  {:>12} {:>12} {:>8} {:>6} {:>12.1f} {:>12.3f} {:>12.3f} {:>7}\n", r.size_bytes,
+             r.count, "float", "sum", r.time_us, r.algbw_gbps, r.busbw_gbps, wrong_cell(r));
+  std::fflush(stdout);
+}
+
+void print_compare(const std::vector<std::pair<bench::CommRow, bench::CommRow>>& pairs,
+                   const dist::ReducerOptions& options) {
+  fmt::print(
+      "#\n# raw c10d allreduce (one tensor) vs GradientReducer ({} MiB buckets, first {} "
+      "MiB, compression {}; 4 MiB gradients; bucket copies and averaging included)\n",
+      options.bucket_mb, options.first_bucket_mb, options.compression);
+  fmt::print("# {:>12} {:>14} {:>16} {:>8} {:>12}\n", "size", "raw busbw", "reducer busbw",
+             "buckets", "reducer/raw");
+  for (const auto& [raw, reducer] : pairs) {
+    fmt::print("  {:>12} {:>14.3f} {:>16.3f} {:>8} {:>12.3f}\n", raw.size_bytes, raw.busbw_gbps,
+               reducer.busbw_gbps, reducer.buckets, reducer.busbw_gbps / raw.busbw_gbps);
+  }
+}
+
+int run(const CommbenchFlags& f) {
+  const auto sizes =
+      bench::size_list(bench::parse_size(f.min_bytes), bench::parse_size(f.max_bytes), f.factor);
+  if (f.iterations < 1) throw UsageError(fmt::format("-n/--iters {} must be >= 1", f.iterations));
+  if (f.warmup < 0) throw UsageError(fmt::format("-w/--warmup_iters {} must be >= 0", f.warmup));
+  if (f.check != 0 && f.check != 1) throw UsageError(fmt::format("-c/--check {}: 0 or 1", f.check));
+  if (f.min_busbw < 0) throw UsageError(fmt::format("--min-busbw {} must be >= 0", f.min_busbw));
+  const bench::CommPath path = bench::comm_path_from_string(f.path);
+  bench::CommOptions options;
+  options.iterations = f.iterations;
+  options.warmup = f.warmup;
+  options.check = f.check == 1;
+  options.reducer = f.reducer.resolved();
+
+  auto ctx = dist::DistContext::init(f.dist.resolved());
+  if (ctx->world_size() < 2) {
+    throw UsageError(
+        "commbench needs at least 2 ranks: run it as 'chexscale launch --nproc-per-node 2 -- "
+        "commbench ...' (or under mpirun/srun)");
+  }
+  const bool main = ctx->is_main();
+  if (main) print_header(*ctx, path, options);
+  std::vector<bench::CommRow> rows;
+  std::vector<std::pair<bench::CommRow, bench::CommRow>> pairs;
+  for (int64_t size : sizes) {
+    rows.push_back(bench::measure_allreduce(ctx, path, size, options));
+    if (main) print_row(rows.back());
+    if (f.compare) {
+      const bench::CommPath other =
+          path == bench::CommPath::kRaw ? bench::CommPath::kReducer : bench::CommPath::kRaw;
+      const bench::CommRow o = bench::measure_allreduce(ctx, other, size, options);
+      pairs.emplace_back(path == bench::CommPath::kRaw ? rows.back() : o,
+                         path == bench::CommPath::kRaw ? o : rows.back());
+    }
+  }
+  const double avg = bench::average_busbw(rows);
+  int64_t wrong = 0;
+  for (const auto& r : rows)
+    wrong += std::max<int64_t>(0, r.wrong);
+  if (main) {
+    if (options.check)
+      fmt::print("# Out of bounds values : {} {}\n", wrong, wrong ? "FAILED" : "OK");
+    fmt::print("# Avg bus bandwidth : {:.3f}\n", avg);
+    if (f.compare) print_compare(pairs, options.reducer);
+    if (!f.json.empty()) {
+      write_file_atomic(f.json,
+                        bench::commbench_document(*ctx, path, options, rows, pairs).dump(2) + "\n");
+      fmt::print("# wrote {}\n", f.json);
+    }
+  }
+  if (wrong > 0) throw Error(fmt::format("allreduce results wrong in {} elements", wrong));
+  if (f.min_busbw > 0 && avg < f.min_busbw) {
+    throw Error(fmt::format("average bus bandwidth {:.3f} GB/s is below --min-busbw {:.3f}", avg,
+                            f.min_busbw));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_commbench_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "commbench",
+      "Allreduce bandwidth over the live process group, in nccl-tests' form. Needs >= 2 ranks:\n"
+      "  chexscale launch --nproc-per-node 2 -- commbench -b 8M -e 64M -f 2");
+  auto f = std::make_shared<CommbenchFlags>();
+  cmd->add_option("-b,--minbytes", f->min_bytes, "Smallest message size (bytes; K, M, G suffixes)")
+      ->capture_default_str();
+  cmd->add_option("-e,--maxbytes", f->max_bytes, "Largest message size (bytes; K, M, G suffixes)")
+      ->capture_default_str();
+  cmd->add_option("-f,--stepfactor", f->factor, "Multiply the size by this from min to max")
+      ->capture_default_str();
+  cmd->add_option("-n,--iters", f->iterations, "Timed allreduces per size")->capture_default_str();
+  cmd->add_option("-w,--warmup_iters", f->warmup, "Untimed allreduces before timing")
+      ->capture_default_str();
+  cmd->add_option("-c,--check", f->check, "Check the results (1) or not (0); #wrong counts errors")
+      ->capture_default_str();
+  cmd->add_option("--path", f->path,
+                  "What to measure: raw (one c10d allreduce of a contiguous tensor) or reducer "
+                  "(the training engine's bucketed GradientReducer, overlap off)")
+      ->capture_default_str();
+  cmd->add_flag("--compare", f->compare,
+                "Also measure the other path at every size and print both side by side");
+  cmd->add_option("--json", f->json, "Write the results as JSON here (rank 0)")->type_name("FILE");
+  cmd->add_option("--min-busbw", f->min_busbw,
+                  "Exit non-zero when the average bus bandwidth (GB/s) is below this (0: no gate)")
+      ->capture_default_str();
+  add_reducer_flags(*cmd, f->reducer);  // reducer path; --no-overlap has no effect here
+  add_dist_flags(*cmd, f->dist);
+  registry.add(cmd, [f](const RunContext&) { return run(*f); });
+}
+
+}  // namespace chexscale::cli
