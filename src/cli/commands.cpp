@@ -17,6 +17,8 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry);
 void add_train_command(CLI::App& app, CommandRegistry& registry);
 void add_eval_command(CLI::App& app, CommandRegistry& registry);
 void add_predict_command(CLI::App& app, CommandRegistry& registry);
+void add_bench_command(CLI::App& app, CommandRegistry& registry);
+void add_commbench_command(CLI::App& app, CommandRegistry& registry);
 
 void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_version_command(app, registry);
@@ -32,6 +34,8 @@ void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_export_weights_command(app, registry);
   add_k8s_command(app, registry);
   add_doctor_command(app, registry);
+  add_bench_command(app, registry);
+  add_commbench_command(app, registry);
 }
 
 }  // namespace chexscale::cli
