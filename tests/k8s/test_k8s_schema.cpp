@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "k8s/subprocess.h"
 #include "launch/k8s_render.h"
@@ -104,6 +106,41 @@ TEST(K8sSchema, ValidatorRejectsMisspelledFieldsAndWrongTypes) {
       << result.output;
   EXPECT_NE(result.output.find("validated 3 objects: 4 problem(s)"), std::string::npos)
       << result.output;
+}
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// deploy/k8s holds rendered examples; they must be what the renderer writes today, and valid.
+TEST(K8sSchema, CommittedExamplesAreCurrentAndValid) {
+  namespace fs = std::filesystem;
+  test_util::TempDir tmp;
+  const std::string examples = source_dir() + "/deploy/k8s";
+  const char* bin = std::getenv("CHEXSCALE_BIN");
+  ASSERT_NE(bin, nullptr);
+  const auto r = test_util::run_process(
+      {"/bin/bash", examples + "/render-examples.sh", bin, tmp.path() + "/fresh"},
+      test_util::environment_with({}), tmp.path() + "/render.log");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> json_files;
+  size_t compared = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(tmp.path() + "/fresh")) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path relative = fs::relative(entry.path(), tmp.path() + "/fresh");
+    const std::string fresh = slurp(entry.path());
+    EXPECT_EQ(slurp(fs::path(examples) / relative), fresh)
+        << relative << " is stale: run deploy/k8s/render-examples.sh build/src/cli/chexscale";
+    ++compared;
+    json_files.push_back(tmp.write("example-" + std::to_string(compared) + ".json",
+                                   K8sObject(parse_yaml_stream(fresh)).dump()));
+  }
+  EXPECT_GE(compared, 10u);  // 4 + 3 + 4 objects in the three examples
+  const auto result = validate_files(tmp, json_files);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
 }  // namespace

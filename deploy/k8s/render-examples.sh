@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Renders the example manifests in deploy/k8s from experiment.yaml: the default overlay set-up
+# (Indexed Job and PyTorchJob) and the bare-metal-like one (host network + RDMA).
+# Usage: deploy/k8s/render-examples.sh CHEXSCALE_BIN [OUT_DIR]   (OUT_DIR defaults to deploy/k8s)
+# tests/k8s checks that the committed examples are what this script renders today.
+set -euo pipefail
+bin="$1"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out="${2:-$here}"
+config="$here/experiment.yaml"
+render() { "$bin" k8s render --config "$config" "$@" >/dev/null; }
+render --out "$out/indexed-job" -- bench --out /output/k8s
+render --flavor pytorchjob --out "$out/pytorchjob" -- bench --out /output/k8s
+render --host-network --rdma-resource rdma/hca_shared_devices_a=1 --nccl-socket-ifname ib0 \
+  --gloo-socket-ifname ib0 --out "$out/hostnet-rdma" -- bench --label kubernetes/hostnet \
+  --out /output/k8s-hostnet
