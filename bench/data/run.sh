@@ -7,12 +7,8 @@ build=${1:?usage: run.sh BUILD_DIR [WORK_DIR] [IMAGES]}
 work=${2:-/tmp/chexscale-bench-data}
 images=${3:-200}
 here=$(cd "$(dirname "$0")" && pwd)
-if [ ! -f "$work/data/Data_Entry_2017.csv" ]; then
-  "$build/src/cli/chexscale" synth --out "$work/data" --images "$images" --size 1024
-fi
-if [ ! -f "$work/shards/manifest.json" ]; then
-  "$build/src/cli/chexscale" prepare --data "$work/data" --out "$work/shards" --size 256
-fi
+# bench_data synthesises the 1024x1024 PNGs and prepares the shards when they are absent.
+ours0=$("$build/bench/data/bench_data" --data "$work/data" --shards "$work/shards" --images "$images" --repeats 1 | tail -1)
 peer=$(/usr/bin/python3 "$here/torchvision_peer.py" --data "$work/data" --images "$images")
 ours=$("$build/bench/data/bench_data" --data "$work/data" --shards "$work/shards" --images "$images" | tee /dev/stderr | tail -1)
 peer2=$(/usr/bin/python3 "$here/torchvision_peer.py" --data "$work/data" --images "$images")

@@ -1,7 +1,7 @@
 // Separable resizing of 8-bit gray images: area averaging when shrinking (each output pixel is the
 // mean of the input area it covers, as OpenCV's INTER_AREA) and bilinear with half-pixel centres
 // when enlarging, chosen per axis. Vertical pass first into one float row, so the working set
-// stays in cache.
+// stays in cache; shrinking by an integer factor (1024 -> 256) sums k x k blocks in integers.
 #pragma once
 
 #include <cstdint>
