@@ -181,6 +181,14 @@ Comparison compare_result_sets(const std::vector<ResultSet>& sets, const Compare
   for (const auto& d : find_differences(sets, kShouldMatch, std::size(kShouldMatch))) {
     cmp.notes.push_back(d);
   }
+  for (const auto& set : sets) {
+    for (const auto& run : set.runs) {
+      if (!run.has_breakdown) {
+        cmp.notes.push_back(fmt::format(
+            "{} ({}) has no step breakdown: its step time is all 'other'", set.label, run.file));
+      }
+    }
+  }
   const BenchRun& first = sets.front().runs.front();
   cmp.baseline = sets.front().label;
   cmp.arch = first.arch;

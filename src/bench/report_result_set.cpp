@@ -80,13 +80,18 @@ BenchRun parse_bench_object(const json& j, const std::string& file) {
   r.images_per_sec_per_worker = get_optional<double>(j, "images_per_sec_per_worker", file,
                                                      r.images_per_sec / std::max(1, r.world_size));
   r.step_time_median_s = get_field<double>(field(j, "step_time_s", file), "median", file);
-  const json& b = field(j, "breakdown_s", file);
-  r.breakdown.data_wait = get_field<double>(b, "data_wait", file);
-  r.breakdown.forward = get_field<double>(b, "forward", file);
-  r.breakdown.backward = get_field<double>(b, "backward", file);
-  r.breakdown.comm_exposed = get_field<double>(b, "comm_exposed", file);
-  r.breakdown.optimizer = get_field<double>(b, "optimizer", file);
-  r.breakdown.total = get_field<double>(b, "total", file);
+  if (j.contains("breakdown_s")) {
+    const json& b = field(j, "breakdown_s", file);
+    r.breakdown.data_wait = get_field<double>(b, "data_wait", file);
+    r.breakdown.forward = get_field<double>(b, "forward", file);
+    r.breakdown.backward = get_field<double>(b, "backward", file);
+    r.breakdown.comm_exposed = get_field<double>(b, "comm_exposed", file);
+    r.breakdown.optimizer = get_field<double>(b, "optimizer", file);
+    r.breakdown.total = get_field<double>(b, "total", file);
+  } else {
+    r.has_breakdown = false;
+    r.breakdown.total = r.step_time_median_s;
+  }
   r.hostname = get_optional<std::string>(j, "hostname", file, "");
   r.timestamp = get_optional<std::string>(j, "timestamp", file, "");
   check_positive(r.image_size, "image_size", file);

@@ -29,7 +29,8 @@ struct BenchRun {
   double images_per_sec = 0;
   double images_per_sec_per_worker = 0;
   double step_time_median_s = 0;
-  StepTimes breakdown;  // seconds per step, as bench.json's breakdown_s
+  StepTimes breakdown;        // seconds per step, as bench.json's breakdown_s
+  bool has_breakdown = true;  // false: no breakdown_s (e.g. a peer's result); total = median
   std::string hostname;
   std::string timestamp;
 };

@@ -1,0 +1,114 @@
+// lab/compare.sh end to end on a small workload: bare metal (launch over the fabric) and Kubernetes
+// (rendered pods over the overlay, and on the host network), then the report, whose numbers must
+// agree with the bench files, and traffic counters that show which path each run took.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "lab/lab_fixture.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale::test_util {
+namespace {
+
+using LabCompare = LabTest;
+using nlohmann::json;
+
+json load(const std::string& path) {
+  return json::parse(read_file(path));
+}
+
+// traffic.tsv rows "run node fabric_tx_bytes overlay_tx_bytes" -> {run/node: {fabric, overlay}}.
+std::map<std::string, std::pair<long, long>> traffic(const std::string& path) {
+  std::map<std::string, std::pair<long, long>> out;
+  std::istringstream in(read_file(path));
+  std::string run, node, header;
+  std::getline(in, header);
+  long fabric = 0, overlay = 0;
+  while (in >> run >> node >> fabric >> overlay)
+    out[run + "/" + node] = {fabric, overlay};
+  return out;
+}
+
+TEST_F(LabCompare, SmallComparisonEndToEnd) {
+  TempDir dir;
+  const std::string out = dir.path() + "/cmp";
+  const ShellResult r = shell(env() + " bash " + source_dir() +
+                              "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 "
+                              "--steps 4 --warmup 1 --variants naive,hostnet --run-timeout 150 "
+                              "--bin " +
+                              chexscale_bin() + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(namespaces().empty()) << "compare.sh left its lab up";
+
+  // Each set's runs in report.json are the bench files' numbers.
+  const json report = load(out + "/report/report.json");
+  std::map<std::string, json> bench;  // "label/wN" -> bench.json
+  for (const auto& set : report.at("sets")) {
+    const std::string label = set.at("label");
+    std::string set_dir = label;
+    std::replace(set_dir.begin(), set_dir.end(), '/', '-');
+    for (const auto& run : set.at("runs")) {
+      const int w = run.at("workers");
+      const json b = load(out + "/sets/" + set_dir + "/bench-w" + std::to_string(w) + ".json");
+      EXPECT_EQ(b.at("world_size"), w);
+      EXPECT_EQ(b.at("arch"), "resnet18");
+      EXPECT_DOUBLE_EQ(run.at("images_per_sec").get<double>(),
+                       b.at("images_per_sec").get<double>());
+      bench[label + "/w" + std::to_string(w)] = b;
+    }
+  }
+  ASSERT_EQ(bench.size(), 6u) << report.dump(2);
+  const auto ips = [&](const std::string& key) {
+    return bench.at(key).at("images_per_sec").get<double>();
+  };
+  EXPECT_EQ(bench.at("bare-metal/naive/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at("kubernetes/naive/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at("kubernetes/naive/w2").at("overlap"), false);
+  EXPECT_EQ(bench.at("kubernetes/hostnet/w2").at("overlap"), false);  // the first variant's engine
+
+  // Gaps and efficiencies recomputed from the bench files.
+  const json& sets = report.at("sets");
+  ASSERT_EQ(sets.at(0).at("label"), "bare-metal/naive");
+  ASSERT_EQ(sets.at(1).at("label"), "kubernetes/naive");
+  ASSERT_EQ(sets.at(2).at("label"), "kubernetes/hostnet");
+  const double bm2 = ips("bare-metal/naive/w2");
+  EXPECT_NEAR(sets[0]["runs"][1]["efficiency"].get<double>(),
+              bm2 / (2 * ips("bare-metal/naive/w1")), 1e-9);
+  EXPECT_NEAR(sets[1]["runs"][1]["gap_pct"].get<double>(),
+              100 * (bm2 - ips("kubernetes/naive/w2")) / bm2, 1e-9);
+  EXPECT_NEAR(sets[2]["runs"][1]["gap_pct"].get<double>(),
+              100 * (bm2 - ips("kubernetes/hostnet/w2")) / bm2, 1e-9);
+  EXPECT_EQ(sets[2].at("reference"), "bare-metal/naive");
+  EXPECT_EQ(report.at("variant_gaps").size(), 2u);
+  for (const char* chart : {"throughput.png", "breakdown.png"}) {
+    EXPECT_EQ(read_file(out + "/report/" + chart).substr(1, 3), "PNG") << chart;
+  }
+  EXPECT_NE(read_file(out + "/report/report.md").find("kubernetes/hostnet"), std::string::npos);
+
+  // Which path each run took: resnet18's gradients are ~45 MB a step, so a run that sent them
+  // through the overlay shows megabytes on flannel.1; bare metal and host network show none.
+  const auto t = traffic(out + "/traffic.tsv");
+  for (const char* node : {"0", "1"}) {
+    const std::string n = node;
+    EXPECT_GT(t.at("kubernetes-naive-w2/" + n).second, 20'000'000) << "overlay unused by pods";
+    EXPECT_LT(t.at("bare-metal-naive-w2/" + n).second, 100'000) << "bare metal used the overlay";
+    EXPECT_GT(t.at("bare-metal-naive-w2/" + n).first, 20'000'000) << "bare metal not on the fabric";
+    EXPECT_LT(t.at("kubernetes-hostnet-w2/" + n).second, 100'000)
+        << "host network used the overlay";
+  }
+  // The pods ran what the manifest says: the index from JOB_COMPLETION_INDEX, the Service name.
+  const std::string commands = read_file(out + "/commands.txt");
+  EXPECT_NE(commands.find("JOB_COMPLETION_INDEX=1"), std::string::npos) << commands;
+  EXPECT_NE(commands.find("--master-addr chx-kubernetes-naive-w2-0."), std::string::npos)
+      << commands;
+  EXPECT_NE(commands.find("--master-addr 10.77.0.1"), std::string::npos) << commands;
+}
+
+}  // namespace
+}  // namespace chexscale::test_util
