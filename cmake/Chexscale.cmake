@@ -28,7 +28,11 @@ function(chexscale_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
-  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST
-    PROPERTIES TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "CHEXSCALE_BIN=$<TARGET_FILE:chexscale>;CHEXSCALE_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1")
+  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT ${T_TIMEOUT})
+  # gtest_discover_tests splits a list-valued ENVIRONMENT into separate properties (CMake 3.25),
+  # so the environment is set on the discovered tests by a file ctest includes after discovery.
+  set(_env_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_environment.cmake)
+  file(GENERATE OUTPUT ${_env_file} CONTENT
+    "if(${T_NAME}_TESTS)\n  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES ENVIRONMENT \"CHEXSCALE_BIN=$<TARGET_FILE:chexscale>;CHEXSCALE_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1\")\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_env_file})
 endfunction()
