@@ -54,7 +54,7 @@ run_peer() {  # workers json
 }
 
 {
-  echo "# machine: $(nproc) cores, $(uname -r), $(date -u)"
+  echo "# machine: $(nproc --all) cores, $(uname -r), $(date -u)"
   echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "# $("$bin" version | tr '\n' ' ')"
 } >> "$out/commands.log"
