@@ -248,7 +248,8 @@ double GradientReducer::Impl::finish() {
     }
     launch_ready_buckets();
   }
-  const double world = static_cast<double>(ctx_->world_size());
+  // Averaging is folded into the copy back (one pass over the bucket instead of two).
+  const torch::Tensor world = torch::scalar_tensor(static_cast<double>(ctx_->world_size()));
   CollectiveWatchdog& watchdog = *ctx_->watchdog();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     Bucket& bucket = buckets_[b];
@@ -256,13 +257,12 @@ double GradientReducer::Impl::finish() {
                   fmt::format("allreduce of gradient bucket {} of {}", b + 1, buckets_.size()));
     bucket.work.reset();
     if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
-    bucket.flat.div_(world);
     for (size_t k = 0; k < bucket.params.size(); ++k) {
       torch::Tensor& param = params_[bucket.params[k]];
       if (param.grad().defined()) {
-        param.mutable_grad().copy_(bucket.views[k]);
+        torch::div_out(param.mutable_grad(), bucket.views[k], world);
       } else {
-        param.mutable_grad() = bucket.views[k].clone();
+        param.mutable_grad() = bucket.views[k].div(world);
       }
     }
     bucket.pending = bucket.params.size();
