@@ -143,6 +143,26 @@ TEST(ReportCompare, ImageSizeOrThreadsMismatchAndBadSetLists) {
   EXPECT_THROW(compare_result_sets({a, a}, {}), UsageError);  // duplicate label
 }
 
+TEST(ReportCompare, ResultWithoutBreakdownIsComparedAndNoted) {
+  TempDir dir;
+  auto peer = test_util::bench_object(run_spec(2, 18.0));
+  peer.erase("breakdown_s");  // as the PyTorch DDP peer script writes it
+  peer["step_time_s"]["median"] = 0.9;
+  dir.write("peer/bench-w2.json", peer.dump());
+  const Comparison cmp =
+      compare_result_sets({load_result_set("chexscale", write_bench(dir, "cx", run_spec(2, 20.0))),
+                           load_result_set("pytorch-ddp", dir.path() + "/peer")},
+                          {});
+  EXPECT_NEAR(cmp.variant_gaps.at(0).gap_pct, 10.0, 1e-9);
+  const PhaseSplit& split = cmp.sets[1].runs[0].split;
+  EXPECT_DOUBLE_EQ(split.total, 0.9);
+  EXPECT_DOUBLE_EQ(split.other, 0.9);
+  EXPECT_DOUBLE_EQ(split.compute, 0.0);
+  ASSERT_EQ(cmp.notes.size(), 1u);
+  EXPECT_NE(cmp.notes[0].find("pytorch-ddp"), std::string::npos);
+  EXPECT_NE(cmp.notes[0].find("no step breakdown"), std::string::npos);
+}
+
 TEST(ReportJson, NumbersMatchTheComparison) {
   TempDir dir;
   const Comparison cmp = compare_result_sets(bare_metal_and_kubernetes(dir), {});
