@@ -12,7 +12,8 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libspng-dev libpng-dev
   zlib1g-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps
+  libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
+  util-linux
   python3-torch python3-torchvision python3-numpy python3-pil
 )
 
