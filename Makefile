@@ -1,4 +1,5 @@
 # chexscale: the two set-up commands (make demo, make test) and the developer targets.
+SHELL := /bin/bash
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -20,8 +21,11 @@ build: deps $(BUILD_DIR)/build.ninja
 demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)
 
+# A skipped test is not a passing test: the run fails if ctest reports any.
 test: build format-check
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+	@set -o pipefail; cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS) 2>&1 | tee ctest.log
+	@if grep -q '(Skipped)' $(BUILD_DIR)/ctest.log; then \
+	  echo "make test: some tests were skipped (see above); skipped tests do not count as passing"; exit 1; fi
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
@@ -30,7 +34,7 @@ format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 format-check:
-	@bad=$$(git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run 2>&1 | grep -o '^[^:]*\.\(cpp\|h\)' | sort -u); \
+	@bad=$$(git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run 2>&1 | grep -o '^[^: ]*\.\(cpp\|h\):' | tr -d : | sort -u); \
 	if [ -n "$$bad" ]; then echo "Not formatted (run 'make format'):"; echo "$$bad"; exit 1; fi; \
 	echo "format-check: all C++ files formatted"
 

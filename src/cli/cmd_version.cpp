@@ -10,8 +10,8 @@ namespace chexscale::cli {
 void add_version_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand("version", "Print chexscale, LibTorch and backend versions");
   registry.add(cmd, [](const RunContext&) {
-    fmt::print("chexscale {}\nLibTorch {}\nCUDA available: {}\n", kVersion,
-               compat::torch_version(), torch::cuda::is_available() ? "yes" : "no");
+    fmt::print("chexscale {}\nLibTorch {}\nCUDA available: {}\n", kVersion, compat::torch_version(),
+               torch::cuda::is_available() ? "yes" : "no");
     return 0;
   });
 }

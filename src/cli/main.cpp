@@ -2,8 +2,8 @@
 // every error into one clear line and an exit status (2 for usage errors, 1 for failures).
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
+#include <CLI/CLI.hpp>
 
 #include <exception>
 #include <string>
@@ -26,7 +26,9 @@ const CLI::App* selected_leaf(const CLI::App& app) {
   }
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 int run(int argc, char** argv) {
   using namespace chexscale;

@@ -59,8 +59,8 @@ bool any_command_has_option(const CLI::App& app, const std::string& key) {
 }
 
 CLI::App* find_subcommand(const CLI::App& app, const std::string& name) {
-  for (CLI::App* sub : const_cast<CLI::App&>(app).get_subcommands(
-           [](const CLI::App*) { return true; })) {
+  for (CLI::App* sub :
+       const_cast<CLI::App&>(app).get_subcommands([](const CLI::App*) { return true; })) {
     if (sub->get_name() == name) return sub;
   }
   return nullptr;
@@ -70,7 +70,8 @@ std::vector<std::string> split_words(const std::string& s) {
   std::istringstream in(s);
   std::vector<std::string> words;
   std::string w;
-  while (in >> w) words.push_back(w);
+  while (in >> w)
+    words.push_back(w);
   return words;
 }
 
@@ -143,7 +144,8 @@ class YamlCollector {
 
   static std::string join(const std::vector<std::string>& path, const std::string& last) {
     std::string s;
-    for (const auto& p : path) s += p + ".";
+    for (const auto& p : path)
+      s += p + ".";
     return s + last;
   }
 
@@ -161,9 +163,11 @@ std::vector<std::string> path_of(const CLI::App& cmd) {
   return path;
 }
 
-void add_results(CLI::Option* opt, const std::vector<std::string>& values, const std::string& where) {
+void add_results(CLI::Option* opt, const std::vector<std::string>& values,
+                 const std::string& where) {
   try {
-    for (const auto& v : values) opt->add_result(v);
+    for (const auto& v : values)
+      opt->add_result(v);
     opt->run_callback();
   } catch (const CLI::Error& e) {
     throw UsageError(where + ": " + e.what());
@@ -174,10 +178,14 @@ void add_results(CLI::Option* opt, const std::vector<std::string>& values, const
 
 const char* to_string(ConfigSource source) {
   switch (source) {
-    case ConfigSource::kFlag: return "flag";
-    case ConfigSource::kEnv: return "env";
-    case ConfigSource::kFile: return "file";
-    case ConfigSource::kDefault: return "default";
+    case ConfigSource::kFlag:
+      return "flag";
+    case ConfigSource::kEnv:
+      return "env";
+    case ConfigSource::kFile:
+      return "file";
+    case ConfigSource::kDefault:
+      return "default";
   }
   return "?";
 }
@@ -198,7 +206,8 @@ std::string long_name(const CLI::Option& opt) {
 
 std::string command_path(const CLI::App& cmd) {
   std::string s;
-  for (const auto& p : path_of(cmd)) s += (s.empty() ? "" : " ") + p;
+  for (const auto& p : path_of(cmd))
+    s += (s.empty() ? "" : " ") + p;
   return s;
 }
 

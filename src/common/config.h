@@ -1,4 +1,5 @@
-// Layered configuration shared by every subcommand: flag > env CHEXSCALE_<NAME> > YAML file > default.
+// Layered configuration shared by every subcommand: flag > env CHEXSCALE_<NAME> > YAML file >
+// default.
 //
 // Options are declared once, as CLI11 options bound to typed variables. After argv is parsed,
 // ConfigLayers fills every option the command line left unset from the environment, then from the
@@ -31,7 +32,8 @@ class ConfigLayers {
 
   // Applies env and YAML layers to `cmd`, the selected (leaf) subcommand of `root`.
   // `environ` is injectable for tests; nullptr means the process environment.
-  void apply(CLI::App& root, CLI::App& cmd, const std::map<std::string, std::string>* environ = nullptr);
+  void apply(CLI::App& root, CLI::App& cmd,
+             const std::map<std::string, std::string>* environ = nullptr);
 
   // Source of an option's value after apply() ("flag", "env", "file", "default").
   ConfigSource source(const std::string& option_name) const;

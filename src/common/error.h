@@ -46,24 +46,23 @@ namespace detail {
 }  // namespace chexscale
 
 // CHX_CHECK(cond, "fmt {}", args...): throws chexscale::Error with file:line when cond is false.
-#define CHX_CHECK(cond, ...)                                                               \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      ::chexscale::detail::throw_check_failure(__FILE__, __LINE__,                         \
-                                               "check failed: " #cond ": " +               \
-                                                   ::fmt::format(__VA_ARGS__));            \
-    }                                                                                      \
+#define CHX_CHECK(cond, ...)                                                             \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      ::chexscale::detail::throw_check_failure(                                          \
+          __FILE__, __LINE__, "check failed: " #cond ": " + ::fmt::format(__VA_ARGS__)); \
+    }                                                                                    \
   } while (0)
 
 // CHX_CHECK_EQ(a, b, "context"): prints both values when they differ.
-#define CHX_CHECK_EQ(a, b, ...)                                                            \
-  do {                                                                                     \
-    const auto& chx_a_ = (a);                                                              \
-    const auto& chx_b_ = (b);                                                              \
-    if (!(chx_a_ == chx_b_)) {                                                             \
-      ::chexscale::detail::throw_check_failure(                                            \
-          __FILE__, __LINE__,                                                              \
-          ::fmt::format("check failed: {} == {} ({} vs {}): ", #a, #b, chx_a_, chx_b_) +   \
-              ::fmt::format(__VA_ARGS__));                                                 \
-    }                                                                                      \
+#define CHX_CHECK_EQ(a, b, ...)                                                          \
+  do {                                                                                   \
+    const auto& chx_a_ = (a);                                                            \
+    const auto& chx_b_ = (b);                                                            \
+    if (!(chx_a_ == chx_b_)) {                                                           \
+      ::chexscale::detail::throw_check_failure(                                          \
+          __FILE__, __LINE__,                                                            \
+          ::fmt::format("check failed: {} == {} ({} vs {}): ", #a, #b, chx_a_, chx_b_) + \
+              ::fmt::format(__VA_ARGS__));                                               \
+    }                                                                                    \
   } while (0)

@@ -40,7 +40,9 @@ struct Fixture {
   }
 };
 
-TEST(Config, EnvName) { EXPECT_EQ(env_name_for("bucket-mb"), "CHEXSCALE_BUCKET_MB"); }
+TEST(Config, EnvName) {
+  EXPECT_EQ(env_name_for("bucket-mb"), "CHEXSCALE_BUCKET_MB");
+}
 
 TEST(Config, FlagBeatsEnvBeatsFileBeatsDefault) {
   test_util::TempDir dir;
