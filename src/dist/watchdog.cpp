@@ -181,7 +181,11 @@ void CollectiveWatchdog::wait(c10d::Work& work, uint64_t seq, const std::string&
     cause = first_line(e.what());
   }
   failed_ = true;
-  const bool timed_out = !work.isCompleted();
+  // Our wait ran out, or the backend's own timeout fired first (Gloo: "Operation timed out!"),
+  // which leaves the work completed with an error: both mean some rank has not arrived.
+  const bool timed_out = !work.isCompleted() || cause.find("timed out") != std::string::npos ||
+                         cause.find("Timed out") != std::string::npos ||
+                         cause.find("timeout") != std::string::npos;
   const std::string how =
       timed_out ? fmt::format("did not complete within {} s", timeout_.count() / 1000.0)
                 : "failed (" + cause + ")";
