@@ -9,6 +9,7 @@ find_package(yaml-cpp REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)
+pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)
 
 # LibTorch's cmake config exports flags through a variable, not the target, on some versions.
 add_library(chexscale_torch INTERFACE)

@@ -10,7 +10,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp libgloo-dev
   # libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libspng-dev libpng-dev
-  zlib1g-dev
+  libdeflate-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
   util-linux

@@ -1,4 +1,4 @@
-// libspng decoding to gray and encoding from gray (see png_io.h).
+// PNG decoding to gray (the fast path, else libspng) and encoding from gray (see png_io.h).
 #include "data/png_io.h"
 
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "data/png_fast_decode.h"
 
 namespace chexscale::data {
 namespace {
@@ -28,9 +29,28 @@ using SpngCtx = std::unique_ptr<spng_ctx, CtxDeleter>;
 
 constexpr uint32_t kMaxSide = 1U << 15;
 
+size_t channels(uint8_t color_type) {
+  switch (color_type) {
+    case SPNG_COLOR_TYPE_TRUECOLOR:
+      return 3;
+    case SPNG_COLOR_TYPE_GRAYSCALE_ALPHA:
+      return 2;
+    case SPNG_COLOR_TYPE_TRUECOLOR_ALPHA:
+      return 4;
+    default:
+      return 1;  // gray, palette
+  }
+}
+
 }  // namespace
 
 void decode_png_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
+  if (decode_png_gray_fast(data, size, out)) return;
+  decode_png_gray_spng(data, size, name, out);
+}
+
+void decode_png_gray_spng(const uint8_t* data, size_t size, const std::string& name,
+                          GrayImage& out) {
   if (size == 0) throw DataError(fmt::format("{}: empty file", name));
   SpngCtx ctx(spng_ctx_new(0));
   if (!ctx) throw DataError(fmt::format("{}: cannot create PNG decoder", name));
@@ -40,9 +60,16 @@ void decode_png_gray(const uint8_t* data, size_t size, const std::string& name, 
   spng_ihdr ihdr{};
   err = spng_get_ihdr(ctx.get(), &ihdr);
   if (err) fail(name, "not a valid PNG", err);
+  const size_t npix = static_cast<size_t>(ihdr.width) * ihdr.height;
+  // Deflate expands at most 1032:1: refuse before allocating for an image the file cannot hold.
+  const size_t min_data_bytes = npix * channels(ihdr.color_type) * ihdr.bit_depth / 8;
+  if (min_data_bytes / 1032 > size) {
+    throw DataError(
+        fmt::format("{}: corrupt or truncated PNG: a {}x{} image cannot fit in {} bytes", name,
+                    ihdr.width, ihdr.height, size));
+  }
   out.width = static_cast<int>(ihdr.width);
   out.height = static_cast<int>(ihdr.height);
-  const size_t npix = static_cast<size_t>(ihdr.width) * ihdr.height;
 
   if (ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth <= 8) {
     out.pixels.resize(npix);

@@ -1,7 +1,8 @@
-// PNG <-> 8-bit grayscale with libspng. Decodes every variant found in ChestX-ray14 and its
-// copies (gray 1-16 bit, gray+alpha, RGB, RGBA, palette, interlaced): gray 8-bit goes straight to
+// PNG <-> 8-bit grayscale. Decodes every variant found in ChestX-ray14 and its copies (gray 1-16
+// bit, gray+alpha, RGB, RGBA, palette, interlaced): 8-bit non-interlaced ones through a fast path
+// (png_fast_decode.h), the rest and anything irregular with libspng. Gray 8-bit goes straight to
 // the output buffer; other variants are converted with Pillow's luma weights, alpha ignored,
-// 16-bit reduced to its high byte.
+// 16-bit reduced to its high byte. Encoding uses libspng.
 #pragma once
 
 #include <cstddef>
@@ -18,8 +19,13 @@ struct GrayImage {
 };
 
 // Decodes PNG bytes into `out` (its buffer is reused). Throws DataError "<name>: <reason>" for
-// an empty, truncated, corrupt or non-PNG input.
+// an empty, truncated, corrupt or non-PNG input. Tries the fast path (png_fast_decode.h) first,
+// then libspng.
 void decode_png_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out);
+
+// The same with libspng only: the reference for every variant, and the fallback of the fast path.
+void decode_png_gray_spng(const uint8_t* data, size_t size, const std::string& name,
+                          GrayImage& out);
 
 // Reads a whole file into `buffer` (reused); throws DataError naming the path when unreadable.
 void read_file_bytes(const std::string& path, std::vector<uint8_t>& buffer);

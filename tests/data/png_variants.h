@@ -18,6 +18,7 @@ struct PngSpec {
   int bit_depth = 8;
   bool interlaced = false;
   std::vector<png_color> palette;  // for PNG_COLOR_TYPE_PALETTE
+  int filters = -1;                // PNG_FILTER_* mask for png_set_filter; -1: libpng's choice
 };
 
 // `rows` holds height rows of packed samples as libpng expects them (16-bit big-endian).
@@ -39,6 +40,7 @@ inline void write_png_variant(const std::string& path, const PngSpec& spec,
   if (spec.color_type == PNG_COLOR_TYPE_PALETTE) {
     png_set_PLTE(png, info, spec.palette.data(), static_cast<int>(spec.palette.size()));
   }
+  if (spec.filters >= 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, spec.filters);
   png_write_info(png, info);
   std::vector<png_bytep> pointers;
   for (const auto& r : rows)
