@@ -3,13 +3,18 @@
 //
 // Why post-hooks on the accumulator (DDP's choice) rather than tensor.register_hook: a tensor
 // hook runs before the gradient is accumulated into .grad(), so the bucket would miss what was
-// already there; the accumulator's post-hook runs once .grad() is final for this backward. The
-// hook copies .grad() into its bucket view (one memcpy); finish() copies the average back. Keeping
-// .grad() a separate tensor (not a view of the bucket) makes the reducer indifferent to how the
-// optimizer zeroes or replaces gradients (zero_grad(set_to_none) differs across LibTorch versions).
+// already there; the accumulator's post-hook runs once .grad() is final for this backward.
+//
+// Gradients are bucket slots (DDP's gradient_as_bucket_view): before backward each parameter's
+// .grad() is pointed at its slot of the bucket, so autograd accumulates straight into the buffer
+// that is allreduced and averaged in place; no copy in, no copy back. A slot shares the bucket's
+// storage but is not an autograd view, so an optimizer may still detach_() and zero_() it. When
+// something replaces .grad() (zero_grad(set_to_none), create_graph accumulation), the gradient is
+// copied into its slot and .grad() re-pointed, so the result is the same, only slower.
 #include "dist/reducer.h"
 
 #include <c10/util/Exception.h>
+#include <c10/util/strides.h>
 #include <fmt/format.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -33,7 +38,7 @@ struct Bucket {
   std::vector<size_t> params;        // indices into the reducer's parameter list
   torch::Tensor flat;                // the gradients, back to back, in the parameters' dtype
   torch::Tensor wire;                // the compressed payload (fp16/bf16); undefined without
-  std::vector<torch::Tensor> views;  // views of `flat` shaped like each parameter
+  std::vector<torch::Tensor> slots;  // each parameter's gradient, stored inside `flat`
   size_t pending = 0;                // parameters whose gradient is not in `flat` yet
   c10::intrusive_ptr<c10d::Work> work;
   uint64_t seq = 0;
@@ -62,6 +67,9 @@ class GradientReducer::Impl {
  private:
   void launch_ready_buckets();
   void launch(size_t b);
+  // Makes .grad() of parameter `index` its bucket slot, keeping the gradient's value.
+  void attach_slot(size_t index);
+  bool grad_in_slot(size_t index) const;
   void check_wire_type_supported();
 
   std::shared_ptr<DistContext> ctx_;
@@ -132,7 +140,14 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
     int64_t offset = 0;
     for (size_t k = 0; k < members.size(); ++k) {
       const torch::Tensor& p = params_[members[k]];
-      bucket.views.push_back(bucket.flat.narrow(0, offset, p.numel()).view(p.sizes()));
+      // Same strides as the parameter (e.g. channels-last) when it is dense, so autograd adds
+      // into the slot without a layout change.
+      const c10::DimVector strides = p.is_non_overlapping_and_dense()
+                                         ? c10::DimVector(p.strides())
+                                         : c10::contiguous_strides(p.sizes());
+      torch::Tensor slot = torch::empty({0}, bucket.flat.options());
+      slot.set_(bucket.flat.storage(), offset, p.sizes(), strides);
+      bucket.slots.push_back(std::move(slot));
       offset += p.numel();
       slot_[members[k]] = {buckets_.size(), k};
     }
@@ -176,6 +191,29 @@ void GradientReducer::Impl::prepare_for_backward() {
   if (prepared_) throw Error("GradientReducer: prepare_for_backward() twice without finish()");
   prepared_ = true;
   armed_ = options_.overlap && ctx_->world_size() > 1;
+  if (ctx_->world_size() == 1) return;
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!grad_in_slot(i)) attach_slot(i);
+  }
+}
+
+bool GradientReducer::Impl::grad_in_slot(size_t index) const {
+  const torch::Tensor& grad = params_[index].grad();
+  const auto [b, k] = slot_[index];
+  return grad.defined() && grad.data_ptr() == buckets_[b].slots[k].data_ptr();
+}
+
+void GradientReducer::Impl::attach_slot(size_t index) {
+  torch::Tensor& grad = params_[index].mutable_grad();
+  const auto [b, k] = slot_[index];
+  torch::Tensor& slot = buckets_[b].slots[k];
+  if (grad.defined()) {
+    slot.copy_(grad);
+  } else {
+    slot.zero_();
+  }
+  grad = slot;
 }
 
 void GradientReducer::Impl::on_gradient_ready(size_t index) {
@@ -188,11 +226,9 @@ void GradientReducer::Impl::on_gradient_ready(size_t index) {
                     index));
   }
   ready_[index] = 1;
-  auto [b, k] = slot_[index];
-  Bucket& bucket = buckets_[b];
   torch::NoGradGuard no_grad;
-  bucket.views[k].copy_(params_[index].grad());
-  if (--bucket.pending == 0) launch_ready_buckets();
+  if (!grad_in_slot(index)) attach_slot(index);
+  if (--buckets_[slot_[index].first].pending == 0) launch_ready_buckets();
 }
 
 // Buckets start strictly in order on every rank, so the i-th allreduce is the same bucket
@@ -237,19 +273,19 @@ double GradientReducer::Impl::finish() {
     // (they contribute zeros, so no rank waits for a gradient that will never come).
     for (size_t i = 0; i < params_.size(); ++i) {
       if (ready_[i]) continue;
-      auto [b, k] = slot_[i];
-      const torch::Tensor& grad = params_[i].grad();
-      if (!options_.overlap && grad.defined()) {
-        buckets_[b].views[k].copy_(grad);
-      } else {
-        buckets_[b].views[k].zero_();
+      const auto [b, k] = slot_[i];
+      if (options_.overlap) {
+        buckets_[b].slots[k].zero_();
+        params_[i].mutable_grad() = buckets_[b].slots[k];
+      } else if (!grad_in_slot(i)) {
+        attach_slot(i);
       }
       --buckets_[b].pending;
     }
     launch_ready_buckets();
   }
-  // Averaging is folded into the copy back (one pass over the bucket instead of two).
-  const torch::Tensor world = torch::scalar_tensor(static_cast<double>(ctx_->world_size()));
+  // The gradients are the buckets' slots: averaging in place is the only pass left.
+  const double world = static_cast<double>(ctx_->world_size());
   CollectiveWatchdog& watchdog = *ctx_->watchdog();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     Bucket& bucket = buckets_[b];
@@ -257,14 +293,7 @@ double GradientReducer::Impl::finish() {
                   fmt::format("allreduce of gradient bucket {} of {}", b + 1, buckets_.size()));
     bucket.work.reset();
     if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
-    for (size_t k = 0; k < bucket.params.size(); ++k) {
-      torch::Tensor& param = params_[bucket.params[k]];
-      if (param.grad().defined()) {
-        torch::div_out(param.mutable_grad(), bucket.views[k], world);
-      } else {
-        param.mutable_grad() = bucket.views[k].div(world);
-      }
-    }
+    bucket.flat.div_(world);
     bucket.pending = bucket.params.size();
   }
   std::fill(ready_.begin(), ready_.end(), 0);

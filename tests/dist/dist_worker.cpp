@@ -87,8 +87,12 @@ void run_grads(const std::shared_ptr<dist::DistContext>& ctx, const std::string&
     }
     try {
       dist::GradientReducer reducer(ctx, net->parameters(), config.options);
-      one_step(*ctx, net, reducer, 0);
+      one_step(*ctx, net, reducer, 0);  // gradients undefined: the reducer attaches its slots
       torch::save(gradients(net), dir + "/" + config.name + suffix);
+      for (auto& p : net->parameters())
+        p.mutable_grad().reset();  // zero_grad(set_to_none), LibTorch 2.x's default
+      one_step(*ctx, net, reducer, 0);
+      torch::save(gradients(net), dir + "/" + config.name + ".again" + suffix);
     } catch (const UsageError& e) {
       std::ofstream(dir + "/" + config.name + fmt::format(".rank{}.error", ctx->rank()))
           << e.what();
