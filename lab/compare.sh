@@ -14,6 +14,7 @@
 #   --variants LIST       comma list of engine variants, each run on both systems:
 #                         naive (--no-overlap), overlap (the default engine),
 #                         fp16 (overlap + fp16 gradients), bucket<MB> (overlap + --bucket-mb MB),
+#                         A+B combines them (fp16+bucket5),
 #                         hostnet (pods on the host network; first variant's engine; k8s only)
 #                                                              [naive,overlap,fp16,hostnet]
 #   --fabric-rate R --overlay-rate R   bandwidth caps (see lab/cluster.sh)  [uncapped]
@@ -70,15 +71,20 @@ started=$SECONDS
 
 say() { echo "[lab $((SECONDS - started))s] $*"; }
 
-# Bench options of an engine variant.
+# Bench options of an engine variant; "+" combines variants (fp16+bucket5).
 variant_flags() {
-  case "$1" in
-    naive) echo "--no-overlap" ;;
-    overlap) echo "" ;;
-    fp16) echo "--grad-compression fp16" ;;
-    bucket[0-9]*) echo "--bucket-mb ${1#bucket}" ;;
-    *) lab_die "unknown variant '$1' (naive, overlap, fp16, bucket<MB>, hostnet)" ;;
-  esac
+  local part parts engine_flags=()
+  IFS=+ read -r -a parts <<<"$1"
+  for part in "${parts[@]}"; do
+    case "$part" in
+      naive) engine_flags+=(--no-overlap) ;;
+      overlap) ;;
+      fp16) engine_flags+=(--grad-compression fp16) ;;
+      bucket[0-9]*) engine_flags+=(--bucket-mb "${part#bucket}") ;;
+      *) lab_die "unknown variant '$part' (naive, overlap, fp16, bucket<MB>, A+B, hostnet)" ;;
+    esac
+  done
+  echo "${engine_flags[*]}"
 }
 
 # The worker command both systems run: `chexscale bench` with the workload and LABEL, OUT_DIR.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "train/fused_adam.h"
 
 namespace chexscale::train {
 namespace {
@@ -26,9 +27,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
                                                         const OptimizerOptions& options) {
   if (options.lr <= 0) throw UsageError("the learning rate must be positive");
   if (options.name == "adam") {
-    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(options.lr)
-                                                            .betas({options.beta1, options.beta2})
-                                                            .weight_decay(options.weight_decay));
+    return std::make_unique<FusedAdam>(params, torch::optim::AdamOptions(options.lr)
+                                                   .betas({options.beta1, options.beta2})
+                                                   .weight_decay(options.weight_decay));
   }
   if (options.name == "sgd") {
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(options.lr)
