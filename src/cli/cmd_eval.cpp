@@ -1,15 +1,20 @@
-// `chexscale eval`: a checkpoint on a split -> predictions.csv, metrics.json and a per-class
-// AUROC table beside the CheXNet paper's. Runs on one process or, launched, on many.
+// `chexscale eval`: a checkpoint on a split or on a list of images -> predictions.csv,
+// metrics.json and a per-class AUROC table beside the CheXNet paper's. Runs on one process or,
+// launched, on many.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/dist_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "data/example_source.h"
+#include "data/image_list.h"
+#include "data/shard_set.h"
 #include "train/chexnet_paper.h"
 #include "train/evaluate.h"
 #include "train/inference.h"
@@ -21,6 +26,7 @@ namespace {
 struct EvalFlags {
   std::string checkpoint;
   std::string out_dir;
+  std::string images;  // an image list instead of a split
   data::LoaderOptions data;
   DistFlags dist;
 };
@@ -42,8 +48,70 @@ void print_table(const train::EvalMetrics& m) {
   }
   fmt::print("{:<20} {:>8} {:>8}\n", "mean", auroc_cell(m.auroc.mean),
              fmt::format("{:.4f}", train::kChexnetPaperMeanAuroc));
-  fmt::print("{} examples, loss {:.4f} (n/a: no positives or no negatives in this split)\n",
-             m.examples, m.loss);
+  const bool some_undefined =
+      std::any_of(m.auroc.per_class.begin(), m.auroc.per_class.end(),
+                  [](const std::optional<double>& v) { return !v.has_value(); });
+  fmt::print("{} examples, loss {:.4f}{}\n", m.examples, m.loss,
+             some_undefined ? " (n/a: no positives or no negatives among them)" : "");
+}
+
+// The image list named by --images (read by every rank), or null to evaluate a split.
+std::shared_ptr<const data::ImageListSource> open_image_list(const EvalFlags& f,
+                                                             int64_t image_size) {
+  if (f.images.empty()) return nullptr;
+  if (data::is_shard_set(f.data.source)) {
+    throw UsageError("--images needs a ChestX-ray14 folder of PNGs; " + f.data.source +
+                     " holds shards");
+  }
+  return std::make_shared<const data::ImageListSource>(f.data.source, f.images,
+                                                       static_cast<int>(image_size));
+}
+
+// Writes predictions.csv and metrics.json and prints the table (rank 0).
+void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::ExampleSource& source,
+            const data::ImageListSource* list, const train::SplitOutputs& out) {
+  std::vector<std::string> names;
+  std::vector<bool> labelled;
+  for (int64_t i = 0; i < out.indices.size(0); ++i) {
+    const int64_t index = out.indices[i].item<int64_t>();
+    names.push_back(source.name(index));
+    labelled.push_back(list == nullptr || list->labelled(index));
+  }
+  const train::SplitOutputs scored = list ? train::select_rows(out, labelled) : out;
+  std::optional<train::EvalMetrics> metrics;
+  if (scored.logits.size(0) > 0) {
+    metrics = train::evaluate_outputs(scored, train::BceWithLogitsLoss());
+  }
+  make_dirs(f.out_dir);
+  const std::filesystem::path dir(f.out_dir);
+  write_file_atomic((dir / "predictions.csv").string(),
+                    train::predictions_csv(names, out, list ? labelled : std::vector<bool>{}));
+  const std::string what = list ? f.images : lo.split;
+  nlohmann::json doc = {{"checkpoint", f.checkpoint},
+                        {list ? "images" : "split", what},
+                        {"ten_crop", lo.ten_crop},
+                        {"examples", names.size()},
+                        {"labelled", scored.logits.size(0)},
+                        {"loss", nullptr},
+                        {"auroc", nullptr}};
+  if (metrics) {
+    doc["loss"] = metrics->loss;
+    doc["auroc"] = train::auroc_json(metrics->auroc);
+  }
+  write_file_atomic((dir / "metrics.json").string(), doc.dump(2) + "\n");
+  fmt::print("{} on {}{}:\n", f.checkpoint,
+             list ? "the images of " + what : "the " + what + " split",
+             lo.ten_crop ? " (ten-crop)" : "");
+  if (metrics) {
+    print_table(*metrics);
+    if (list)
+      fmt::print("{} of {} images have labels in the CSV\n", metrics->examples, names.size());
+  } else {
+    fmt::print("{} images predicted; none has labels in the CSV, so there are no metrics\n",
+               names.size());
+  }
+  fmt::print("wrote {} and {}\n", (dir / "predictions.csv").string(),
+             (dir / "metrics.json").string());
 }
 
 }  // namespace
@@ -51,8 +119,9 @@ void print_table(const train::EvalMetrics& m) {
 void add_eval_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "eval",
-      "Evaluate a checkpoint on a split: per-class AUROC (exact; n/a for a class without\n"
-      "positives or negatives) beside the CheXNet paper, predictions.csv and metrics.json.");
+      "Evaluate a checkpoint on a split or a list of images: per-class AUROC (exact; n/a for a\n"
+      "class without positives or negatives) beside the CheXNet paper, predictions.csv and\n"
+      "metrics.json.");
   auto f = std::make_shared<EvalFlags>();
   f->data.split = "test";
   f->data.batch_size = 32;
@@ -60,6 +129,10 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
                   "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
   cmd->add_option("--data", f->data.source, "ChestX-ray14 folder or shards");
   cmd->add_option("--split", f->data.split, "train, val or test")->capture_default_str();
+  cmd->add_option("--images", f->images,
+                  "Evaluate the images named in this file instead of a split (one file name a "
+                  "line, found in the image folders of --data; labels from its CSV where listed, "
+                  "metrics over the labelled ones)");
   cmd->add_option("--out", f->out_dir, "Folder for predictions.csv and metrics.json");
   cmd->add_flag("--ten-crop", f->data.ten_crop,
                 "Average the probabilities of ten crops (corners, centre, flipped)");
@@ -86,28 +159,13 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
     lo.shuffle = false;
     lo.rank = ctx->rank();
     lo.world_size = ctx->world_size();
-    data::Loader loader(lo);
+    const auto list = open_image_list(*f, m.image_size);
+    data::Loader loader(lo, list);  // a null list: the split of --data
     const train::SplitOutputs out = train::predict_split(*m.model, loader, ctx.get(), m.device);
-    const train::EvalMetrics metrics = train::evaluate_outputs(out, train::BceWithLogitsLoss());
     if (!ctx->is_main()) return 0;
-    const auto source = data::open_example_source(lo);
-    std::vector<std::string> names;
-    for (int64_t i = 0; i < out.indices.size(0); ++i) {
-      names.push_back(source->name(out.indices[i].item<int64_t>()));
-    }
-    make_dirs(f->out_dir);
-    const std::filesystem::path dir(f->out_dir);
-    write_file_atomic((dir / "predictions.csv").string(), train::predictions_csv(names, out));
-    const nlohmann::json doc = {
-        {"checkpoint", f->checkpoint}, {"split", lo.split},
-        {"ten_crop", lo.ten_crop},     {"examples", metrics.examples},
-        {"loss", metrics.loss},        {"auroc", train::auroc_json(metrics.auroc)}};
-    write_file_atomic((dir / "metrics.json").string(), doc.dump(2) + "\n");
-    fmt::print("{} on the {} split{}:\n", f->checkpoint, lo.split,
-               lo.ten_crop ? " (ten-crop)" : "");
-    print_table(metrics);
-    fmt::print("wrote {} and {}\n", (dir / "predictions.csv").string(),
-               (dir / "metrics.json").string());
+    const std::shared_ptr<const data::ExampleSource> source =
+        list ? list : std::shared_ptr<const data::ExampleSource>(data::open_example_source(lo));
+    report(*f, lo, *source, list.get(), out);
     return 0;
   });
 }

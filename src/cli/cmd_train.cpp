@@ -26,6 +26,10 @@ struct TrainFlags {
 };
 
 // Draws the progress bar (terminal) or periodic lines, and one line per epoch.
+std::string value_or_na(const std::optional<double>& v) {
+  return v ? fmt::format("{:.4f}", *v) : "n/a";
+}
+
 class ProgressPrinter : public train::TrainerObserver {
  public:
   void on_epoch_start(int64_t epoch, int64_t batches, int64_t first_batch) override {
@@ -34,18 +38,17 @@ class ProgressPrinter : public train::TrainerObserver {
   }
   void on_step(const train::StepLog& log) override {
     bar_->update(log.batch_in_epoch,
-                 fmt::format("step {} loss {:.4f} lr {:.2e} {:.1f} img/s", log.step, log.loss,
-                             log.lr, log.images_per_second));
+                 fmt::format("step {} loss {} lr {:.2e} {:.1f} img/s", log.step,
+                             value_or_na(log.loss), log.lr, log.images_per_second));
   }
   void on_epoch_end(const train::EpochLog& log) override {
     bar_->finish();
     fmt::print(stderr,
-               "epoch {}: train loss {:.4f}, val loss {:.4f}, val mean AUROC {}{}, {:.1f} img/s, "
+               "epoch {}: train loss {}, val loss {:.4f}, val mean AUROC {}{}, {:.1f} img/s, "
                "next lr {:.2e}{}\n",
-               log.epoch + 1, log.train_loss, log.val_loss,
-               log.val_auroc.mean ? fmt::format("{:.4f}", *log.val_auroc.mean) : "n/a",
-               log.best ? " (best)" : "", log.images_per_second, log.lr,
-               log.lr_reduced ? " (reduced on plateau)" : "");
+               log.epoch + 1, value_or_na(log.train_loss), log.val_loss,
+               value_or_na(log.val_auroc.mean), log.best ? " (best)" : "", log.images_per_second,
+               log.lr, log.lr_reduced ? " (reduced on plateau)" : "");
   }
 
  private:
@@ -154,6 +157,13 @@ void print_summary(const train::TrainSummary& s, const std::string& out_dir) {
 void add_train_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "train",
+  if (s.empty_batch_steps > 0) {
+    fmt::print("{} steps were skipped: every image of a worker's batch failed to decode\n",
+               s.empty_batch_steps);
+  }
+  if (s.non_finite_steps > 0) {
+    fmt::print("{} steps were skipped: non-finite loss or gradients\n", s.non_finite_steps);
+  }
       "Train CheXNet (default: DenseNet-121, Adam 1e-3, class-weighted BCE, lr / 10 on a\n"
       "validation-loss plateau, 224 crops of 256, random flips). Each epoch ends with the\n"
       "validation loss and per-class AUROC; checkpoints resume exactly (--resume auto).");

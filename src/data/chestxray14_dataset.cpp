@@ -22,6 +22,8 @@ void add_pngs(const fs::path& dir, std::unordered_map<std::string, std::string>&
   }
 }
 
+}  // namespace
+
 // Image folders of the official download (images/, or images_001/ ... after extraction) and of
 // the Kaggle copy (images_001/images/ ...).
 std::unordered_map<std::string, std::string> find_images(const std::string& dir) {
@@ -38,8 +40,6 @@ std::unordered_map<std::string, std::string> find_images(const std::string& dir)
   if (ec) throw IoError(fmt::format("cannot list {}: {}", dir, ec.message()));
   return found;
 }
-
-}  // namespace
 
 std::string find_data_entry_csv(const std::string& dir) {
   for (const char* name : {"Data_Entry_2017.csv", "Data_Entry_2017_v2020.csv"}) {

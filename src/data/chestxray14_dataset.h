@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "data/data_issues.h"
@@ -23,6 +24,10 @@ struct Example {
 // The CSV of a data folder: Data_Entry_2017.csv, else Data_Entry_2017_v2020.csv; throws DataError
 // naming the folder when neither exists.
 std::string find_data_entry_csv(const std::string& dir);
+
+// PNG file name -> path for every image in the folder's image folders (images/, images_*/ and
+// images_*/images/); IoError when `dir` cannot be listed.
+std::unordered_map<std::string, std::string> find_images(const std::string& dir);
 
 // Every example of the CSV whose PNG exists, in CSV order, with its split. Images listed but
 // missing on disk are warnings (errors when strict) and are left out.

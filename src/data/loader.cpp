@@ -48,7 +48,8 @@ void fill_synthetic(uint64_t seed, int64_t index, int64_t floats, float* image, 
 
 class Loader::Impl {
  public:
-  explicit Impl(const LoaderOptions& o) : opt_(o) {
+  Impl(const LoaderOptions& o, std::shared_ptr<const ExampleSource> source)
+      : opt_(o), source_(std::move(source)) {
     if (opt_.batch_size < 1) throw UsageError(fmt::format("batch size {} < 1", opt_.batch_size));
     if (opt_.crop_size < 1) throw UsageError(fmt::format("crop size {} < 1", opt_.crop_size));
     if (opt_.threads < 1) throw UsageError(fmt::format("loader threads {} < 1", opt_.threads));
@@ -60,7 +61,7 @@ class Loader::Impl {
       if (opt_.synthetic_size < 1) throw UsageError("synthetic size must be at least 1");
       size_ = opt_.synthetic_size;
     } else {
-      source_ = open_example_source(opt_);
+      if (!source_) source_ = open_example_source(opt_);
       size_ = source_->size();
       if (opt_.crop_size > source_->image_size()) {
         throw UsageError(fmt::format("crop size {} exceeds the image size {}", opt_.crop_size,
@@ -261,7 +262,7 @@ class Loader::Impl {
   }
 
   LoaderOptions opt_;
-  std::unique_ptr<ExampleSource> source_;
+  std::shared_ptr<const ExampleSource> source_;
   std::unique_ptr<DistributedSampler> sampler_;
   int64_t size_ = 0;
   int64_t batches_per_epoch_ = 0;
@@ -287,7 +288,9 @@ class Loader::Impl {
   double last_wait_ = 0;
 };
 
-Loader::Loader(const LoaderOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+Loader::Loader(const LoaderOptions& options) : impl_(std::make_unique<Impl>(options, nullptr)) {}
+Loader::Loader(const LoaderOptions& options, std::shared_ptr<const ExampleSource> source)
+    : impl_(std::make_unique<Impl>(options, std::move(source))) {}
 Loader::~Loader() = default;
 void Loader::start_epoch(int64_t epoch, int64_t skip_batches) {
   impl_->start_epoch(epoch, skip_batches);

@@ -46,9 +46,13 @@ struct LoaderStats {
   double wait_seconds = 0;  // consumer time blocked in next()
 };
 
+class ExampleSource;
+
 class Loader {
  public:
   explicit Loader(const LoaderOptions& options);
+  // Serves `source` (e.g. an ImageListSource) instead of opening options.source.
+  Loader(const LoaderOptions& options, std::shared_ptr<const ExampleSource> source);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;

@@ -86,8 +86,21 @@ EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLos
   return m;
 }
 
-std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs) {
+SplitOutputs select_rows(const SplitOutputs& outputs, const std::vector<bool>& keep) {
+  CHX_CHECK_EQ(static_cast<int64_t>(keep.size()), outputs.logits.size(0), "mask vs rows");
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i]) rows.push_back(static_cast<int64_t>(i));
+  }
+  const auto index = torch::tensor(rows, torch::kInt64);
+  return {outputs.logits.index_select(0, index), outputs.labels.index_select(0, index),
+          outputs.indices.index_select(0, index)};
+}
+
+std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs,
+                            const std::vector<bool>& labelled) {
   CHX_CHECK_EQ(static_cast<int64_t>(names.size()), outputs.logits.size(0), "names vs rows");
+  CHX_CHECK(labelled.empty() || labelled.size() == names.size(), "labelled flags vs rows");
   const int64_t classes = outputs.logits.size(1);
   const auto class_name = [](int64_t c) {
     return c < data::kNumPathologies ? data::kPathologies[c] : fmt::format("class_{}", c);
@@ -106,8 +119,9 @@ std::string predictions_csv(const std::vector<std::string>& names, const SplitOu
     const float* y = labels[static_cast<int64_t>(i)].data_ptr<float>();
     for (int64_t c = 0; c < classes; ++c)
       csv += fmt::format(",{:.6f}", p[c]);
+    const bool known = labelled.empty() || labelled[i];
     for (int64_t c = 0; c < classes; ++c)
-      csv += fmt::format(",{}", static_cast<int>(y[c]));
+      csv += known ? fmt::format(",{}", static_cast<int>(y[c])) : std::string(",");
     csv += "\n";
   }
   return csv;

@@ -37,8 +37,13 @@ struct EvalMetrics {
 
 EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLoss& loss);
 
+// The rows i with keep[i] (e.g. the labelled images of an image list).
+SplitOutputs select_rows(const SplitOutputs& outputs, const std::vector<bool>& keep);
+
 // predictions.csv: "image", then prob_<pathology> x C, then label_<pathology> x C, a row per
-// example; names[i] is the image of row i.
-std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs);
+// example; names[i] is the image of row i. Rows with labelled[i] false have empty label cells
+// (an empty `labelled` means every row is labelled).
+std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs,
+                            const std::vector<bool>& labelled = {});
 
 }  // namespace chexscale::train

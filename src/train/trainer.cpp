@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "common/error.h"
@@ -14,6 +15,7 @@
 #include "models/registry.h"
 #include "models/weights.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_share.h"
 #include "train/evaluate.h"
 #include "train/metrics_log.h"
 
@@ -28,7 +30,9 @@ struct Position {
   int64_t batches_done = 0;  // of that epoch, per rank
   int64_t samples_done = 0;  // of that epoch, all ranks (the global permutation's prefix)
   int64_t global_step = 0;
-  double epoch_loss_sum = 0;  // this rank's sum of step losses in the epoch so far
+  double epoch_loss_sum = 0;        // this rank's sum of step losses in the epoch so far
+  int64_t epoch_loss_steps = 0;     // the steps in that sum (skipped steps have no loss)
+  int64_t epoch_skipped_steps = 0;  // steps of the epoch that did not update the weights
 };
 
 BceWithLogitsLoss make_loss(const TrainerOptions& o) {
@@ -135,13 +139,18 @@ class Trainer::Impl {
                                                             static_cast<double>(bpe));
         set_learning_rate(*optimizer_, lr);
         const int64_t start_us = now_micros();
-        StepResult r = step_->run(*batch, pos_.global_step);
+        StepResult r = run_step(*batch);
         r.times.data_wait = train_loader_->last_wait_seconds();
         record_timeline(start_us, r.times);
         ++pos_.global_step;
         ++pos_.batches_done;
         pos_.samples_done += global_batch;
-        pos_.epoch_loss_sum += r.loss;
+        if (r.skipped) {
+          ++pos_.epoch_skipped_steps;
+        } else {
+          pos_.epoch_loss_sum += r.loss;
+          ++pos_.epoch_loss_steps;
+        }
         window.add(r);
         step_sum += r.times;
         ++steps_timed;
@@ -168,6 +177,8 @@ class Trainer::Impl {
       --pos_.epoch;
     }
     summary.steps = pos_.global_step;
+      pos_.epoch_loss_steps = 0;
+      pos_.epoch_skipped_steps = 0;
     summary.best_mean_auroc = best_mean_auroc_;
     summary.best_checkpoint =
         best_mean_auroc_ ? (fs::path(store_->dir()) / "best.json").string() : "";
@@ -184,6 +195,8 @@ class Trainer::Impl {
   }
 
  private:
+    summary.empty_batch_steps = empty_batch_steps_;
+    summary.non_finite_steps = non_finite_steps_;
   // Steps since the last step record.
   struct Window {
     Stopwatch clock;
@@ -192,7 +205,14 @@ class Trainer::Impl {
     int64_t images = 0;
     StepTimes times;
     void add(const StepResult& r) {
-      loss_sum += r.loss;
+      if (r.skipped) {
+        ++skipped;
+      } else {
+        loss_sum += r.loss;
+        ++loss_steps;
+      }
+    int64_t loss_steps = 0;  // steps in loss_sum (not skipped)
+    int64_t skipped = 0;
       ++steps;
       images += r.images;
       times += r.times;
@@ -204,6 +224,31 @@ class Trainer::Impl {
     t.forward *= k;
     t.backward *= k;
     t.comm_exposed *= k;
+  // One training step, or none on any rank when the batch of some rank lost every image (its
+  // loss would be NaN, and the others would wait for it in the gradient allreduce). Deciding
+  // together costs one 8-byte allreduce per step with several workers. The data position moves
+  // on either way; a skipped step leaves the weights untouched.
+  StepResult run_step(const data::Batch& batch) {
+    const double empty_here = batch.indices.empty() ? 1.0 : 0.0;
+    const auto empty_ranks = std::lround(dist::average_across_ranks(*ctx_, empty_here) *
+                                         static_cast<double>(ctx_->world_size()));
+    if (empty_ranks > 0) {
+      if (main_) {
+        log::warn(
+            "step {}: every image of the batch failed to decode on {} of {} workers: step "
+            "skipped on every worker",
+            pos_.global_step, empty_ranks, ctx_->world_size());
+      }
+      ++empty_batch_steps_;
+      StepResult r;
+      r.skipped = true;
+      return r;
+    }
+    StepResult r = step_->run(batch, pos_.global_step);
+    if (r.skipped) ++non_finite_steps_;
+    return r;
+  }
+
     t.optimizer *= k;
     t.total *= k;
     return t;
@@ -227,15 +272,16 @@ class Trainer::Impl {
   void log_step(Window& w, double lr, int64_t bpe) {
     // Collective: every rank logs at the same steps.
     const auto avg = dist::average_across_ranks(
-        *ctx_, {w.loss_sum / static_cast<double>(w.steps), static_cast<double>(w.images)});
+        *ctx_, {w.loss_sum, static_cast<double>(w.loss_steps), static_cast<double>(w.images)});
     StepLog log;
     log.step = pos_.global_step;
     log.epoch = pos_.epoch;
     log.batch_in_epoch = pos_.batches_done;
     log.batches_per_epoch = bpe;
-    log.loss = avg[0];
+    if (avg[1] > 0) log.loss = avg[0] / avg[1];
+    log.skipped_steps = w.skipped;  // equal on every rank: skips are decided together
     log.lr = lr;
-    log.images_per_second = avg[1] * ctx_->world_size() / std::max(1e-9, w.clock.seconds());
+    log.images_per_second = avg[2] * ctx_->world_size() / std::max(1e-9, w.clock.seconds());
     log.times = scaled(w.times, 1.0 / static_cast<double>(w.steps));
     w = Window();
     if (!main_) return;
@@ -243,7 +289,8 @@ class Trainer::Impl {
                       {"step", log.step},
                       {"epoch", log.epoch},
                       {"batch", log.batch_in_epoch},
-                      {"loss", log.loss},
+                      {"loss", optional_json(log.loss)},
+                      {"skipped_steps", log.skipped_steps},
                       {"lr", log.lr},
                       {"images_per_second", log.images_per_second},
                       {"data_wait_s", log.times.data_wait},
@@ -259,7 +306,10 @@ class Trainer::Impl {
     EpochLog log;
     log.epoch = pos_.epoch;
     log.step = pos_.global_step;
-    log.train_loss = dist::average_across_ranks(*ctx_, pos_.epoch_loss_sum / bpe);
+    const auto loss = dist::average_across_ranks(
+        *ctx_, {pos_.epoch_loss_sum, static_cast<double>(pos_.epoch_loss_steps)});
+    if (loss[1] > 0) log.train_loss = loss[0] / loss[1];
+    log.skipped_steps = pos_.epoch_skipped_steps;
     log.images_per_second = dist::average_across_ranks(*ctx_, static_cast<double>(epoch_images)) *
                             ctx_->world_size() / std::max(1e-9, epoch_clock.seconds());
     // Rank 0's BatchNorm statistics are the checkpointed ones: validate with them everywhere.
@@ -279,7 +329,8 @@ class Trainer::Impl {
       metrics_->append({{"type", "epoch"},
                         {"epoch", log.epoch},
                         {"step", log.step},
-                        {"train_loss", log.train_loss},
+                        {"train_loss", optional_json(log.train_loss)},
+                        {"skipped_steps", log.skipped_steps},
                         {"val_loss", log.val_loss},
                         {"val_examples", m.examples},
                         {"val_auroc", auroc_json(m.auroc)},
@@ -304,6 +355,8 @@ class Trainer::Impl {
             {"plateau",
              {{"best_loss", optional_json(plateau.best_loss)},
               {"bad_epochs", plateau.bad_epochs},
+            {"epoch_loss_steps", pos_.epoch_loss_steps},
+            {"epoch_skipped_steps", pos_.epoch_skipped_steps},
               {"factor", plateau.factor}}},
             {"best_mean_auroc", optional_json(best_mean_auroc_)},
             {"model",
@@ -326,25 +379,22 @@ class Trainer::Impl {
     return store_->save(pos_.global_step, state, tensors);
   }
 
-  // Loads the checkpoint named by --resume; returns its step, or -1 when starting fresh.
-  int64_t resume() {
-    std::optional<Checkpoint> ckpt;
-    if (opt_.resume == "auto") {
-      ckpt = store_->load_latest();
-    } else if (!opt_.resume.empty()) {
-      ckpt = read_checkpoint(opt_.resume);
-    } else if (!store_->list().empty()) {
+  // Rank 0: the checkpoint named by --resume, verified (nullopt: start fresh).
+  std::optional<Checkpoint> find_checkpoint() const {
+    if (opt_.resume == "auto") return store_->load_latest();
+    if (!opt_.resume.empty()) return read_checkpoint(opt_.resume);
+    if (!store_->list().empty()) {
       throw UsageError(store_->dir() + " already holds checkpoints: pass --resume auto to " +
                        "continue that run, or choose another --out");
     }
-    const int64_t step = ckpt ? ckpt->state.at("global_step").get<int64_t>() : -1;
-    // Every rank must have found the same checkpoint (the run directory must be shared).
-    if (dist::average_across_ranks(*ctx_, static_cast<double>(step)) != static_cast<double>(step)) {
-      throw DistError(
-          fmt::format("rank {} resumes from step {} but other ranks do not: the run "
-                      "directory must be shared by every rank",
-                      ctx_->rank(), step));
-    }
+    return std::nullopt;
+  }
+
+  // Loads the checkpoint named by --resume; returns its step, or -1 when starting fresh. Only
+  // rank 0 reads the run directory; the others receive the checkpoint from it.
+  int64_t resume() {
+    const std::optional<Checkpoint> ckpt =
+        read_checkpoint_on_rank0(*ctx_, [this] { return find_checkpoint(); });
     if (!ckpt) return -1;
     const auto& s = ckpt->state;
     if (s.at("model").at("arch").get<std::string>() != opt_.model.arch) {
@@ -355,6 +405,7 @@ class Trainer::Impl {
                             {/*replace_head=*/false});
     load_optimizer_state(*optimizer_, params_, ckpt->tensors);
     set_cpu_rng_state(tensors_with_prefix(ckpt->tensors, "rng.").at(0).tensor);
+    const int64_t step = ckpt->state.at("global_step").get<int64_t>();
     PlateauState plateau;
     if (!s.at("plateau").at("best_loss").is_null()) {
       plateau.best_loss = s.at("plateau").at("best_loss").get<double>();
@@ -382,6 +433,8 @@ class Trainer::Impl {
       pos_.samples_done = skip * global_batch;
     }
     log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, step);
+    pos_.epoch_loss_steps = s.value("epoch_loss_steps", pos_.batches_done);  // older checkpoints
+    pos_.epoch_skipped_steps = s.value("epoch_skipped_steps", int64_t{0});
     return step;
   }
 
@@ -415,3 +468,5 @@ TrainSummary Trainer::run() {
 }
 
 }  // namespace chexscale::train
+  int64_t empty_batch_steps_ = 0;  // steps skipped by this process: a batch without images
+  int64_t non_finite_steps_ = 0;   // steps skipped by this process: non-finite values

@@ -46,7 +46,10 @@ struct StepLog {
   int64_t epoch = 0;
   int64_t batch_in_epoch = 0;  // batches of this epoch done
   int64_t batches_per_epoch = 0;
-  double loss = 0;  // mean over ranks and over the steps since the last record
+  // Mean over ranks and over the steps since the last record that were not skipped; none when
+  // every one of them was skipped.
+  std::optional<double> loss;
+  int64_t skipped_steps = 0;  // since the last record (empty batches, non-finite values)
   double lr = 0;
   double images_per_second = 0;  // global, since the last record
   StepTimes times;               // this rank's mean per step since the last record
@@ -55,7 +58,8 @@ struct StepLog {
 struct EpochLog {
   int64_t epoch = 0;
   int64_t step = 0;
-  double train_loss = 0;
+  std::optional<double> train_loss;  // none when every step of the epoch was skipped
+  int64_t skipped_steps = 0;
   double val_loss = 0;
   AurocReport val_auroc;
   double lr = 0;
@@ -87,6 +91,9 @@ struct TrainSummary {
   int64_t bad_images = 0;
 };
 
+  // Steps that did not update the weights (this process's run; consumed data all the same):
+  int64_t empty_batch_steps = 0;  // every image of some worker's batch failed to decode
+  int64_t non_finite_steps = 0;   // non-finite loss or gradients with --on-nan skip
 class Trainer {
  public:
   Trainer(TrainerOptions options, std::shared_ptr<dist::DistContext> ctx,

@@ -1,0 +1,87 @@
+// Rank 0's checkpoint sent to every rank (see checkpoint_share.h).
+#include "train/checkpoint_share.h"
+
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "common/error.h"
+#include "models/safetensors.h"
+
+namespace chexscale::train {
+namespace {
+
+// Rank 0's `bytes` on every rank (two broadcasts: the length, then the bytes).
+std::string broadcast_bytes(dist::DistContext& ctx, const std::string& bytes) {
+  std::vector<torch::Tensor> length{
+      torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64).to(ctx.device())};
+  ctx.broadcast_(length, 0);
+  const int64_t n = length[0].item<int64_t>();
+  if (n == 0) return "";
+  torch::Tensor buffer = torch::empty({n}, torch::kUInt8);
+  if (ctx.is_main()) std::memcpy(buffer.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  std::vector<torch::Tensor> payload{buffer.to(ctx.device())};
+  ctx.broadcast_(payload, 0);
+  const torch::Tensor received = payload[0].cpu().contiguous();
+  return {reinterpret_cast<const char*>(received.data_ptr<uint8_t>()), static_cast<size_t>(n)};
+}
+
+// What rank 0 found, as the other ranks learn it.
+nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read,
+                          std::optional<Checkpoint>& ckpt, std::exception_ptr& failure) {
+  try {
+    ckpt = read();
+    if (!ckpt) return {{"kind", "none"}};
+    return {{"kind", "checkpoint"}, {"state", ckpt->state}, {"path", ckpt->path}};
+  } catch (const UsageError& e) {
+    failure = std::current_exception();
+    return {{"kind", "usage"}, {"message", e.what()}};
+  } catch (const DataError& e) {
+    failure = std::current_exception();
+    return {{"kind", "data"}, {"message", e.what()}};
+  } catch (const IoError& e) {
+    failure = std::current_exception();
+    return {{"kind", "io"}, {"message", e.what()}};
+  } catch (const std::exception& e) {
+    failure = std::current_exception();
+    return {{"kind", "error"}, {"message", e.what()}};
+  }
+}
+
+[[noreturn]] void throw_remote(const nlohmann::json& outcome) {
+  const std::string kind = outcome.at("kind").get<std::string>();
+  const std::string message =
+      "rank 0 could not read the checkpoint: " + outcome.at("message").get<std::string>();
+  if (kind == "usage") throw UsageError(message);
+  if (kind == "data") throw DataError(message);
+  if (kind == "io") throw IoError(message);
+  throw Error(message);
+}
+
+}  // namespace
+
+std::optional<Checkpoint> read_checkpoint_on_rank0(
+    dist::DistContext& ctx, const std::function<std::optional<Checkpoint>()>& read) {
+  if (ctx.world_size() == 1) return read();
+  std::optional<Checkpoint> ckpt;
+  std::exception_ptr failure;
+  nlohmann::json outcome;
+  if (ctx.is_main()) outcome = outcome_of(read, ckpt, failure);
+  outcome = nlohmann::json::parse(broadcast_bytes(ctx, ctx.is_main() ? outcome.dump() : ""));
+  if (failure) std::rethrow_exception(failure);
+  const std::string kind = outcome.at("kind").get<std::string>();
+  if (kind == "none") return std::nullopt;
+  if (kind != "checkpoint") throw_remote(outcome);
+  const std::string tensors =
+      broadcast_bytes(ctx, ctx.is_main() ? models::serialize_safetensors(ckpt->tensors) : "");
+  if (ctx.is_main()) return ckpt;
+  Checkpoint received;
+  received.state = outcome.at("state");
+  received.path = outcome.at("path").get<std::string>();
+  received.tensors =
+      models::parse_safetensors(reinterpret_cast<const uint8_t*>(tensors.data()), tensors.size())
+          .tensors;
+  return received;
+}
+
+}  // namespace chexscale::train

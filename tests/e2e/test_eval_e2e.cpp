@@ -1,0 +1,319 @@
+// `chexscale eval` end to end beyond a split: an explicit list of images (labelled by the CSV or
+// not; metrics over the labelled ones only; clear errors naming the list's file and line), and
+// ten-crop evaluation checked against the ten crops cut by hand with tensor operations.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "data/batch.h"
+#include "data/chestxray14_csv.h"
+#include "data/png_io.h"
+#include "data/resize.h"
+#include "data/synthetic.h"
+#include "e2e/e2e_util.h"
+#include "models/registry.h"
+#include "models/weights.h"
+#include "test_util/temp_dir.h"
+#include "train/checkpoint.h"
+#include "train/inference.h"
+
+namespace chexscale {
+namespace {
+
+using test_util::run_chexscale;
+
+constexpr int kImageSize = 48;
+constexpr int kCropSize = 32;
+
+// A ResNet-18 checkpoint as training writes it, without training: eval needs only the model.
+// BatchNorm's running statistics are set from a few synthetic images so that the outputs in
+// eval mode are moderate (neither 0 nor 1) and depend visibly on the crop.
+std::string make_checkpoint(const std::string& dir) {
+  torch::manual_seed(11);
+  models::ModelOptions options;
+  options.arch = "resnet18";
+  models::Classifier model = models::make_model(options);
+  {
+    const torch::NoGradGuard no_grad;
+    model->train();
+    for (int i = 0; i < 10; ++i)
+      model->forward(torch::randn({8, 3, kCropSize, kCropSize}));
+  }
+  std::vector<models::NamedTensor> tensors;
+  for (const auto& t : models::state_dict(*model))
+    tensors.push_back({"model." + t.name, t.tensor});
+  const nlohmann::json state = {
+      {"model", {{"arch", "resnet18"}, {"num_classes", 14}, {"dropout", 0.0}}},
+      {"data", {{"image_size", kImageSize}, {"crop_size", kCropSize}}}};
+  return train::CheckpointStore(dir, 1).save(0, state, tensors);
+}
+
+// A small synthetic data set plus one image the CSV does not list.
+struct EvalData {
+  std::string dir;
+  std::vector<data::CsvRecord> records;  // the CSV's rows
+  std::string unlisted = "unlisted_0001.png";
+};
+
+EvalData make_data(const test_util::TempDir& tmp) {
+  EvalData d;
+  d.dir = tmp.path() + "/data";
+  const auto r =
+      run_chexscale(fmt::format("synth --out {} --images 80 --size {} --seed 8", d.dir, kImageSize),
+                    tmp.path() + "/synth.log");
+  EXPECT_EQ(r.status, 0) << r.output;
+  data::DataIssues issues;
+  d.records = data::read_data_entry_csv(d.dir + "/Data_Entry_2017.csv", issues);
+  const data::GrayImage img = data::render_synthetic_image(0b110, kImageSize, 77);
+  std::ofstream(d.dir + "/images/" + d.unlisted, std::ios::binary)
+      << data::encode_png_gray(img.pixels.data(), kImageSize, kImageSize);
+  return d;
+}
+
+std::string write_list(const std::string& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path);
+  for (const auto& l : lines)
+    out << l << "\n";
+  return path;
+}
+
+std::vector<std::string> split_commas(const std::string& line) {
+  std::vector<std::string> cells;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = line.find(',', start);
+    cells.push_back(line.substr(start, comma - start));
+    if (comma == std::string::npos) return cells;
+    start = comma + 1;
+  }
+}
+
+// predictions.csv as image -> cells after the name (14 probabilities, 14 labels).
+std::map<std::string, std::vector<std::string>> read_predictions(const std::string& path) {
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream in(test_util::slurp(path));
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    auto cells = split_commas(line);
+    const std::string name = cells.front();
+    cells.erase(cells.begin());
+    rows[name] = cells;
+  }
+  return rows;
+}
+
+torch::Tensor probabilities(const std::vector<std::string>& cells) {
+  std::vector<float> p;
+  for (int c = 0; c < data::kNumPathologies; ++c)
+    p.push_back(std::stof(cells.at(c)));
+  return torch::tensor(p);
+}
+
+// The model's probabilities for one PNG, the crops cut here with tensor operations (not by the
+// loader's transforms): the mean over the four corners, the centre and their mirror images, or
+// the centre crop alone.
+torch::Tensor probabilities_by_hand(const train::InferenceModel& m, const std::string& png,
+                                    bool ten_crop) {
+  data::GrayImage original;
+  data::GrayImage resized;
+  std::vector<uint8_t> buffer;
+  data::read_png_gray(png, original, buffer);
+  const int s = static_cast<int>(m.image_size);
+  const int c = static_cast<int>(m.crop_size);
+  data::resize_gray(original, s, s, resized);
+  const auto gray =
+      torch::from_blob(resized.pixels.data(), {1, s, s}, torch::kUInt8).to(torch::kFloat32) / 255;
+  const auto mean = torch::tensor({0.485f, 0.456f, 0.406f}).view({3, 1, 1});
+  const auto stdev = torch::tensor({0.229f, 0.224f, 0.225f}).view({3, 1, 1});
+  const auto rgb = (gray.expand({3, s, s}) - mean) / stdev;
+  const int e = s - c;
+  std::vector<std::pair<int, int>> corners = {{e / 2, e / 2}};
+  if (ten_crop) corners.insert(corners.end(), {{0, 0}, {e, 0}, {0, e}, {e, e}});
+  std::vector<torch::Tensor> crops;
+  for (const auto& [x, y] : corners) {
+    const auto crop = rgb.narrow(1, y, c).narrow(2, x, c);
+    crops.push_back(crop);
+    if (ten_crop) crops.push_back(torch::flip(crop, {2}));
+  }
+  const torch::NoGradGuard no_grad;
+  return torch::sigmoid(m.model->forward(torch::stack(crops))).mean(0);
+}
+
+// One data set and checkpoint for every test of the suite; each test writes in its own folder.
+class EvalE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!shared_) {  // made by the first test that runs in this process
+      shared_ = std::make_unique<test_util::TempDir>();
+      data_ = std::make_unique<EvalData>(make_data(*shared_));
+      checkpoint_ = make_checkpoint(shared_->path() + "/ckpt");
+    }
+    ASSERT_GE(data_->records.size(), 5u);
+  }
+  static void TearDownTestSuite() { shared_.reset(); }
+
+  static std::unique_ptr<test_util::TempDir> shared_;
+  static std::unique_ptr<EvalData> data_;
+  static std::string checkpoint_;
+  test_util::TempDir tmp;
+};
+
+std::unique_ptr<test_util::TempDir> EvalE2E::shared_;
+std::unique_ptr<EvalData> EvalE2E::data_;
+std::string EvalE2E::checkpoint_;
+
+TEST_F(EvalE2E, ListOfImagesPredictsAllAndScoresTheLabelledOnes) {
+  const EvalData& d = *data_;
+  const std::string& ckpt = checkpoint_;
+  const std::string list =
+      write_list(tmp.path() + "/list.txt",
+                 {"# three from the CSV and one it does not list", d.records[0].image, "",
+                  "  " + d.records[1].image, d.unlisted, d.records[2].image + "\r"});
+  const auto r =
+      run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval", ckpt,
+                                d.dir, list, tmp.path()),
+                    tmp.path() + "/eval.log");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto metrics = nlohmann::json::parse(test_util::slurp(tmp.path() + "/eval/metrics.json"));
+  EXPECT_EQ(metrics.at("examples").get<int>(), 4);
+  EXPECT_EQ(metrics.at("labelled").get<int>(), 3);
+  EXPECT_EQ(metrics.at("images").get<std::string>(), list);
+  // Three images cannot have a positive and a negative of every class: the n/a note is shown.
+  EXPECT_NE(r.output.find("(n/a: no positives or no negatives"), std::string::npos) << r.output;
+
+  const auto rows = read_predictions(tmp.path() + "/eval/predictions.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.at(d.unlisted).size(), 2u * data::kNumPathologies);
+  for (int c = 0; c < data::kNumPathologies; ++c) {
+    EXPECT_EQ(rows.at(d.unlisted)[data::kNumPathologies + c], "") << "unlisted image, class " << c;
+  }
+  // The loss is the mean BCE over the three labelled images only (labels from the CSV).
+  double bce = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto& cells = rows.at(d.records[i].image);
+    const auto p = probabilities(cells);
+    for (int c = 0; c < data::kNumPathologies; ++c) {
+      const int label = data::has_label(d.records[i].labels, c) ? 1 : 0;
+      EXPECT_EQ(cells[data::kNumPathologies + c], std::to_string(label)) << d.records[i].image;
+      const double pc = p[c].item<double>();
+      bce -= label ? std::log(pc) : std::log(1 - pc);
+    }
+  }
+  bce /= 3.0 * data::kNumPathologies;
+  EXPECT_NEAR(metrics.at("loss").get<double>(), bce, 1e-4);
+
+  // The unlisted image's probabilities are predict's.
+  const auto p = run_chexscale(
+      fmt::format("predict --checkpoint {} --image {}/images/{} --json", ckpt, d.dir, d.unlisted),
+      tmp.path() + "/predict.log");
+  ASSERT_EQ(p.status, 0) << p.output;
+  const auto predicted = nlohmann::json::parse(p.output).at("probabilities");
+  const auto listed = probabilities(rows.at(d.unlisted));
+  for (int c = 0; c < data::kNumPathologies; ++c) {
+    EXPECT_NEAR(listed[c].item<double>(), predicted.at(data::kPathologies[c]).get<double>(), 2e-6);
+  }
+}
+
+TEST_F(EvalE2E, ListWithEveryClassDefinedPrintsNoNaNote) {
+  const EvalData& d = *data_;
+  const std::string& ckpt = checkpoint_;
+  std::vector<std::string> names;
+  for (const auto& rec : d.records)
+    names.push_back(rec.image);
+  const auto r =
+      run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval", ckpt,
+                                d.dir, write_list(tmp.path() + "/all.txt", names), tmp.path()),
+                    tmp.path() + "/eval.log");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto metrics = nlohmann::json::parse(test_util::slurp(tmp.path() + "/eval/metrics.json"));
+  for (const auto& [name, v] : metrics.at("auroc").at("per_class").items()) {
+    ASSERT_FALSE(v.is_null()) << name << ": the premise of this test (every class defined) fails";
+  }
+  EXPECT_EQ(r.output.find("(n/a"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Cardiomegaly"), std::string::npos) << r.output;
+}
+
+TEST_F(EvalE2E, BadListsAreClearErrors) {
+  const EvalData& d = *data_;
+  const std::string& ckpt = checkpoint_;
+  const auto eval = [&](const std::string& list) {
+    return run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval",
+                                     ckpt, d.dir, list, tmp.path()),
+                         tmp.path() + "/eval.log");
+  };
+  const std::string missing = tmp.path() + "/no_such_list.txt";
+  const auto m = eval(missing);
+  EXPECT_EQ(m.status, 2) << m.output;
+  EXPECT_NE(m.output.find(missing + ": no such file"), std::string::npos) << m.output;
+
+  const std::string empty = write_list(tmp.path() + "/empty.txt", {"# nothing", "", "   "});
+  const auto e = eval(empty);
+  EXPECT_EQ(e.status, 2) << e.output;
+  EXPECT_NE(e.output.find(empty + " names no image"), std::string::npos) << e.output;
+
+  const std::string unknown = write_list(tmp.path() + "/unknown.txt",
+                                         {d.records[0].image, d.records[1].image, "nope_000.png"});
+  const auto u = eval(unknown);
+  EXPECT_EQ(u.status, 1) << u.output;
+  EXPECT_NE(u.output.find(unknown + ":3: no image 'nope_000.png'"), std::string::npos) << u.output;
+
+  const std::string twice = write_list(
+      tmp.path() + "/twice.txt", {d.records[0].image, d.records[1].image, d.records[0].image});
+  const auto t = eval(twice);
+  EXPECT_EQ(t.status, 1) << t.output;
+  EXPECT_NE(t.output.find(twice + ":3: '" + d.records[0].image +
+                          "' is listed twice (first on "
+                          "line 1)"),
+            std::string::npos)
+      << t.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/eval/predictions.csv"));
+}
+
+TEST_F(EvalE2E, TenCropAveragesTheTenCropsAndDiffersFromTheCentreCrop) {
+  const EvalData& d = *data_;
+  const std::string& ckpt = checkpoint_;
+  const std::string list =
+      write_list(tmp.path() + "/list.txt", {d.records[3].image, d.unlisted, d.records[4].image});
+  const auto eval = [&](const std::string& out, const std::string& extra) {
+    return run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {} "
+                                     "--batch-size 2 {}",
+                                     ckpt, d.dir, list, out, extra),
+                         out + ".log");
+  };
+  const auto ten = eval(tmp.path() + "/ten", "--ten-crop");
+  ASSERT_EQ(ten.status, 0) << ten.output;
+  EXPECT_NE(ten.output.find("(ten-crop)"), std::string::npos) << ten.output;
+  EXPECT_TRUE(nlohmann::json::parse(test_util::slurp(tmp.path() + "/ten/metrics.json"))
+                  .at("ten_crop")
+                  .get<bool>());
+  const auto centre = eval(tmp.path() + "/centre", "");
+  ASSERT_EQ(centre.status, 0) << centre.output;
+  const auto ten_rows = read_predictions(tmp.path() + "/ten/predictions.csv");
+  const auto centre_rows = read_predictions(tmp.path() + "/centre/predictions.csv");
+
+  const train::InferenceModel m = train::load_inference_model(ckpt);
+  for (const std::string& name : {d.records[3].image, d.unlisted, d.records[4].image}) {
+    const std::string png = d.dir + "/images/" + name;
+    const auto by_hand_ten = probabilities_by_hand(m, png, true);
+    const auto by_hand_centre = probabilities_by_hand(m, png, false);
+    const auto eval_ten = probabilities(ten_rows.at(name));
+    const auto eval_centre = probabilities(centre_rows.at(name));
+    // predictions.csv holds 6 decimals.
+    EXPECT_LT((eval_ten - by_hand_ten).abs().max().item<double>(), 2e-6) << name;
+    EXPECT_LT((eval_centre - by_hand_centre).abs().max().item<double>(), 2e-6) << name;
+    EXPECT_GT((eval_ten - eval_centre).abs().max().item<double>(), 1e-3) << name;
+    // Not saturated: the comparison above means something.
+    EXPECT_GT(eval_ten.min().item<double>(), 1e-3) << name;
+    EXPECT_LT(eval_ten.max().item<double>(), 1 - 1e-3) << name;
+  }
+}
+
+}  // namespace
+}  // namespace chexscale

@@ -1,0 +1,250 @@
+// Multi-process resume through the CLI: a 2-worker run stopped mid-epoch continues on 1 worker
+// and then on 2 again (position kept, each epoch laid out for the world size that runs it), and a
+// 2-worker resume where only rank 0 has the run directory (it reads the checkpoint and sends it
+// to rank 1) ends with exactly the bytes of an uninterrupted run. The uninterrupted run also
+// checks --timeline: each rank's trace holds its step phases and bucket allreduces.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "data/chestxray14_dataset.h"
+#include "dist/rendezvous.h"
+#include "e2e/e2e_util.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale {
+namespace {
+
+namespace fs = std::filesystem;
+using test_util::run_chexscale;
+
+constexpr int kBatch = 4;  // per worker
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+struct Data {
+  std::string dir;
+  int64_t train_examples = 0;
+};
+
+Data make_data(const test_util::TempDir& tmp) {
+  Data d{tmp.path() + "/data"};
+  const auto r = run_chexscale("synth --out " + d.dir + " --images 64 --size 32 --seed 6",
+                               tmp.path() + "/synth.log");
+  EXPECT_EQ(r.status, 0) << r.output;
+  data::DataIssues issues;
+  for (const auto& e : data::index_chestxray14(d.dir, {}, issues))  // train's default splits
+    d.train_examples += e.split == data::Split::kTrain ? 1 : 0;
+  // BatchNorm cannot train on one image whose 32 px shrink to 1x1 features: no last batch of 1.
+  EXPECT_NE(d.train_examples % kBatch, 1) << d.train_examples;
+  EXPECT_NE(ceil_div(d.train_examples, 2) % kBatch, 1) << d.train_examples;
+  return d;
+}
+
+std::string train_args(const Data& d, const std::string& out, int epochs) {
+  return fmt::format(
+      "train --data {} --out {} --arch resnet18 --image-size 32 --crop-size 32 --batch-size {} "
+      "--epochs {} --no-augment --loader-threads 1 --val-threads 1 --intra-op-threads 1 "
+      "--seed 3 --log-every 1 --collective-timeout 60",
+      d.dir, out, kBatch, epochs);
+}
+
+// Runs a 2-worker job whose ranks get their own arguments (e.g. their own run directory, as on
+// nodes without a shared file system); returns each rank's exit status and output.
+std::vector<test_util::CommandResult> run_two_ranks(const std::vector<std::string>& args,
+                                                    const std::string& log_prefix) {
+  const int port = dist::pick_free_port();
+  std::vector<pid_t> pids;
+  std::vector<test_util::CommandResult> results(2);
+  for (int r = 0; r < 2; ++r) {
+    pids.push_back(test_util::start_chexscale(
+        fmt::format("{} --rank {} --world-size 2 --local-rank {} --local-world-size 2 "
+                    "--master-addr 127.0.0.1 --master-port {}",
+                    args[r], r, r, port),
+        log_prefix + std::to_string(r) + ".log"));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  for (int r = 0; r < 2; ++r) {
+    int status = 0;
+    while (::waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pids[r], SIGKILL);
+        ::waitpid(pids[r], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    results[r].status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    results[r].output = test_util::slurp(log_prefix + std::to_string(r) + ".log");
+  }
+  return results;
+}
+
+// The epoch records' steps, by epoch.
+std::map<int64_t, int64_t> epoch_end_steps(const std::string& run) {
+  std::map<int64_t, int64_t> steps;
+  for (const auto& e : test_util::metrics_records(run + "/metrics.jsonl", "epoch"))
+    steps[e.at("epoch").get<int64_t>()] = e.at("step").get<int64_t>();
+  return steps;
+}
+
+nlohmann::json manifest_state(const std::string& path) {
+  return nlohmann::json::parse(test_util::slurp(path)).at("state");
+}
+
+TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
+  test_util::TempDir tmp;
+  const Data d = make_data(tmp);
+  const int64_t bpe1 = ceil_div(d.train_examples, kBatch);               // one worker
+  const int64_t bpe2 = ceil_div(ceil_div(d.train_examples, 2), kBatch);  // two workers
+  ASSERT_GT(bpe2, 3) << "the first run must stop mid-epoch";
+  const std::string run = tmp.path() + "/run";
+
+  // 2 workers, stopped after 3 steps: 3 x 8 samples of epoch 0's permutation consumed.
+  const auto first =
+      run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, run, 3) + " --max-steps 3",
+                    tmp.path() + "/first.log");
+  ASSERT_EQ(first.status, 0) << first.output;
+  const auto stopped = manifest_state(run + "/checkpoints/step-000000003.json");
+  EXPECT_EQ(stopped.at("world_size"), 2);
+  EXPECT_EQ(stopped.at("epoch"), 0);
+  EXPECT_EQ(stopped.at("samples_done"), 3 * 2 * kBatch);
+
+  // 1 worker: epoch 0 continues after the 24 samples (6 of its batches), epoch 1 is laid out
+  // for 1 worker.
+  const auto second =
+      run_chexscale(train_args(d, run, 2) + " --resume auto", tmp.path() + "/second.log");
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("resuming a 2-worker run with 1 workers: epoch 0 continues after "
+                               "6 batches"),
+            std::string::npos)
+      << second.output;
+  const auto steps = test_util::metrics_records(run + "/metrics.jsonl", "step");
+  const auto resumed_first = std::find_if(steps.begin(), steps.end(), [](const auto& s) {
+    return s.at("step").template get<int64_t>() == 4;
+  });
+  ASSERT_NE(resumed_first, steps.end());
+  EXPECT_EQ(resumed_first->at("epoch"), 0);
+  EXPECT_EQ(resumed_first->at("batch"), 7);
+  auto ends = epoch_end_steps(run);
+  ASSERT_EQ(ends.size(), 2u) << second.output;
+  EXPECT_EQ(ends.at(0), 3 + bpe1 - 6);
+  EXPECT_EQ(ends.at(1), ends.at(0) + bpe1);
+
+  // 2 workers again, and only rank 0 sees the run directory: epoch 2 in the 2-worker layout.
+  const std::string elsewhere = tmp.path() + "/rank1_dir";
+  const auto third = run_two_ranks(
+      {train_args(d, run, 3) + " --resume auto", train_args(d, elsewhere, 3) + " --resume auto"},
+      tmp.path() + "/third.rank");
+  ASSERT_EQ(third[0].status, 0) << third[0].output << third[1].output;
+  ASSERT_EQ(third[1].status, 0) << third[1].output;
+  EXPECT_NE(third[0].output.find("resuming a 1-worker run with 2 workers: epoch 2 continues "
+                                 "after 0 batches"),
+            std::string::npos)
+      << third[0].output;
+  const std::string resumed_from =
+      fmt::format("resumed from {}/checkpoints/step-{:09d}.json", run, ends.at(1));
+  EXPECT_NE(third[1].output.find(resumed_from), std::string::npos) << third[1].output;
+  ends = epoch_end_steps(run);
+  ASSERT_EQ(ends.size(), 3u);
+  EXPECT_EQ(ends.at(2), ends.at(1) + bpe2);
+  EXPECT_EQ(manifest_state(fmt::format("{}/checkpoints/step-{:09d}.json", run, ends.at(2)))
+                .at("world_size"),
+            2);
+  EXPECT_FALSE(fs::exists(elsewhere + "/checkpoints")) << "rank 1 wrote checkpoints";
+}
+
+// Every step phase and bucket allreduce of one rank's trace.
+void expect_rank_timeline(const std::string& path, int rank, int64_t steps) {
+  SCOPED_TRACE(path);
+  nlohmann::json trace;
+  ASSERT_NO_THROW(trace = nlohmann::json::parse(test_util::slurp(path)));
+  std::map<std::string, std::set<int64_t>> phase_steps;
+  int64_t allreduces = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    EXPECT_EQ(e.at("pid"), rank);
+    EXPECT_GE(e.at("dur").get<int64_t>(), 0);
+    const std::string name = e.at("name").get<std::string>();
+    if (e.at("cat") == "step") phase_steps[name].insert(e.at("args").at("step").get<int64_t>());
+    if (e.at("cat") == "allreduce" && name.rfind("allreduce bucket ", 0) == 0) {
+      EXPECT_GT(e.at("args").at("bytes").get<int64_t>(), 0);
+      ++allreduces;
+    }
+  }
+  for (const char* phase : {"data_wait", "forward", "backward", "comm_exposed", "optimizer"}) {
+    ASSERT_EQ(phase_steps[phase].size(), static_cast<size_t>(steps)) << phase;
+    EXPECT_EQ(*phase_steps[phase].begin(), 0) << phase;
+    EXPECT_EQ(*phase_steps[phase].rbegin(), steps - 1) << phase;
+  }
+  // ResNet-18's 45 MB of gradients fill at least two buckets (25 MiB cap) every step.
+  EXPECT_GE(allreduces, 2 * steps);
+}
+
+TEST(ResumeWorldE2E, RankZeroSendsTheCheckpointAndTheResumeIsExact) {
+  test_util::TempDir tmp;
+  const Data d = make_data(tmp);
+  const int64_t bpe2 = ceil_div(ceil_div(d.train_examples, 2), kBatch);
+  const std::string whole = tmp.path() + "/whole";
+  const auto w = run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, whole, 1) +
+                                   " --timeline " + whole + "/timeline.json",
+                               tmp.path() + "/whole.log");
+  ASSERT_EQ(w.status, 0) << w.output;
+  expect_rank_timeline(whole + "/timeline.json", 0, bpe2);
+  expect_rank_timeline(whole + "/timeline.rank1.json", 1, bpe2);
+
+  const std::string run = tmp.path() + "/run";
+  const auto stopped =
+      run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, run, 1) + " --max-steps 3",
+                    tmp.path() + "/stopped.log");
+  ASSERT_EQ(stopped.status, 0) << stopped.output;
+  const std::string elsewhere = tmp.path() + "/rank1_dir";
+  const auto resumed = run_two_ranks(
+      {train_args(d, run, 1) + " --resume auto", train_args(d, elsewhere, 1) + " --resume auto"},
+      tmp.path() + "/resumed.rank");
+  ASSERT_EQ(resumed[0].status, 0) << resumed[0].output << resumed[1].output;
+  ASSERT_EQ(resumed[1].status, 0) << resumed[1].output;
+  EXPECT_NE(resumed[1].output.find("resumed from " + run + "/checkpoints/step-000000003.json"),
+            std::string::npos)
+      << resumed[1].output;
+  EXPECT_FALSE(fs::exists(elsewhere + "/checkpoints"));
+
+  const std::string last = fmt::format("step-{:09d}", bpe2);
+  for (const std::string& file :
+       {last + ".safetensors", last + ".json", std::string("best.safetensors")}) {
+    const std::string a = test_util::slurp(whole + "/checkpoints/" + file);
+    const std::string b = test_util::slurp(run + "/checkpoints/" + file);
+    ASSERT_FALSE(a.empty()) << file;
+    EXPECT_TRUE(a == b) << file << " differs between the uninterrupted and resumed runs";
+  }
+}
+
+TEST(ResumeWorldE2E, ACheckpointRankZeroCannotReadStopsEveryRankWithItsError) {
+  test_util::TempDir tmp;
+  const Data d = make_data(tmp);
+  const std::string manifest = tmp.path() + "/damaged.json";
+  std::ofstream(manifest) << "{\"format\": \"chexscale-checkpoint\", \"vers";
+  const std::string resume = " --resume " + manifest;
+  const auto r = run_two_ranks({train_args(d, tmp.path() + "/run", 1) + resume,
+                                train_args(d, tmp.path() + "/run1", 1) + resume},
+                               tmp.path() + "/rank");
+  EXPECT_EQ(r[0].status, 1) << r[0].output;
+  EXPECT_EQ(r[1].status, 1) << r[1].output;
+  EXPECT_NE(r[0].output.find(manifest + ": not a checkpoint manifest"), std::string::npos)
+      << r[0].output;
+  EXPECT_NE(r[1].output.find("rank 0 could not read the checkpoint: " + manifest +
+                             ": not a checkpoint manifest"),
+            std::string::npos)
+      << r[1].output;
+}
+
+}  // namespace
+}  // namespace chexscale
