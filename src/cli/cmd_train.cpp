@@ -25,11 +25,11 @@ struct TrainFlags {
   int intra_op_threads = 0;
 };
 
-// Draws the progress bar (terminal) or periodic lines, and one line per epoch.
 std::string value_or_na(const std::optional<double>& v) {
   return v ? fmt::format("{:.4f}", *v) : "n/a";
 }
 
+// Draws the progress bar (terminal) or periodic lines, and one line per epoch.
 class ProgressPrinter : public train::TrainerObserver {
  public:
   void on_epoch_start(int64_t epoch, int64_t batches, int64_t first_batch) override {
@@ -149,6 +149,13 @@ void print_summary(const train::TrainSummary& s, const std::string& out_dir) {
     fmt::print("best validation mean AUROC {:.4f}: {}\n", *s.best_mean_auroc, s.best_checkpoint);
   }
   if (s.bad_images > 0) fmt::print("{} bad images were skipped (see the log)\n", s.bad_images);
+  if (s.empty_batch_steps > 0) {
+    fmt::print("{} steps were skipped: every image of a worker's batch failed to decode\n",
+               s.empty_batch_steps);
+  }
+  if (s.non_finite_steps > 0) {
+    fmt::print("{} steps were skipped: non-finite loss or gradients\n", s.non_finite_steps);
+  }
   fmt::print("run directory: {} (config.yaml, metrics.jsonl, checkpoints/)\n", out_dir);
 }
 
@@ -157,13 +164,6 @@ void print_summary(const train::TrainSummary& s, const std::string& out_dir) {
 void add_train_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "train",
-  if (s.empty_batch_steps > 0) {
-    fmt::print("{} steps were skipped: every image of a worker's batch failed to decode\n",
-               s.empty_batch_steps);
-  }
-  if (s.non_finite_steps > 0) {
-    fmt::print("{} steps were skipped: non-finite loss or gradients\n", s.non_finite_steps);
-  }
       "Train CheXNet (default: DenseNet-121, Adam 1e-3, class-weighted BCE, lr / 10 on a\n"
       "validation-loss plateau, 224 crops of 256, random flips). Each epoch ends with the\n"
       "validation loss and per-class AUROC; checkpoints resume exactly (--resume auto).");

@@ -172,13 +172,13 @@ class Trainer::Impl {
       pos_.batches_done = 0;
       pos_.samples_done = 0;
       pos_.epoch_loss_sum = 0;
+      pos_.epoch_loss_steps = 0;
+      pos_.epoch_skipped_steps = 0;
       ++pos_.epoch;  // the checkpoint names the next epoch
       summary.last_checkpoint = save_checkpoint(log.best);
       --pos_.epoch;
     }
     summary.steps = pos_.global_step;
-      pos_.epoch_loss_steps = 0;
-      pos_.epoch_skipped_steps = 0;
     summary.best_mean_auroc = best_mean_auroc_;
     summary.best_checkpoint =
         best_mean_auroc_ ? (fs::path(store_->dir()) / "best.json").string() : "";
@@ -190,17 +190,19 @@ class Trainer::Impl {
             : 0;
     if (steps_timed > 0) summary.mean_step = scaled(step_sum, 1.0 / steps_timed);
     summary.bad_images = train_loader_->stats().bad_images + val_loader_->stats().bad_images;
+    summary.empty_batch_steps = empty_batch_steps_;
+    summary.non_finite_steps = non_finite_steps_;
     if (timeline_) timeline_->flush();
     return summary;
   }
 
  private:
-    summary.empty_batch_steps = empty_batch_steps_;
-    summary.non_finite_steps = non_finite_steps_;
   // Steps since the last step record.
   struct Window {
     Stopwatch clock;
     double loss_sum = 0;
+    int64_t loss_steps = 0;  // steps in loss_sum (not skipped)
+    int64_t skipped = 0;
     int64_t steps = 0;
     int64_t images = 0;
     StepTimes times;
@@ -211,19 +213,12 @@ class Trainer::Impl {
         loss_sum += r.loss;
         ++loss_steps;
       }
-    int64_t loss_steps = 0;  // steps in loss_sum (not skipped)
-    int64_t skipped = 0;
       ++steps;
       images += r.images;
       times += r.times;
     }
   };
 
-  static StepTimes scaled(StepTimes t, double k) {
-    t.data_wait *= k;
-    t.forward *= k;
-    t.backward *= k;
-    t.comm_exposed *= k;
   // One training step, or none on any rank when the batch of some rank lost every image (its
   // loss would be NaN, and the others would wait for it in the gradient allreduce). Deciding
   // together costs one 8-byte allreduce per step with several workers. The data position moves
@@ -249,6 +244,11 @@ class Trainer::Impl {
     return r;
   }
 
+  static StepTimes scaled(StepTimes t, double k) {
+    t.data_wait *= k;
+    t.forward *= k;
+    t.backward *= k;
+    t.comm_exposed *= k;
     t.optimizer *= k;
     t.total *= k;
     return t;
@@ -350,13 +350,13 @@ class Trainer::Impl {
             {"samples_done", pos_.samples_done},
             {"global_step", pos_.global_step},
             {"epoch_loss_sum", pos_.epoch_loss_sum},
+            {"epoch_loss_steps", pos_.epoch_loss_steps},
+            {"epoch_skipped_steps", pos_.epoch_skipped_steps},
             {"world_size", ctx_->world_size()},
             {"batch_size", opt_.data.batch_size},
             {"plateau",
              {{"best_loss", optional_json(plateau.best_loss)},
               {"bad_epochs", plateau.bad_epochs},
-            {"epoch_loss_steps", pos_.epoch_loss_steps},
-            {"epoch_skipped_steps", pos_.epoch_skipped_steps},
               {"factor", plateau.factor}}},
             {"best_mean_auroc", optional_json(best_mean_auroc_)},
             {"model",
@@ -396,6 +396,7 @@ class Trainer::Impl {
     const std::optional<Checkpoint> ckpt =
         read_checkpoint_on_rank0(*ctx_, [this] { return find_checkpoint(); });
     if (!ckpt) return -1;
+    const int64_t step = ckpt->state.at("global_step").get<int64_t>();
     const auto& s = ckpt->state;
     if (s.at("model").at("arch").get<std::string>() != opt_.model.arch) {
       throw UsageError(fmt::format("{} is a {} checkpoint, not {}", ckpt->path,
@@ -405,7 +406,6 @@ class Trainer::Impl {
                             {/*replace_head=*/false});
     load_optimizer_state(*optimizer_, params_, ckpt->tensors);
     set_cpu_rng_state(tensors_with_prefix(ckpt->tensors, "rng.").at(0).tensor);
-    const int64_t step = ckpt->state.at("global_step").get<int64_t>();
     PlateauState plateau;
     if (!s.at("plateau").at("best_loss").is_null()) {
       plateau.best_loss = s.at("plateau").at("best_loss").get<double>();
@@ -420,6 +420,8 @@ class Trainer::Impl {
     pos_.batches_done = s.at("batches_done").get<int64_t>();
     pos_.samples_done = s.at("samples_done").get<int64_t>();
     pos_.epoch_loss_sum = s.at("epoch_loss_sum").get<double>();
+    pos_.epoch_loss_steps = s.value("epoch_loss_steps", pos_.batches_done);  // older checkpoints
+    pos_.epoch_skipped_steps = s.value("epoch_skipped_steps", int64_t{0});
     const int64_t global_batch = opt_.data.batch_size * ctx_->world_size();
     if (s.at("world_size").get<int>() != ctx_->world_size() ||
         s.at("batch_size").get<int64_t>() != opt_.data.batch_size) {
@@ -433,8 +435,6 @@ class Trainer::Impl {
       pos_.samples_done = skip * global_batch;
     }
     log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, step);
-    pos_.epoch_loss_steps = s.value("epoch_loss_steps", pos_.batches_done);  // older checkpoints
-    pos_.epoch_skipped_steps = s.value("epoch_skipped_steps", int64_t{0});
     return step;
   }
 
@@ -457,6 +457,8 @@ class Trainer::Impl {
   std::unique_ptr<MetricsLog> metrics_;
   Position pos_;
   std::optional<double> best_mean_auroc_;
+  int64_t empty_batch_steps_ = 0;  // steps skipped by this process: a batch without images
+  int64_t non_finite_steps_ = 0;   // steps skipped by this process: non-finite values
 };
 
 Trainer::Trainer(TrainerOptions options, std::shared_ptr<dist::DistContext> ctx,
@@ -468,5 +470,3 @@ TrainSummary Trainer::run() {
 }
 
 }  // namespace chexscale::train
-  int64_t empty_batch_steps_ = 0;  // steps skipped by this process: a batch without images
-  int64_t non_finite_steps_ = 0;   // steps skipped by this process: non-finite values

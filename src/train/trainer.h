@@ -89,11 +89,11 @@ struct TrainSummary {
   StepTimes mean_step;           // rank 0's mean step breakdown
   int64_t resumed_from_step = -1;
   int64_t bad_images = 0;
-};
-
   // Steps that did not update the weights (this process's run; consumed data all the same):
   int64_t empty_batch_steps = 0;  // every image of some worker's batch failed to decode
   int64_t non_finite_steps = 0;   // non-finite loss or gradients with --on-nan skip
+};
+
 class Trainer {
  public:
   Trainer(TrainerOptions options, std::shared_ptr<dist::DistContext> ctx,
