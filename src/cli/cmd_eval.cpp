@@ -128,7 +128,8 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
   cmd->add_option("--data", f->data.source, "ChestX-ray14 folder or shards");
-  cmd->add_option("--split", f->data.split, "train, val or test")->capture_default_str();
+  cmd->add_option("--split", f->data.split, "train, val or test (not used with --images)")
+      ->capture_default_str();
   cmd->add_option("--images", f->images,
                   "Evaluate the images named in this file instead of a split (one file name a "
                   "line, found in the image folders of --data; labels from its CSV where listed, "
