@@ -29,6 +29,9 @@ struct BenchConfig {
   double bucket_mb = 25.0;
   std::string data = "synthetic";
   int threads_per_worker = 1;
+  std::string device = "cpu";  // "cpu" or "cuda" (each rank its own GPU)
+  std::string amp = "off";     // off | bf16 | fp16
+  bool channels_last = false;
   int64_t warmup_steps = 0;
   int64_t steps = 0;
 };

@@ -45,6 +45,7 @@ data::LoaderOptions loader_options(const ThroughputOptions& o, const dist::DistC
   l.seed = o.seed;
   l.rank = ctx.rank();
   l.world_size = ctx.world_size();
+  l.pin_memory = ctx.device().is_cuda();
   return l;
 }
 
@@ -123,6 +124,7 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
                               const ThroughputOptions& options, TimelineWriter* timeline,
                               const StepProgress& progress) {
   validate(options);
+  train::check_amp_supported(options.amp, ctx->device());
   at::set_num_threads(options.threads);
   torch::manual_seed(static_cast<uint64_t>(options.seed));
 
@@ -141,6 +143,8 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
   train::TrainStepOptions step_options;
   step_options.non_finite = train::NonFinitePolicy::kIgnore;
   step_options.device = ctx->device();
+  step_options.amp = options.amp;
+  step_options.channels_last = options.channels_last;
   train::TrainStep step(model, optimizer, train::BceWithLogitsLoss(), reducer.get(), step_options);
   BatchSource batches(loader_options(options, *ctx));
 
@@ -177,6 +181,9 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
   config.bucket_mb = options.reducer.bucket_mb;
   config.data = options.data.empty() ? "synthetic" : options.data;
   config.threads_per_worker = options.threads;
+  config.device = ctx->device().is_cuda() ? "cuda" : "cpu";
+  config.amp = train::amp_mode_name(options.amp);
+  config.channels_last = options.channels_last;
   config.warmup_steps = options.warmup_steps;
   config.steps = options.steps;
   return bench_document(config, gather_measurements(*ctx, elapsed_s, timed));

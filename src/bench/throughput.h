@@ -12,6 +12,7 @@
 
 #include "dist/context.h"
 #include "dist/reducer.h"
+#include "train/precision.h"
 
 namespace chexscale {
 class TimelineWriter;
@@ -31,6 +32,8 @@ struct ThroughputOptions {
   std::string data;              // empty: synthetic tensors (no I/O)
   int loader_threads = 2;        // decode threads for a data set (synthetic uses 1)
   uint64_t seed = 0;
+  train::AmpMode amp = train::AmpMode::kOff;  // mixed precision of the forward pass
+  bool channels_last = false;                 // NHWC model and batches
 };
 
 // Called on every rank after each step: (steps done, warm-up + timed steps, seconds of the step).

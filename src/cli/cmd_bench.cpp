@@ -28,6 +28,7 @@ struct BenchFlags {
   std::string json_file;
   std::string timeline;
   std::string workers;
+  std::string amp = "off";
   DistFlags dist;
   ReducerFlags reducer;
 };
@@ -42,13 +43,15 @@ void print_run(const json& r) {
   const std::string label = r["label"].get<std::string>();
   fmt::print(
       "\nchexscale bench{}: {} {}x{}, batch {}/worker, {} worker(s) ({}, {} node(s)), {} "
-      "thread(s)/worker, data {}, overlap {}, buckets {} MiB, compression {}\n",
+      "thread(s)/worker, data {}, overlap {}, buckets {} MiB, compression {}, device {}, amp "
+      "{}{}\n",
       label.empty() ? "" : " [" + label + "]", r["arch"].get<std::string>(),
       r["image_size"].get<int>(), r["image_size"].get<int>(), r["batch_per_worker"].get<int>(),
       r["world_size"].get<int>(), r["backend"].get<std::string>(), r["nnodes"].get<int>(),
       r["threads_per_worker"].get<int>(), r["data"].get<std::string>(),
       r["overlap"].get<bool>() ? "on" : "off", r["bucket_mb"].get<double>(),
-      r["compression"].get<std::string>());
+      r["compression"].get<std::string>(), r["device"].get<std::string>(),
+      r["amp"].get<std::string>(), r["channels_last"].get<bool>() ? ", channels-last" : "");
   fmt::print(
       "  images/s      {:9.2f} total {:9.2f} per worker   ({} timed steps after {} warm-up)\n",
       r["images_per_sec"].get<double>(), r["images_per_sec_per_worker"].get<double>(),
@@ -106,6 +109,8 @@ std::vector<std::string> forwarded_args(const BenchFlags& f) {
       {"--first-bucket-mb", fmt::format("{}", reducer.first_bucket_mb)},
       {"--grad-compression", reducer.compression},
       {"--backend", d.options.backend},
+      {"--device", d.options.device},
+      {"--amp", f.amp},
       {"--rdzv-timeout", std::to_string(d.rdzv_timeout_s)},
       {"--collective-timeout", std::to_string(d.collective_timeout_s)},
       {"--data", r.data}};
@@ -113,6 +118,7 @@ std::vector<std::string> forwarded_args(const BenchFlags& f) {
   for (const auto& [name, value] : options)
     args.insert(args.end(), {name, value});
   if (!reducer.overlap) args.push_back("--no-overlap");
+  if (r.channels_last) args.push_back("--channels-last");
   return args;
 }
 
@@ -144,6 +150,7 @@ void merge_rank_timelines(const std::string& timeline, int world_size) {
 
 int run_job(BenchFlags f) {
   f.run.reducer = f.reducer.resolved();
+  f.run.amp = train::parse_amp_mode(f.amp);
   auto ctx = dist::DistContext::init(f.dist.resolved());
   std::unique_ptr<TimelineWriter> timeline;
   if (!f.timeline.empty()) {
@@ -217,6 +224,12 @@ void add_bench_command(CLI::App& app, CommandRegistry& registry) {
                   "Sweep these worker counts (e.g. 1,2,4), each a job of the local launcher; "
                   "empty = measure the current job")
       ->type_name("LIST");
+  cmd->add_option("--amp", f->amp,
+                  "Mixed precision of the forward pass: off, bf16 (CPU or GPU) or fp16 (GPU, with "
+                  "dynamic loss scaling)")
+      ->capture_default_str();
+  cmd->add_flag("--channels-last", r.channels_last,
+                "Channels-last (NHWC) layout of the model and batches");
   add_reducer_flags(*cmd, f->reducer);
   add_dist_flags(*cmd, f->dist);
   registry.add(cmd,

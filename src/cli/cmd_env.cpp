@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/dist_flags.h"
+#include "dist/device.h"
 #include "dist/env.h"
 #include "dist/process_group.h"
 
@@ -33,8 +34,10 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
     row("node rank", e.node_rank);
     row("master address", e.master_addr);
     row("master port", e.master_port);
-    const std::string backend =
-        dist::resolve_backend(flags->options.backend, e.local_world_size.value);
+    const torch::Device device =
+        dist::resolve_device(flags->options.device, e.local_rank.value, e.local_world_size.value);
+    fmt::print("{:<17} {:<16} requested {}\n", "device", device.str(), flags->options.device);
+    const std::string backend = dist::resolve_backend(flags->options.backend, device);
     fmt::print("{:<17} {:<16} requested {}\n", "backend", backend, flags->options.backend);
     if (backend == "gloo" && e.world_size.value > 1) {
       const dist::GlooAddress gloo = dist::choose_gloo_address(e, process_env);

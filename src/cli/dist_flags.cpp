@@ -13,8 +13,12 @@ dist::DistOptions DistFlags::resolved() const {
 void add_dist_flags(CLI::App& cmd, DistFlags& f) {
   auto& o = f.options;
   cmd.add_option("--backend", o.backend,
-                 "Collective backend: auto (nccl with a CUDA build and a GPU per local rank, else "
-                 "gloo), gloo, nccl")
+                 "Collective backend: auto (nccl when the ranks are on GPUs, else gloo), gloo, "
+                 "nccl")
+      ->capture_default_str();
+  cmd.add_option("--device", o.device,
+                 "Where each rank computes: auto (cuda:LOCAL_RANK when the node has a GPU per "
+                 "local rank, else cpu), cpu, cuda")
       ->capture_default_str();
   cmd.add_option("--rdzv-timeout", f.rdzv_timeout_s,
                  "Seconds to wait for the rendezvous store and every rank to join")

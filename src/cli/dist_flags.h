@@ -20,8 +20,8 @@ struct DistFlags {
   dist::DistOptions resolved() const;
 };
 
-// Adds --backend, --rdzv-timeout, --collective-timeout, --rank, --world-size, --local-rank,
-// --local-world-size, --master-addr, --master-port.
+// Adds --backend, --device, --rdzv-timeout, --collective-timeout, --rank, --world-size,
+// --local-rank, --local-world-size, --master-addr, --master-port.
 void add_dist_flags(CLI::App& cmd, DistFlags& flags);
 
 struct ReducerFlags {

@@ -1,7 +1,13 @@
 // The one place where LibTorch version differences (1.13 vs 2.x) are bridged.
 #pragma once
 
+#include <ATen/autocast_mode.h>
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
 #include <torch/version.h>
+
+#include <stdexcept>
+#include <string>
 
 #define CHEXSCALE_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||            \
@@ -30,5 +36,59 @@ using CollectiveGroup = c10d::ProcessGroup;
 inline const char* torch_version() {
   return TORCH_VERSION;
 }
+
+// Autocast state of one device type (thread-local in LibTorch). 1.13 has one function per device
+// (set_enabled = CUDA, set_cpu_enabled, set_autocast_gpu_dtype, set_autocast_cpu_dtype); 2.4
+// added functions taking the device type and deprecated the per-device ones. Only CPU and CUDA
+// are bridged: they are the devices chexscale runs on.
+#if CHEXSCALE_TORCH_AT_LEAST(2, 4)
+inline bool autocast_enabled(c10::DeviceType device) {
+  return at::autocast::is_autocast_enabled(device);
+}
+inline void set_autocast_enabled(c10::DeviceType device, bool enabled) {
+  at::autocast::set_autocast_enabled(device, enabled);
+}
+inline c10::ScalarType autocast_dtype(c10::DeviceType device) {
+  return at::autocast::get_autocast_dtype(device);
+}
+inline void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(device, dtype);
+}
+#else
+namespace detail {
+inline void require_cpu_or_cuda(c10::DeviceType device) {
+  if (device != c10::DeviceType::CPU && device != c10::DeviceType::CUDA) {
+    throw std::invalid_argument("autocast is bridged for CPU and CUDA only, not " +
+                                c10::DeviceTypeName(device));
+  }
+}
+}  // namespace detail
+inline bool autocast_enabled(c10::DeviceType device) {
+  detail::require_cpu_or_cuda(device);
+  return device == c10::DeviceType::CUDA ? at::autocast::is_enabled()
+                                         : at::autocast::is_cpu_enabled();
+}
+inline void set_autocast_enabled(c10::DeviceType device, bool enabled) {
+  detail::require_cpu_or_cuda(device);
+  if (device == c10::DeviceType::CUDA) {
+    at::autocast::set_enabled(enabled);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+  }
+}
+inline c10::ScalarType autocast_dtype(c10::DeviceType device) {
+  detail::require_cpu_or_cuda(device);
+  return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                         : at::autocast::get_autocast_cpu_dtype();
+}
+inline void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
+  detail::require_cpu_or_cuda(device);
+  if (device == c10::DeviceType::CUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+}
+#endif
 
 }  // namespace chexscale::compat

@@ -11,9 +11,11 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "dist/device.h"
 #include "dist/env.h"
 #include "dist/process_group.h"
 #include "dist/rendezvous.h"
@@ -53,8 +55,9 @@ std::map<std::pair<int, std::string>, std::vector<torch::Tensor*>> group_by_type
   return groups;
 }
 
-// Runs `collective` on each group's flat buffer and copies the result back into the tensors.
-void for_each_flat_group(std::vector<torch::Tensor>& tensors,
+// Runs `collective` on each group's flat buffer, on `device` when it is given (NCCL only takes
+// GPU tensors), and copies the result back into the tensors.
+void for_each_flat_group(std::vector<torch::Tensor>& tensors, std::optional<torch::Device> device,
                          const std::function<void(torch::Tensor&)>& collective) {
   torch::NoGradGuard no_grad;
   for (auto& [key, group] : group_by_type(tensors)) {
@@ -63,6 +66,7 @@ void for_each_flat_group(std::vector<torch::Tensor>& tensors,
     for (torch::Tensor* t : group)
       flat_parts.push_back(t->reshape(-1));
     torch::Tensor flat = torch::cat(flat_parts);
+    if (device) flat = flat.to(*device);
     collective(flat);
     int64_t offset = 0;
     for (torch::Tensor* t : group) {
@@ -82,8 +86,9 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   ctx->world_size_ = env.world_size.value;
   ctx->local_rank_ = env.local_rank.value;
   ctx->local_world_size_ = env.local_world_size.value;
-  const std::string backend = resolve_backend(options.backend, env.local_world_size.value);
-  if (backend == "nccl") ctx->device_ = torch::Device(torch::kCUDA, env.local_rank.value);
+  ctx->device_ = resolve_device(options.device, env.local_rank.value, env.local_world_size.value);
+  make_current_device(ctx->device_);
+  const std::string backend = resolve_backend(options.backend, ctx->device_);
   if (env.world_size.value == 1) return ctx;
 
   // A peer that vanishes must surface as an error on the next collective, not kill us silently.
@@ -140,7 +145,7 @@ CollectiveWatchdog* DistContext::watchdog() const {
 
 void DistContext::broadcast_(std::vector<torch::Tensor>& tensors, int root) {
   if (!state_ || tensors.empty()) return;
-  for_each_flat_group(tensors, [&](torch::Tensor& flat) {
+  for_each_flat_group(tensors, collective_device(), [&](torch::Tensor& flat) {
     std::vector<torch::Tensor> io{flat};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
@@ -151,7 +156,7 @@ void DistContext::broadcast_(std::vector<torch::Tensor>& tensors, int root) {
 
 void DistContext::allreduce_sum_(std::vector<torch::Tensor>& tensors) {
   if (!state_ || tensors.empty()) return;
-  for_each_flat_group(tensors, [&](torch::Tensor& flat) {
+  for_each_flat_group(tensors, collective_device(), [&](torch::Tensor& flat) {
     std::vector<torch::Tensor> io{flat};
     state_->run("allreduce", [&] { return state_->group->allreduce(io); });
   });
@@ -159,12 +164,18 @@ void DistContext::allreduce_sum_(std::vector<torch::Tensor>& tensors) {
 
 torch::Tensor DistContext::all_gather(const torch::Tensor& t) {
   if (!state_) return t.unsqueeze(0).clone();
-  std::vector<torch::Tensor> input{t.contiguous()};
+  const auto device = collective_device();
+  std::vector<torch::Tensor> input{device ? t.to(*device).contiguous() : t.contiguous()};
   std::vector<std::vector<torch::Tensor>> output(1);
   for (int r = 0; r < world_size_; ++r)
     output[0].push_back(torch::empty_like(input[0]));
   state_->run("allgather", [&] { return state_->group->allgather(output, input); });
-  return torch::stack(output[0]);
+  return torch::stack(output[0]).to(t.device());
+}
+
+std::optional<torch::Device> DistContext::collective_device() const {
+  if (backend_ == "nccl") return device_;
+  return std::nullopt;
 }
 
 void DistContext::barrier() {

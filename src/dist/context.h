@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ class CollectiveWatchdog;
 
 struct DistOptions {
   std::string backend = "auto";                  // auto | gloo | nccl
+  std::string device = "auto";                   // auto | cpu | cuda (cuda:LOCAL_RANK)
   std::chrono::seconds rdzv_timeout{300};        // wait for store/peers at start
   std::chrono::seconds collective_timeout{300};  // watchdog for every collective
   // Explicit overrides of the environment contract (-1 / "" = take from the environment).
@@ -40,9 +42,10 @@ class DistContext {
   int local_world_size() const { return local_world_size_; }
   bool is_main() const { return rank_ == 0; }
   const std::string& backend() const { return backend_; }
-  torch::Device device() const { return device_; }  // cuda:LOCAL_RANK with NCCL, else cpu
+  torch::Device device() const { return device_; }  // cpu or cuda:LOCAL_RANK (--device)
 
-  // Collectives used outside the gradient reducer (blocking, watchdog-guarded).
+  // Collectives used outside the gradient reducer (blocking, watchdog-guarded). Tensors may be
+  // on the CPU with any backend: NCCL's copies travel through device() and come back.
   void broadcast_(std::vector<torch::Tensor>& tensors, int root = 0);
   void allreduce_sum_(std::vector<torch::Tensor>& tensors);
   // Gathers a 1-D or N-D tensor with equal shape on every rank into [world, ...shape].
@@ -59,6 +62,8 @@ class DistContext {
 
  private:
   DistContext() = default;
+  // Where the helper collectives must put their buffers (the GPU with NCCL), nullopt = anywhere.
+  std::optional<torch::Device> collective_device() const;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_world_size_ = 1;
   std::string backend_ = "none";
   torch::Device device_{torch::kCPU};

@@ -2,6 +2,7 @@
 // against a CUDA LibTorch), chosen by --backend auto|gloo|nccl.
 #pragma once
 
+#include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -14,9 +15,10 @@
 
 namespace chexscale::dist {
 
-// "gloo" or "nccl" for a requested backend ("auto" = nccl when this build has CUDA and the host
-// has a GPU for each local rank, else gloo). Throws UsageError for nccl on a CPU-only build.
-std::string resolve_backend(const std::string& requested, int local_world_size);
+// "gloo" or "nccl" for a requested backend on the rank's device (see device.h): "auto" = nccl
+// for a CUDA device in a build with NCCL, else gloo. Throws UsageError for nccl on a CPU-only
+// build or with a CPU device.
+std::string resolve_backend(const std::string& requested, const torch::Device& device);
 
 // Where Gloo binds its sockets, and why.
 struct GlooAddress {

@@ -42,18 +42,21 @@ std::string local_address_towards(const std::string& host, int port) {
 
 }  // namespace
 
-std::string resolve_backend(const std::string& requested, int local_world_size) {
+std::string resolve_backend(const std::string& requested, const torch::Device& device) {
   if (requested == "gloo") return "gloo";
   if (requested == "nccl") {
     require_nccl();
+    if (!device.is_cuda()) {
+      throw UsageError(
+          "--backend nccl needs the ranks on GPUs: use --device cuda (or auto on a "
+          "node with a GPU per local rank), or --backend gloo");
+    }
     return "nccl";
   }
   if (requested != "auto") {
     throw UsageError("--backend '" + requested + "': choose auto, gloo or nccl");
   }
-  const bool gpus = nccl_compiled() && torch::cuda::is_available() &&
-                    static_cast<int>(torch::cuda::device_count()) >= local_world_size;
-  return gpus ? "nccl" : "gloo";
+  return device.is_cuda() && nccl_compiled() ? "nccl" : "gloo";
 }
 
 GlooAddress choose_gloo_address(const RendezvousEnv& env,

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/timer.h"
 #include "dist/reducer.h"
+#include "train/channels_last.h"
 
 namespace chexscale::train {
 
@@ -22,6 +23,11 @@ TrainStep::TrainStep(models::Classifier model, torch::optim::Optimizer& optimize
       options_(options),
       parameters_(model_->parameters()) {
   CHX_CHECK(model_ != nullptr, "TrainStep needs a model");
+  check_amp_supported(options_.amp, options_.device);
+  if (options_.channels_last) convert_to_channels_last(*model_);
+  if (options_.amp == AmpMode::kFp16 || options_.loss_scaling) {
+    scaler_ = std::make_unique<DynamicLossScaler>(options_.loss_scaler);
+  }
   loss_.to(options_.device);
 }
 
@@ -33,17 +39,25 @@ void TrainStep::wait_for_device() const {
 TrainStep::DeviceBatch TrainStep::prepare_input(const data::Batch& batch) const {
   CHX_CHECK(batch.images.defined() && batch.labels.defined(), "empty batch");
   CHX_CHECK_EQ(batch.images.size(0), batch.labels.size(0), "images vs labels in a batch");
-  return {batch.images.to(options_.device, /*non_blocking=*/true),
-          batch.labels.to(options_.device, torch::kFloat32, /*non_blocking=*/true)};
+  // Non-blocking: asynchronous when the loader pinned the batch and the device is a GPU.
+  torch::Tensor images = batch.images.to(options_.device, /*non_blocking=*/true);
+  if (options_.channels_last) images = to_channels_last(images);
+  return {images, batch.labels.to(options_.device, torch::kFloat32, /*non_blocking=*/true)};
 }
 
 torch::Tensor TrainStep::forward_loss(const DeviceBatch& input) {
-  return loss_(model_->forward(input.images), input.labels);
+  torch::Tensor logits;
+  {
+    const AutocastScope autocast(options_.amp, options_.device);
+    logits = model_->forward(input.images);
+  }
+  // The loss in fp32 whatever the forward pass ran in (autocast would run it in fp32 too).
+  return loss_(logits.to(torch::kFloat32), input.labels);
 }
 
 double TrainStep::backward(const torch::Tensor& loss) {
   if (reducer_ != nullptr) reducer_->prepare_for_backward();
-  loss.backward();
+  (scaler_ ? scaler_->scale(loss) : loss).backward();
   return reducer_ != nullptr ? reducer_->finish() : 0.0;
 }
 
@@ -55,6 +69,36 @@ bool TrainStep::gradients_finite() const {
   }
   if (sums.empty()) return true;
   return torch::stack(sums).sum().isfinite().item<bool>();
+}
+
+bool TrainStep::update_allowed(double loss, int64_t step) {
+  const bool check = options_.non_finite != NonFinitePolicy::kIgnore;
+  if (!check && !scaler_) return true;
+  // Skipping must be decided alike on every rank: on the averaged gradients, which are
+  // identical everywhere. Stopping may be local (one rank's error ends the job).
+  const bool grads_finite = gradients_finite();
+  if (scaler_) {
+    const double scale = scaler_->current_scale();
+    scaler_->update(grads_finite);
+    if (!grads_finite && std::isfinite(loss)) {
+      // An overflow at this scale: the scaler's normal operation, not a bad recipe.
+      log::debug(
+          "step {}: scaled gradients overflowed at loss scale {}: step skipped, scale now {}", step,
+          scale, scaler_->current_scale());
+      return false;
+    }
+    if (!check) return grads_finite;
+  }
+  const bool use_loss = reducer_ == nullptr || options_.non_finite == NonFinitePolicy::kStop;
+  if (grads_finite && (!use_loss || std::isfinite(loss))) return true;
+  if (options_.non_finite == NonFinitePolicy::kStop) {
+    throw Error(fmt::format(
+        "step {}: non-finite loss or gradients (loss {}); lower the learning rate, check the "
+        "data, or pass --on-nan skip",
+        step, loss));
+  }
+  log::warn("step {}: non-finite loss or gradients (loss {}): step skipped", step, loss);
+  return false;
 }
 
 void TrainStep::apply_update() {
@@ -81,22 +125,8 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t step) {
   result.loss = loss.item<double>();
 
   phase.reset();
-  if (options_.non_finite != NonFinitePolicy::kIgnore) {
-    // Skipping must be decided alike on every rank: on the averaged gradients, which are
-    // identical everywhere. Stopping may be local (one rank's error ends the job).
-    const bool use_loss = reducer_ == nullptr || options_.non_finite == NonFinitePolicy::kStop;
-    const bool finite = gradients_finite() && (!use_loss || std::isfinite(result.loss));
-    if (!finite) {
-      if (options_.non_finite == NonFinitePolicy::kStop) {
-        throw Error(fmt::format(
-            "step {}: non-finite loss or gradients (loss {}); lower the learning rate, check the "
-            "data, or pass --on-nan skip",
-            step, result.loss));
-      }
-      log::warn("step {}: non-finite loss or gradients (loss {}): step skipped", step, result.loss);
-      result.skipped = true;
-    }
-  }
+  if (scaler_) scaler_->unscale(parameters_);
+  result.skipped = !update_allowed(result.loss, step);
   if (!result.skipped) apply_update();
   wait_for_device();
   result.times.optimizer = phase.seconds();

@@ -1,9 +1,8 @@
 // One data-parallel training step, shared by the trainer and `chexscale bench`: forward, loss,
 // backward with overlapped gradient averaging, optimizer update, and where the time went.
 //
-// The step runs in four phases, each its own private member, so that mixed precision (autocast
-// around forward_loss, a gradient scaler around apply_update) and channels-last input
-// (prepare_input) can be added as options without changing the step's shape or its callers.
+// Options: mixed precision (--amp: autocast around the forward pass; fp16 adds a dynamic loss
+// scaler around backward and the update) and channels-last layout of the model and its input.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,6 +14,8 @@
 #include "data/batch.h"
 #include "models/classifier.h"
 #include "train/loss.h"
+#include "train/loss_scaler.h"
+#include "train/precision.h"
 
 namespace chexscale::dist {
 class GradientReducer;
@@ -32,11 +33,15 @@ enum class NonFinitePolicy {
 struct TrainStepOptions {
   NonFinitePolicy non_finite = NonFinitePolicy::kStop;
   torch::Device device{torch::kCPU};  // where the model lives; batches are moved there
+  AmpMode amp = AmpMode::kOff;        // autocast of forward (fp16: with loss scaling)
+  bool channels_last = false;         // NHWC model and input (the constructor converts the model)
+  bool loss_scaling = false;          // dynamic loss scaling; always on with fp16
+  LossScalerOptions loss_scaler;
 };
 
 struct StepResult {
   double loss = 0;       // this rank's mean loss on its batch
-  bool skipped = false;  // non-finite, weights not updated (kSkip)
+  bool skipped = false;  // non-finite, weights not updated (kSkip, or an fp16 overflow)
   int64_t images = 0;    // examples in this rank's batch
   StepTimes times;       // data_wait is left 0: the caller owns the loader
 };
@@ -44,7 +49,8 @@ struct StepResult {
 class TrainStep {
  public:
   // `reducer` may be null (world size 1, or benchmarks of the local step). The model, optimizer
-  // and reducer must outlive the TrainStep.
+  // and reducer must outlive the TrainStep. The model must already be on options.device.
+  // Throws UsageError when options.amp cannot run on options.device.
   TrainStep(models::Classifier model, torch::optim::Optimizer& optimizer, BceWithLogitsLoss loss,
             dist::GradientReducer* reducer, TrainStepOptions options = {});
 
@@ -53,6 +59,8 @@ class TrainStep {
   StepResult run(const data::Batch& batch, int64_t step);
 
   const TrainStepOptions& options() const { return options_; }
+  // The dynamic loss scaler (null without loss scaling), e.g. for checkpoints.
+  DynamicLossScaler* loss_scaler() { return scaler_.get(); }
 
  private:
   struct DeviceBatch {
@@ -66,6 +74,9 @@ class TrainStep {
   // True when the averaged gradients are all finite (identical on every rank after the reducer,
   // so every rank takes the same decision).
   bool gradients_finite() const;
+  // Whether to apply this step's update, by the non-finite policy and, with fp16, the loss
+  // scaler (which it updates); throws for kStop.
+  bool update_allowed(double loss, int64_t step);
   void apply_update();
   void wait_for_device() const;
 
@@ -75,6 +86,7 @@ class TrainStep {
   dist::GradientReducer* reducer_;
   TrainStepOptions options_;
   std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<DynamicLossScaler> scaler_;
 };
 
 }  // namespace chexscale::train
