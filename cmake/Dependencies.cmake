@@ -1,4 +1,21 @@
-# Third-party packages, all from Debian (scripts/install-deps.sh) or a CUDA LibTorch via Torch_DIR.
+# Third-party packages: Debian's (scripts/install-deps.sh), or the same .debs unpacked into the
+# tree (scripts/vendor-deps.sh -> third_party/debian) for machines without network; LibTorch from
+# Debian (CPU) or a CUDA LibTorch via Torch_DIR (official archive or a pip torch, docs/gpu.md).
+set(CHEXSCALE_VENDOR_ROOT "${CMAKE_SOURCE_DIR}/third_party/debian/root"
+    CACHE PATH "Debian packages unpacked by scripts/vendor-deps.sh (used when present)")
+if(EXISTS "${CHEXSCALE_VENDOR_ROOT}/usr/include")
+  # Searched before the system: headers, CMake package configs and pkg-config files.
+  list(PREPEND CMAKE_PREFIX_PATH "${CHEXSCALE_VENDOR_ROOT}/usr")
+  list(PREPEND CMAKE_LIBRARY_PATH "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")
+  link_directories("${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")  # for plain -lz
+  set(ENV{PKG_CONFIG_LIBDIR}
+      "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu/pkgconfig:${CHEXSCALE_VENDOR_ROOT}/usr/share/pkgconfig")
+  set(ENV{PKG_CONFIG_SYSROOT_DIR} "${CHEXSCALE_VENDOR_ROOT}")
+  # The vendored shared libraries are found at run time without LD_LIBRARY_PATH.
+  list(APPEND CMAKE_BUILD_RPATH "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")
+  message(STATUS "chexscale: Debian packages vendored in ${CHEXSCALE_VENDOR_ROOT}")
+endif()
+
 find_package(Torch REQUIRED)
 find_package(Threads REQUIRED)
 find_package(CLI11 REQUIRED)
@@ -17,12 +34,44 @@ target_link_libraries(chexscale_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(chexscale_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(chexscale_torch INTERFACE ${_torch_flags})
+# c10d's headers guard each backend with these: Debian's torch_cpu target exports them; add them
+# where a LibTorch's config does not.
+if(TARGET torch_cpu)
+  get_target_property(_torch_defs torch_cpu INTERFACE_COMPILE_DEFINITIONS)
+endif()
+if(NOT "${_torch_defs}" MATCHES "USE_C10D_GLOO")
+  target_compile_definitions(chexscale_torch INTERFACE USE_DISTRIBUTED USE_C10D_GLOO)
+endif()
+
+# Every C++ library we link must share LibTorch's C++ ABI: Debian's are built with the new ABI.
+# pip torch before 2.7 used the old one (-D_GLIBCXX_USE_CXX11_ABI=0): stop with the way out
+# rather than fail at link time with undefined std::__cxx11 symbols.
+if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+  message(FATAL_ERROR
+    "chexscale: this LibTorch (${Torch_DIR}) uses the old C++ ABI (_GLIBCXX_USE_CXX11_ABI=0), "
+    "but spdlog, fmt and yaml-cpp from Debian use the new one. Use a LibTorch built with the "
+    "cxx11 ABI (the official 'cxx11-abi' archive, or pip torch >= 2.7); see docs/gpu.md.")
+endif()
 
 # c10d lives in libtorch (CPU) or libtorch_cuda; its Gloo backend is built in on Debian.
 # A CUDA LibTorch (official archive or pip torch's share/cmake/Torch) sets TORCH_CUDA_LIBRARIES.
 if(TORCH_CUDA_LIBRARIES)
   set(CHEXSCALE_WITH_CUDA ON)
   target_compile_definitions(chexscale_torch INTERFACE CHEXSCALE_WITH_CUDA=1)
+  if(NOT "${_torch_defs}" MATCHES "USE_C10D_NCCL")
+    target_compile_definitions(chexscale_torch INTERFACE USE_C10D_NCCL)
+  endif()
+  # ProcessGroupNCCL.hpp includes <nccl.h>: the official archive has it under include/, a pip
+  # torch takes it from the nvidia-nccl wheel (site-packages/nvidia/nccl/include).
+  find_path(CHEXSCALE_NCCL_INCLUDE_DIR nccl.h
+    HINTS ${TORCH_INCLUDE_DIRS} ${CUDAToolkit_INCLUDE_DIRS} $ENV{NCCL_INCLUDE_DIR}
+    DOC "folder of nccl.h")
+  if(NOT CHEXSCALE_NCCL_INCLUDE_DIR)
+    message(FATAL_ERROR
+      "chexscale: nccl.h not found; pass -DCHEXSCALE_NCCL_INCLUDE_DIR=<dir> (pip torch: "
+      "python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], \"include\"))')")
+  endif()
+  target_include_directories(chexscale_torch SYSTEM INTERFACE ${CHEXSCALE_NCCL_INCLUDE_DIR})
 else()
   set(CHEXSCALE_WITH_CUDA OFF)
 endif()

@@ -7,6 +7,12 @@ N processes started with torch.multiprocessing (no torchrun), Gloo over loopback
 number of intra-op threads per process. Warm-up steps are excluded. One worker runs the bare
 model without a process group, as chexscale does for a 1-rank job.
 
+GPU mode (--device cuda): rank r on cuda:r, NCCL, the batches resident on the GPU (as chexscale's
+synthetic data), --amp bf16|fp16 (torch.autocast around the forward pass, the loss in fp32, a
+GradScaler for fp16) and --channels-last, each step timed after torch.cuda.synchronize(). When
+torchvision is not installed (a bare torch wheel), bench/peer/tv_models.py supplies the same
+architectures.
+
 Prints one line "images/s: X" (total over workers) and, with --json, writes the numbers in the
 field names of chexscale's bench.json (docs/bench-format.md) so the two can be compared.
 
@@ -32,6 +38,10 @@ def parse_args(argv):
     p.add_argument("--warmup-steps", type=int, default=3, help="steps excluded from timing")
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu or cuda")
+    p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"],
+                   help="autocast dtype of the forward pass (fp16: cuda only, with GradScaler)")
+    p.add_argument("--channels-last", action="store_true", help="NHWC model and batches")
     p.add_argument("--label", default="pytorch-ddp", help="label written to the JSON")
     p.add_argument("--json", default="", help="write the result here (bench.json fields)")
     return p.parse_args(argv)
@@ -56,36 +66,57 @@ def percentile(sorted_values, q):
 def worker(rank, args, port, queue):
     import torch
     import torch.distributed as dist
-    import torchvision
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     world = args.workers
-    model = getattr(torchvision.models, args.arch)(num_classes=14)
+    cuda = args.device == "cuda"
+    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+    model = make_model(args.arch).to(device, memory_format=memory_format)
     if world > 1:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                                rank=rank, world_size=world)
+        dist.init_process_group("nccl" if cuda else "gloo",
+                                init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
         model = torch.nn.parallel.DistributedDataParallel(
-            model, bucket_cap_mb=args.bucket_mb, broadcast_buffers=False)
+            model, device_ids=[rank] if cuda else None, bucket_cap_mb=args.bucket_mb,
+            broadcast_buffers=False)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.BCEWithLogitsLoss()
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.amp)
+    scaler = torch.amp.GradScaler("cuda") if args.amp == "fp16" else None
     gen = torch.Generator().manual_seed(rank)
-    batches = [(torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=gen),
-                (torch.rand(args.batch_size, 14, generator=gen) < 0.2).float())
+    batches = [(torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=gen)
+                .to(device).contiguous(memory_format=memory_format),
+                (torch.rand(args.batch_size, 14, generator=gen) < 0.2).float().to(device))
                for _ in range(4)]
+
+    def synchronize():
+        if cuda:
+            torch.cuda.synchronize(device)
 
     def step(i):
         images, labels = batches[i % len(batches)]
-        loss = loss_fn(model(images), labels)
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            logits = model(images)
+        loss = loss_fn(logits.float(), labels)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        synchronize()
 
     for i in range(args.warmup_steps):
         step(i)
     if world > 1:
         dist.barrier()
+    synchronize()
     step_times = []
     start = time.perf_counter()
     for i in range(args.steps):
@@ -103,6 +134,17 @@ def worker(rank, args, port, queue):
         queue.put((gathered, torch.__version__))
 
 
+def make_model(arch):
+    """torchvision's model with 14 outputs, or the same architecture from tv_models.py."""
+    try:
+        import torchvision
+        return getattr(torchvision.models, arch)(num_classes=14)
+    except ImportError:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import tv_models
+        return tv_models.make(arch, num_classes=14)
+
+
 def summarise(args, gathered, torch_version):
     world = args.workers
     elapsed = max(e for e, _ in gathered)
@@ -112,9 +154,11 @@ def summarise(args, gathered, torch_version):
     return {
         "schema": "chexscale.bench/1", "label": args.label, "arch": args.arch,
         "image_size": args.image_size, "batch_per_worker": args.batch_size,
-        "world_size": world, "nnodes": 1, "backend": "gloo" if world > 1 else "none",
+        "world_size": world, "nnodes": 1,
+        "backend": ("nccl" if args.device == "cuda" else "gloo") if world > 1 else "none",
         "overlap": True, "compression": "none", "bucket_mb": args.bucket_mb,
-        "data": "synthetic", "threads_per_worker": args.threads,
+        "data": "synthetic", "threads_per_worker": args.threads, "device": args.device,
+        "amp": args.amp, "channels_last": args.channels_last,
         "warmup_steps": args.warmup_steps, "steps": args.steps, "elapsed_s": elapsed,
         "images_per_sec": total, "images_per_sec_per_worker": total / world,
         "step_time_s": {"median": percentile(per_step, 0.5), "p10": percentile(per_step, 0.1),
@@ -130,6 +174,8 @@ def main(argv):
     args = parse_args(argv)
     if args.workers < 1 or args.steps < 1 or args.warmup_steps < 0 or args.threads < 1:
         sys.exit("ddp_bench: --workers, --steps and --threads must be >= 1, --warmup-steps >= 0")
+    if args.amp == "fp16" and args.device != "cuda":
+        sys.exit("ddp_bench: --amp fp16 needs --device cuda")
     # Child processes read these at import time: one OpenMP pool of --threads per worker.
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["MKL_NUM_THREADS"] = str(args.threads)

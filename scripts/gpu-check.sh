@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Issue 8's GPU check, prepared to run unattended on a machine with NVIDIA GPUs, the CUDA toolkit
+# and a pip torch 2.x but no network: builds chexscale against the pip torch's LibTorch, runs the
+# unit tests there, checks GPU training against CPU, and measures throughput beside PyTorch eager
+# (bench/peer/ddp_bench.py) on the same GPU. Everything goes to $OUT; docs/gpu.md explains it.
+#
+# Usage: OUT=/some/dir scripts/gpu-check.sh [all|build|correctness|sweep]   (default: all)
+# Environment (defaults): PYTHON (python3), BUILD (build-cuda), JOBS (nproc), THREADS (4),
+#   ARCHS ("densenet121 resnet50"), BATCHES ("64 128"), MODES ("fp32 bf16 fp32-cl bf16-cl"),
+#   IMAGE_SIZE (224), STEPS (20), WARMUP (5), RUN_TIMEOUT (600 s per command).
+# Needs the Debian libraries: installed, or unpacked into third_party/debian by
+# scripts/vendor-deps.sh on a machine with network (cmake/Dependencies.cmake finds them there).
+# Exit status: 0 when the build, the tests and the correctness check pass (the sweep only
+# measures); 1 otherwise, with the failing parts named in $OUT/summary.md.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+what="${1:-all}"
+OUT="${OUT:-$here/runs/gpu-check}"
+PY="${PYTHON:-python3}"
+BUILD="${BUILD:-$here/build-cuda}"
+JOBS="${JOBS:-$(nproc)}"
+THREADS="${THREADS:-4}"
+ARCHS="${ARCHS:-densenet121 resnet50}"
+BATCHES="${BATCHES:-64 128}"
+MODES="${MODES:-fp32 bf16 fp32-cl bf16-cl}"
+IMAGE_SIZE="${IMAGE_SIZE:-224}"
+STEPS="${STEPS:-20}"
+WARMUP="${WARMUP:-5}"
+RUN_TIMEOUT="${RUN_TIMEOUT:-600}"
+BIN="$BUILD/src/cli/chexscale"
+
+case "$what" in all | build | correctness | sweep) ;; *)
+  echo "usage: OUT=DIR $0 [all|build|correctness|sweep]" >&2
+  exit 2
+  ;;
+esac
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/gpu-check.log") 2>&1
+failures=()
+note() { printf '\n== %s  %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+fail() {
+  echo "FAILED: $*"
+  failures+=("$*")
+}
+run() { timeout --kill-after=10 "$RUN_TIMEOUT" "$@"; }
+
+# --- the machine and its torch --------------------------------------------------------------
+note "environment"
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  uname -a
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader || true
+  "$PY" - <<'PYEOF'
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())
+print("cuda available", torch.cuda.is_available(), "devices", torch.cuda.device_count())
+print("cxx11 abi", torch.compiled_with_cxx11_abi())
+print("cmake prefix", torch.utils.cmake_prefix_path)
+PYEOF
+  command -v nvcc && nvcc --version | tail -1
+  cmake --version | head -1
+  "${CXX:-c++}" --version | head -1
+} | tee "$OUT/env.txt"
+if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+  echo "gpu-check: torch sees no CUDA device; nothing to check" >&2
+  exit 1
+fi
+if [ "$("$PY" -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')" != 1 ]; then
+  echo "gpu-check: this torch uses the old C++ ABI; chexscale's Debian libraries need the new one (docs/gpu.md)" >&2
+  exit 1
+fi
+torch_lib="$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+export LD_LIBRARY_PATH="$torch_lib:$here/third_party/debian/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# --- build against the pip torch's LibTorch -------------------------------------------------
+build() {
+  note "configure and build in $BUILD"
+  local torch_dir nccl_inc generator=()
+  torch_dir="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')/Torch"
+  # nccl.h: the nvidia-nccl wheel that pip torch depends on.
+  nccl_inc="$("$PY" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null || true)"
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  local cmake_args=(-S "$here" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
+    -DTorch_DIR="$torch_dir" -DCHEXSCALE_BUILD_BENCH=OFF -DCHEXSCALE_BUILD_FUZZ=OFF)
+  [ -n "$nccl_inc" ] && cmake_args+=(-DCHEXSCALE_NCCL_INCLUDE_DIR="$nccl_inc")
+  [ -d /usr/local/cuda ] && cmake_args+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+  if ! cmake "${cmake_args[@]}" >"$OUT/configure.log" 2>&1; then
+    tail -30 "$OUT/configure.log"
+    fail "configure (see configure.log)"
+    return 1
+  fi
+  grep 'chexscale:' "$OUT/configure.log"
+  grep -q 'CUDA ON' "$OUT/configure.log" || fail "configure: LibTorch without CUDA"
+  if ! cmake --build "$BUILD" -j "$JOBS" --target chexscale test_train test_train_precision test_dist \
+    >"$OUT/build.log" 2>&1; then
+    grep -E 'error|Error' "$OUT/build.log" | head -40
+    fail "build (see build.log)"
+    return 1
+  fi
+  note "unit tests on the CUDA build"
+  local t
+  for t in tests/train/test_train_precision tests/train/test_train tests/dist/test_dist; do
+    if run env OMP_NUM_THREADS=1 CHEXSCALE_BIN="$BIN" CHEXSCALE_SOURCE_DIR="$here" "$BUILD/$t" \
+      >"$OUT/$(basename "$t").log" 2>&1; then
+      echo "$t: $(grep -E '^\[  PASSED' "$OUT/$(basename "$t").log")"
+    else
+      grep -E 'FAILED|Failure' "$OUT/$(basename "$t").log" | head -20
+      fail "$t (see $(basename "$t").log)"
+    fi
+  done
+  "$BIN" version | tee -a "$OUT/env.txt"
+}
+
+# --- correctness: the same steps on CPU and GPU ---------------------------------------------
+# Losses step by step (metrics.jsonl), fp32 on the GPU against the CPU (cuDNN's TF32 convolutions
+# and other summation orders: 2 %), bf16 and channels-last against GPU fp32; then the GPU run's
+# checkpoint evaluated on the CPU and on the GPU (cross-device checkpoint load; 0.1 %).
+correctness() {
+  note "correctness: GPU steps against CPU steps"
+  local data="$OUT/correctness/data" dir="$OUT/correctness"
+  rm -rf "$dir" && mkdir -p "$dir"
+  run "$BIN" synth --out "$data" --images 320 --size 128 --seed 1 >"$dir/synth.log" 2>&1 ||
+    { fail "synth"; return 1; }
+  local common=(--data "$data" --epochs 1 --max-steps 8 --batch-size 16 --image-size 128
+    --crop-size 112 --no-augment --arch densenet121 --seed 0 --log-every 1 --loader-threads 2
+    --lr 1e-4 --no-class-weights)
+  local name args
+  for name in cpu cuda cuda-bf16 cuda-cl; do
+    case "$name" in
+      cpu) args=(--device cpu --intra-op-threads "$THREADS") ;;
+      cuda) args=(--device cuda) ;;
+      cuda-bf16) args=(--device cuda --amp bf16) ;;
+      cuda-cl) args=(--device cuda --channels-last) ;;
+    esac
+    run "$BIN" train "${common[@]}" "${args[@]}" --out "$dir/$name" >"$dir/$name.log" 2>&1 ||
+      { tail -5 "$dir/$name.log"; fail "train $name"; }
+  done
+  local ckpts=("$dir"/cuda/checkpoints/step-*.json)  # zero-padded: the last is the newest
+  local ckpt="${ckpts[-1]}"
+  for name in cpu cuda; do
+    run "$BIN" eval --checkpoint "$ckpt" --data "$data" --split val --device "$name" \
+      --out "$dir/eval-$name" >"$dir/eval-$name.log" 2>&1 || fail "eval on $name"
+  done
+  "$PY" - "$dir" <<'PYEOF' || fail "correctness tolerances (see above)"
+import json, os, sys
+d = sys.argv[1]
+def losses(run):
+    with open(os.path.join(d, run, "metrics.jsonl")) as f:
+        return [r["loss"] for r in map(json.loads, f) if r.get("type") == "step"]
+ok = True
+def compare(name, got, ref, rel):
+    global ok
+    usable = got and ref and None not in got + ref  # null: every step of a window skipped
+    worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref)) if usable else float("inf")
+    good = len(got) == len(ref) > 0 and worst <= rel
+    ok &= good
+    print(f"{name:<28} steps {len(got)}/{len(ref)}  worst relative loss difference {worst:.2e}"
+          f"  (tolerance {rel:.0e})  {'ok' if good else 'FAIL'}")
+ref = losses("cpu")
+compare("cuda fp32 vs cpu fp32", losses("cuda"), ref, 2e-2)
+compare("cuda bf16 vs cuda fp32", losses("cuda-bf16"), losses("cuda"), 5e-2)
+compare("cuda channels-last vs cuda", losses("cuda-cl"), losses("cuda"), 2e-2)
+ev = {n: json.load(open(os.path.join(d, f"eval-{n}", "metrics.json")))["loss"] for n in ("cpu", "cuda")}
+compare("eval of GPU checkpoint cpu/gpu", [ev["cpu"]], [ev["cuda"]], 1e-3)
+sys.exit(0 if ok else 1)
+PYEOF
+}
+
+# --- throughput: chexscale beside PyTorch eager, config by config ---------------------------
+sweep() {
+  note "throughput sweep: $ARCHS x batch $BATCHES x $MODES at ${IMAGE_SIZE}px"
+  local dir="$OUT/sweep" arch batch mode amp cl
+  mkdir -p "$dir"
+  for arch in $ARCHS; do
+    for batch in $BATCHES; do
+      for mode in $MODES; do
+        amp=off
+        [[ $mode == bf16* ]] && amp=bf16
+        [[ $mode == fp16* ]] && amp=fp16
+        cl=()
+        [[ $mode == *-cl ]] && cl=(--channels-last)
+        local stem="$dir/$arch-b$batch-$mode"
+        echo "-- $arch batch $batch $mode"
+        run "$BIN" bench --arch "$arch" --image-size "$IMAGE_SIZE" --batch-size "$batch" \
+          --steps "$STEPS" --warmup-steps "$WARMUP" --threads "$THREADS" --device cuda \
+          --amp "$amp" "${cl[@]}" --label chexscale --json "$stem-chexscale.json" \
+          >"$stem-chexscale.log" 2>&1 || echo "   chexscale failed (see $stem-chexscale.log)"
+        run "$PY" "$here/bench/peer/ddp_bench.py" --device cuda --arch "$arch" \
+          --image-size "$IMAGE_SIZE" --batch-size "$batch" --steps "$STEPS" \
+          --warmup-steps "$WARMUP" --threads "$THREADS" --amp "$amp" "${cl[@]}" \
+          --label pytorch-eager --json "$stem-pytorch.json" >"$stem-pytorch.log" 2>&1 ||
+          echo "   pytorch failed (see $stem-pytorch.log)"
+      done
+    done
+  done
+  "$PY" - "$dir" <<'PYEOF' | tee "$OUT/sweep.md"
+import glob, json, os, sys
+d = sys.argv[1]
+print("| arch | batch | mode | chexscale img/s | PyTorch eager img/s | ratio |")
+print("|---|---|---|---|---|---|")
+for stem in sorted({p.rsplit("-", 1)[0] for p in glob.glob(os.path.join(d, "*.json"))}):
+    arch, batch, mode = os.path.basename(stem).split("-", 2)
+    def ips(who):
+        try:
+            return json.load(open(f"{stem}-{who}.json"))["images_per_sec"]
+        except (OSError, KeyError, ValueError):
+            return None
+    c, p = ips("chexscale"), ips("pytorch")
+    fmt = lambda v: f"{v:.1f}" if v else "failed"
+    ratio = f"{c / p:.3f}" if c and p else "-"
+    print(f"| {arch} | {batch[1:]} | {mode} | {fmt(c)} | {fmt(p)} | {ratio} |")
+PYEOF
+}
+
+[ "$what" = all ] || [ "$what" = build ] && build
+if [ -x "$BIN" ]; then
+  [ "$what" = all ] || [ "$what" = correctness ] && correctness
+  [ "$what" = all ] || [ "$what" = sweep ] && sweep
+else
+  fail "no chexscale binary at $BIN"
+fi
+
+{
+  echo "# gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  if [ ${#failures[@]} -eq 0 ]; then echo "all checks passed"; else printf -- '- FAILED: %s\n' "${failures[@]}"; fi
+  [ -f "$OUT/sweep.md" ] && cat "$OUT/sweep.md"
+} >"$OUT/summary.md"
+cat "$OUT/summary.md"
+[ ${#failures[@]} -eq 0 ]
