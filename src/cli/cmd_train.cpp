@@ -21,6 +21,7 @@ struct TrainFlags {
   DistFlags dist;
   ReducerFlags reducer;
   std::string on_nan = "stop";
+  std::string amp = "off";
   bool no_augment = false;
   int intra_op_threads = 0;
 };
@@ -135,6 +136,13 @@ void add_options(CLI::App& cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd.add_option("--timeline", t.timeline,
                  "Write a Chrome trace of step phases and allreduces (rank r: .rank<r>.json)");
+  cmd.add_option("--amp", f.amp,
+                 "Mixed precision of the forward pass: off, bf16 (CPU or GPU) or fp16 (GPU, with "
+                 "dynamic loss scaling)")
+      ->capture_default_str();
+  cmd.add_flag("--channels-last", t.channels_last,
+               "Channels-last (NHWC) layout of the model and batches (faster convolutions on "
+               "GPUs with tensor cores)");
   add_dist_flags(cmd, f.dist);
   add_reducer_flags(cmd, f.reducer);
 }
@@ -176,10 +184,12 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
     o.data.augment = !f->no_augment;
     o.data.seed = o.seed;
     o.non_finite = parse_on_nan(f->on_nan);
+    o.amp = train::parse_amp_mode(f->amp);
     o.reducer = f->reducer.resolved();
     if (f->intra_op_threads < 0) throw UsageError("--intra-op-threads must be >= 0");
     if (f->intra_op_threads > 0) torch::set_num_threads(f->intra_op_threads);
     auto ctx = dist::DistContext::init(f->dist.resolved());
+    train::check_amp_supported(o.amp, ctx->device());  // before loading anything
     if (ctx->is_main()) {
       make_dirs(o.out_dir);
       write_file_atomic((std::filesystem::path(o.out_dir) / "config.yaml").string(),

@@ -87,6 +87,7 @@ class Trainer::Impl {
     opt_.data.rank = ctx_->rank();
     opt_.data.world_size = ctx_->world_size();
     opt_.data.split = "train";
+    opt_.data.pin_memory = device_.is_cuda();  // pinned batches copy to the GPU asynchronously
     train_loader_ = std::make_unique<data::Loader>(opt_.data);
     data::LoaderOptions val = opt_.data;
     val.split = "val";
@@ -108,8 +109,12 @@ class Trainer::Impl {
       reducer_ =
           std::make_unique<dist::GradientReducer>(ctx_, params_, opt_.reducer, timeline_.get());
     }
-    step_ = std::make_unique<TrainStep>(model_, *optimizer_, loss_, reducer_.get(),
-                                        TrainStepOptions{opt_.non_finite, device_});
+    TrainStepOptions step_options;
+    step_options.non_finite = opt_.non_finite;
+    step_options.device = device_;
+    step_options.amp = opt_.amp;
+    step_options.channels_last = opt_.channels_last;
+    step_ = std::make_unique<TrainStep>(model_, *optimizer_, loss_, reducer_.get(), step_options);
     store_ = std::make_unique<CheckpointStore>((fs::path(opt_.out_dir) / "checkpoints").string(),
                                                opt_.keep_checkpoints);
     if (main_)
@@ -374,7 +379,11 @@ class Trainer::Impl {
     for (auto& t : optimizer_state(*optimizer_, params_))
       tensors.push_back(std::move(t));
     tensors.push_back({"rng.cpu", cpu_rng_state()});
-    const nlohmann::json state = state_json();
+    nlohmann::json state = state_json();
+    if (const DynamicLossScaler* scaler = step_->loss_scaler()) {
+      state["loss_scaler"] = {{"scale", scaler->state().scale},
+                              {"good_steps", scaler->state().good_steps}};
+    }
     if (best) store_->save_best(state, tensors);
     return store_->save(pos_.global_step, state, tensors);
   }
@@ -406,6 +415,10 @@ class Trainer::Impl {
                             {/*replace_head=*/false});
     load_optimizer_state(*optimizer_, params_, ckpt->tensors);
     set_cpu_rng_state(tensors_with_prefix(ckpt->tensors, "rng.").at(0).tensor);
+    if (DynamicLossScaler* scaler = step_->loss_scaler(); scaler && s.contains("loss_scaler")) {
+      scaler->set_state({s.at("loss_scaler").at("scale").get<double>(),
+                         s.at("loss_scaler").at("good_steps").get<int64_t>()});
+    }
     PlateauState plateau;
     if (!s.at("plateau").at("best_loss").is_null()) {
       plateau.best_loss = s.at("plateau").at("best_loss").get<double>();

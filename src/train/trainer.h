@@ -35,6 +35,8 @@ struct TrainerOptions {
   std::string resume;      // "" | "auto" (newest valid checkpoint, if any) | manifest path
   int64_t log_every = 10;  // steps between metrics.jsonl step records
   NonFinitePolicy non_finite = NonFinitePolicy::kStop;
+  AmpMode amp = AmpMode::kOff;  // mixed precision of the training forward pass (--amp)
+  bool channels_last = false;   // NHWC model and batches (--channels-last)
   dist::ReducerOptions reducer;
   std::string timeline;  // Chrome trace path ("" = none)
   uint64_t seed = 0;     // model initialisation; the loader has its own seed
