@@ -8,6 +8,9 @@ if(EXISTS "${CHEXSCALE_VENDOR_ROOT}/usr/include")
   list(PREPEND CMAKE_PREFIX_PATH "${CHEXSCALE_VENDOR_ROOT}/usr")
   list(PREPEND CMAKE_LIBRARY_PATH "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")
   link_directories("${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")  # for plain -lz
+  # Before LibTorch's own include folder: a pip torch may bundle fmt headers of another version
+  # than the Debian libfmt/libspdlog we link, and some of its headers need nlohmann/json.hpp.
+  include_directories(BEFORE SYSTEM "${CHEXSCALE_VENDOR_ROOT}/usr/include")
   set(ENV{PKG_CONFIG_LIBDIR}
       "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu/pkgconfig:${CHEXSCALE_VENDOR_ROOT}/usr/share/pkgconfig")
   set(ENV{PKG_CONFIG_SYSROOT_DIR} "${CHEXSCALE_VENDOR_ROOT}")

@@ -57,6 +57,10 @@ print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.bac
 print("cuda available", torch.cuda.is_available(), "devices", torch.cuda.device_count())
 print("cxx11 abi", torch.compiled_with_cxx11_abi())
 print("cmake prefix", torch.utils.cmake_prefix_path)
+import os
+inc = os.path.join(os.path.dirname(torch.__file__), "include")
+print("bundled fmt headers", os.path.isdir(os.path.join(inc, "fmt")),
+      "bundled nlohmann", os.path.isdir(os.path.join(inc, "nlohmann")))
 PYEOF
   command -v nvcc && nvcc --version | tail -1
   cmake --version | head -1
