@@ -21,6 +21,8 @@
 #   --out DIR             results, logs, manifests and the report           [runs/lab-compare]
 #   --bin PATH            chexscale binary                [$CHEXSCALE_BIN or build/src/cli/chexscale]
 #   --run-timeout S       limit for one bench run                                [600]
+#   --peer                also run the PyTorch DDP peer (bench/peer/ddp_bench.py, one rank per
+#                         node) on both systems: sets bare-metal/pytorch-ddp, kubernetes/pytorch-ddp
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
 # Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab).
 set -euo pipefail
@@ -32,7 +34,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate=""
-out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0
+out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -49,7 +51,8 @@ while [ $# -gt 0 ]; do
     --bin) bin="$2"; shift 2 ;;
     --run-timeout) run_timeout="$2"; shift 2 ;;
     --keep-cluster) keep_cluster=1; shift ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --peer) peer=1; shift ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) lab_die "unknown option '$1' (see lab/compare.sh --help)" ;;
   esac
 done
@@ -194,6 +197,30 @@ run_kubernetes() {
   collect "$run_dir" "$label" "$n"
 }
 
+# The PyTorch DDP peer, one rank per node with torchrun's environment: over the fabric from the
+# node namespaces (bare-metal) or over the overlay from the pod namespaces (kubernetes).
+run_peer() {
+  local label="$1" n="$2" system="$3" tag run_dir master ns i
+  tag="$(echo "$label" | tr / -)-w$n"
+  run_dir="$out/runs/$tag"
+  rm -rf "$run_dir"
+  mkdir -p "$run_dir"
+  start_run "$n"
+  if [ "$system" = kubernetes ]; then master=$(lab_pod_addr 0); else master=$(lab_fabric_addr 0); fi
+  for ((i = 0; i < n; i++)); do
+    if [ "$system" = kubernetes ]; then ns=$(lab_pod_ns "$i"); else ns=$(lab_node_ns "$i"); fi
+    local cmd=(/usr/bin/python3 "$here/../bench/peer/ddp_bench.py" --arch "$arch"
+      --image-size "$image_size" --batch-size "$batch" --steps "$steps" --warmup-steps "$warmup"
+      --threads "$threads" --label "$label" --json "$run_dir/bench.json")
+    echo "[$ns] RANK=$i WORLD_SIZE=$n MASTER_ADDR=$master MASTER_PORT=$port ${cmd[*]}" >>"$commands_log"
+    spawn "$out/logs/$tag-node$i.log" ip netns exec "$ns" env -i PATH="$PATH" HOME=/tmp \
+      RANK="$i" WORLD_SIZE="$n" MASTER_ADDR="$master" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=eth0 \
+      timeout -k 10 "$run_timeout" "${cmd[@]}"
+  done
+  finish_run "$tag" "$n"
+  collect "$run_dir" "$label" "$n"
+}
+
 # Moves a run's bench.json into its result set as bench-w<N>.json.
 collect() {
   local run_dir="$1" label="$2" n="$3" set_dir
@@ -201,7 +228,7 @@ collect() {
   [ -f "$run_dir/bench.json" ] || lab_die "$run_dir/bench.json was not written (see $out/logs)"
   mkdir -p "$set_dir"
   cp "$run_dir/bench.json" "$set_dir/bench-w$n.json"
-  say "$label, $n worker(s): $(jq -r '"\(.images_per_sec | . * 100 | round / 100) images/s, step \(.step_time_s.median | . * 1000 | round) ms, exposed comm \(.breakdown_s.comm_exposed | . * 1000 | round) ms"' "$set_dir/bench-w$n.json")"
+  say "$label, $n worker(s): $(jq -r '"\(.images_per_sec | . * 100 | round / 100) images/s, step \(.step_time_s.median | . * 1000 | round) ms, exposed comm \(if .breakdown_s then (.breakdown_s.comm_exposed * 1000 | round | tostring) + " ms" else "not measured (peer)" end)"' "$set_dir/bench-w$n.json")"
 }
 
 # The single-worker run has no network, so it is run once per system and shared by its variants.
@@ -258,6 +285,14 @@ for v in "${variant_list[@]}"; do
   report_args+=("kubernetes/$v=$out/sets/kubernetes-$v")
 done
 [[ ",$variants," == *,hostnet,* ]] && report_args+=("kubernetes/hostnet=$out/sets/kubernetes-hostnet")
+if [ "$peer" = 1 ]; then
+  say "PyTorch DDP peer (bench/peer/ddp_bench.py), both systems"
+  for system in bare-metal kubernetes; do
+    run_peer "$system/pytorch-ddp" 1 "$system"
+    run_peer "$system/pytorch-ddp" "$nodes" "$system"
+    report_args+=("$system/pytorch-ddp=$out/sets/$system-pytorch-ddp")
+  done
+fi
 echo "$bin report ${report_args[*]} --out $out/report" >>"$commands_log"
 "$bin" report "${report_args[@]}" --out "$out/report"
 say "done: $out/report/report.md"

@@ -13,6 +13,11 @@ GradScaler for fp16) and --channels-last, each step timed after torch.cuda.synch
 torchvision is not installed (a bare torch wheel), bench/peer/tv_models.py supplies the same
 architectures.
 
+Multi-node mode (the lab's "pytorch-ddp" sets): when RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+are in the environment (torchrun's contract), this process is that one rank (--workers is
+ignored), the process group joins through env://, and rank 0 writes the JSON. GLOO_SOCKET_IFNAME
+picks the interface, as for chexscale.
+
 Prints one line "images/s: X" (total over workers) and, with --json, writes the numbers in the
 field names of chexscale's bench.json (docs/bench-format.md) so the two can be compared.
 
@@ -63,7 +68,7 @@ def percentile(sorted_values, q):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def worker(rank, args, port, queue):
+def worker(rank, args, init_method, queue):
     import torch
     import torch.distributed as dist
 
@@ -78,7 +83,7 @@ def worker(rank, args, port, queue):
     model = make_model(args.arch).to(device, memory_format=memory_format)
     if world > 1:
         dist.init_process_group("nccl" if cuda else "gloo",
-                                init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+                                init_method=init_method, rank=rank, world_size=world)
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[rank] if cuda else None, bucket_cap_mb=args.bucket_mb,
             broadcast_buffers=False)
@@ -154,7 +159,7 @@ def summarise(args, gathered, torch_version):
     return {
         "schema": "chexscale.bench/1", "label": args.label, "arch": args.arch,
         "image_size": args.image_size, "batch_per_worker": args.batch_size,
-        "world_size": world, "nnodes": 1,
+        "world_size": world, "nnodes": args.nnodes,
         "backend": ("nccl" if args.device == "cuda" else "gloo") if world > 1 else "none",
         "overlap": True, "compression": "none", "bucket_mb": args.bucket_mb,
         "data": "synthetic", "threads_per_worker": args.threads, "device": args.device,
@@ -179,13 +184,29 @@ def main(argv):
     # Child processes read these at import time: one OpenMP pool of --threads per worker.
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["MKL_NUM_THREADS"] = str(args.threads)
-    import torch.multiprocessing as mp
+    args.nnodes = 1
+    if all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
+        # One rank of a multi-node job: this process is the worker.
+        rank, args.workers = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        args.nnodes = args.workers
+        results = []
 
-    ctx = mp.get_context("spawn")
-    queue = ctx.SimpleQueue()
-    mp.start_processes(worker, args=(args, free_port(), queue), nprocs=args.workers,
-                       join=True, start_method="spawn")
-    gathered, torch_version = queue.get()
+        class ListQueue:
+            def put(self, item):
+                results.append(item)
+
+        worker(rank, args, "env://", ListQueue())
+        if rank != 0:
+            return
+        gathered, torch_version = results[0]
+    else:
+        import torch.multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        queue = ctx.SimpleQueue()
+        mp.start_processes(worker, args=(args, f"tcp://127.0.0.1:{free_port()}", queue),
+                           nprocs=args.workers, join=True, start_method="spawn")
+        gathered, torch_version = queue.get()
     result = summarise(args, gathered, torch_version)
     print(f"workers: {args.workers}  step time median: {result['step_time_s']['median']:.3f} s  "
           f"images/s per worker: {result['images_per_sec_per_worker']:.2f}")
