@@ -1,8 +1,6 @@
 // The training loop: epochs, validation, schedule, checkpoints and resume (see trainer.h).
 #include "train/trainer.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <cmath>
 #include <filesystem>
 
@@ -18,22 +16,12 @@
 #include "train/checkpoint_share.h"
 #include "train/evaluate.h"
 #include "train/metrics_log.h"
+#include "train/run_state.h"
 
 namespace chexscale::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Where training stands: saved in every checkpoint.
-struct Position {
-  int64_t epoch = 0;         // the epoch in progress, or the next one at an epoch end
-  int64_t batches_done = 0;  // of that epoch, per rank
-  int64_t samples_done = 0;  // of that epoch, all ranks (the global permutation's prefix)
-  int64_t global_step = 0;
-  double epoch_loss_sum = 0;        // this rank's sum of step losses in the epoch so far
-  int64_t epoch_loss_steps = 0;     // the steps in that sum (skipped steps have no loss)
-  int64_t epoch_skipped_steps = 0;  // steps of the epoch that did not update the weights
-};
 
 BceWithLogitsLoss make_loss(const TrainerOptions& o) {
   if (!o.class_weights) return BceWithLogitsLoss();
@@ -49,18 +37,6 @@ BceWithLogitsLoss make_loss(const TrainerOptions& o) {
       positives[c] += data::has_label(bits, c);
   }
   return BceWithLogitsLoss(class_weights_from_counts(positives, source->size()));
-}
-
-torch::Tensor cpu_rng_state() {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  const std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void set_cpu_rng_state(const torch::Tensor& state) {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  const std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
 }
 
 }  // namespace
@@ -349,26 +325,16 @@ class Trainer::Impl {
   }
 
   nlohmann::json state_json() const {
-    const auto& plateau = schedule_->state();
-    return {{"epoch", pos_.epoch},
-            {"batches_done", pos_.batches_done},
-            {"samples_done", pos_.samples_done},
-            {"global_step", pos_.global_step},
-            {"epoch_loss_sum", pos_.epoch_loss_sum},
-            {"epoch_loss_steps", pos_.epoch_loss_steps},
-            {"epoch_skipped_steps", pos_.epoch_skipped_steps},
-            {"world_size", ctx_->world_size()},
-            {"batch_size", opt_.data.batch_size},
-            {"plateau",
-             {{"best_loss", optional_json(plateau.best_loss)},
-              {"bad_epochs", plateau.bad_epochs},
-              {"factor", plateau.factor}}},
-            {"best_mean_auroc", optional_json(best_mean_auroc_)},
-            {"model",
-             {{"arch", opt_.model.arch},
-              {"num_classes", opt_.model.num_classes},
-              {"dropout", opt_.model.dropout}}},
-            {"data", {{"image_size", opt_.data.image_size}, {"crop_size", opt_.data.crop_size}}}};
+    RunState s;
+    s.position = pos_;
+    s.world_size = ctx_->world_size();
+    s.batch_size = opt_.data.batch_size;
+    s.plateau = schedule_->state();
+    s.best_mean_auroc = best_mean_auroc_;
+    s.model = opt_.model;
+    s.image_size = opt_.data.image_size;
+    s.crop_size = opt_.data.crop_size;
+    return run_state_json(s);
   }
 
   std::string save_checkpoint(bool best) {
@@ -405,50 +371,36 @@ class Trainer::Impl {
     const std::optional<Checkpoint> ckpt =
         read_checkpoint_on_rank0(*ctx_, [this] { return find_checkpoint(); });
     if (!ckpt) return -1;
-    const int64_t step = ckpt->state.at("global_step").get<int64_t>();
-    const auto& s = ckpt->state;
-    if (s.at("model").at("arch").get<std::string>() != opt_.model.arch) {
-      throw UsageError(fmt::format("{} is a {} checkpoint, not {}", ckpt->path,
-                                   s.at("model").at("arch").get<std::string>(), opt_.model.arch));
+    const RunState s = parse_run_state(ckpt->state, ckpt->path);
+    if (s.model.arch != opt_.model.arch) {
+      throw UsageError(
+          fmt::format("{} is a {} checkpoint, not {}", ckpt->path, s.model.arch, opt_.model.arch));
     }
     models::load_state_dict(*model_, tensors_with_prefix(ckpt->tensors, "model."),
                             {/*replace_head=*/false});
     load_optimizer_state(*optimizer_, params_, ckpt->tensors);
     set_cpu_rng_state(tensors_with_prefix(ckpt->tensors, "rng.").at(0).tensor);
-    if (DynamicLossScaler* scaler = step_->loss_scaler(); scaler && s.contains("loss_scaler")) {
-      scaler->set_state({s.at("loss_scaler").at("scale").get<double>(),
-                         s.at("loss_scaler").at("good_steps").get<int64_t>()});
+    const auto& j = ckpt->state;
+    if (DynamicLossScaler* scaler = step_->loss_scaler(); scaler && j.contains("loss_scaler")) {
+      scaler->set_state({j.at("loss_scaler").at("scale").get<double>(),
+                         j.at("loss_scaler").at("good_steps").get<int64_t>()});
     }
-    PlateauState plateau;
-    if (!s.at("plateau").at("best_loss").is_null()) {
-      plateau.best_loss = s.at("plateau").at("best_loss").get<double>();
-    }
-    plateau.bad_epochs = s.at("plateau").at("bad_epochs").get<int>();
-    plateau.factor = s.at("plateau").at("factor").get<double>();
-    schedule_ = std::make_unique<LrSchedule>(opt_.schedule, plateau);
-    if (!s.at("best_mean_auroc").is_null())
-      best_mean_auroc_ = s.at("best_mean_auroc").get<double>();
-    pos_.epoch = s.at("epoch").get<int64_t>();
-    pos_.global_step = step;
-    pos_.batches_done = s.at("batches_done").get<int64_t>();
-    pos_.samples_done = s.at("samples_done").get<int64_t>();
-    pos_.epoch_loss_sum = s.at("epoch_loss_sum").get<double>();
-    pos_.epoch_loss_steps = s.value("epoch_loss_steps", pos_.batches_done);  // older checkpoints
-    pos_.epoch_skipped_steps = s.value("epoch_skipped_steps", int64_t{0});
+    schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
+    best_mean_auroc_ = s.best_mean_auroc;
+    pos_ = s.position;
     const int64_t global_batch = opt_.data.batch_size * ctx_->world_size();
-    if (s.at("world_size").get<int>() != ctx_->world_size() ||
-        s.at("batch_size").get<int64_t>() != opt_.data.batch_size) {
+    if (s.world_size != ctx_->world_size() || s.batch_size != opt_.data.batch_size) {
       // Same epoch permutation, new slicing: skip what the old layout already consumed (to the
       // nearest global batch); from the next epoch the order is the new layout's own.
       const int64_t skip = std::min(train_loader_->batches_per_epoch(),
                                     (pos_.samples_done + global_batch - 1) / global_batch);
       log::warn("resuming a {}-worker run with {} workers: epoch {} continues after {} batches",
-                s.at("world_size").get<int>(), ctx_->world_size(), pos_.epoch, skip);
+                s.world_size, ctx_->world_size(), pos_.epoch, skip);
       pos_.batches_done = skip;
       pos_.samples_done = skip * global_batch;
     }
-    log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, step);
-    return step;
+    log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, pos_.global_step);
+    return pos_.global_step;
   }
 
   TrainerOptions opt_;
@@ -468,7 +420,7 @@ class Trainer::Impl {
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<MetricsLog> metrics_;
-  Position pos_;
+  RunPosition pos_;
   std::optional<double> best_mean_auroc_;
   int64_t empty_batch_steps_ = 0;  // steps skipped by this process: a batch without images
   int64_t non_finite_steps_ = 0;   // steps skipped by this process: non-finite values

@@ -1,0 +1,48 @@
+// What a checkpoint's manifest says about its run besides the tensors: where training stands in
+// the data, the LR plateau, the best AUROC, the job's layout and the model and input it trains;
+// to and from JSON. Plus the CPU RNG state, which is saved as a tensor.
+#pragma once
+
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "models/classifier.h"
+#include "train/schedule.h"
+
+namespace chexscale::train {
+
+// Where training stands.
+struct RunPosition {
+  int64_t epoch = 0;         // the epoch in progress, or the next one at an epoch end
+  int64_t batches_done = 0;  // of that epoch, per rank
+  int64_t samples_done = 0;  // of that epoch, all ranks (the global permutation's prefix)
+  int64_t global_step = 0;
+  double epoch_loss_sum = 0;        // this rank's sum of step losses in the epoch so far
+  int64_t epoch_loss_steps = 0;     // the steps in that sum (skipped steps have no loss)
+  int64_t epoch_skipped_steps = 0;  // steps of the epoch that did not update the weights
+};
+
+struct RunState {
+  RunPosition position;
+  int world_size = 1;
+  int64_t batch_size = 0;  // per worker
+  PlateauState plateau;
+  std::optional<double> best_mean_auroc;
+  models::ModelOptions model;
+  int64_t image_size = 0;
+  int64_t crop_size = 0;
+};
+
+nlohmann::json run_state_json(const RunState& state);
+// The state of a manifest; DataError naming `source` when a field is missing or malformed.
+RunState parse_run_state(const nlohmann::json& json, const std::string& source);
+
+// The default CPU generator's state (as torch.get_rng_state()), and setting it back.
+torch::Tensor cpu_rng_state();
+void set_cpu_rng_state(const torch::Tensor& state);
+
+}  // namespace chexscale::train
