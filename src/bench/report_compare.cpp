@@ -77,12 +77,15 @@ PhaseSplit subtract(const PhaseSplit& a, const PhaseSplit& b) {
           a.other - b.other, a.total - b.total};
 }
 
+// The phase that moved most in the direction of the step time: the one that grew most when the
+// set is slower, the one that shrank most when it is faster.
 std::string dominant_phase(const PhaseSplit& delta) {
+  const double sign = delta.total < 0 ? -1.0 : 1.0;
   std::string best;
   double best_value = 0;
   for (int p = 0; p < 4; ++p) {
-    if (phase_value(delta, p) > best_value) {
-      best_value = phase_value(delta, p);
+    if (sign * phase_value(delta, p) > best_value) {
+      best_value = sign * phase_value(delta, p);
       best = kPhaseNames[p];
     }
   }

@@ -68,7 +68,8 @@ struct VariantGap {
   int workers = 0;
   double gap_pct = 0;
   PhaseSplit gap_split;
-  std::string dominant_phase;  // the phase that grew most, "" when no phase grew
+  std::string dominant_phase;  // the phase that moved most with the step time (grew most when
+                               // slower, shrank most when faster), "" when none did
 };
 
 struct Comparison {

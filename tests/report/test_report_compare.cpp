@@ -66,6 +66,26 @@ TEST(ReportCompare, GapEfficiencyAndAttribution) {
   EXPECT_TRUE(cmp.notes.empty());
 }
 
+// A faster set is explained by the phase that shrank most, not by one that grew a little.
+TEST(ReportCompare, FasterSetIsAttributedToThePhaseThatShrank) {
+  TempDir dir;
+  write_bench(dir, "bm", run_spec(1, 10.0));
+  BenchSpec bm2 = run_spec(2, 17.0);
+  bm2.comm_exposed = 0.15;
+  const std::string bm = write_bench(dir, "bm", bm2);
+  write_bench(dir, "hostnet", run_spec(1, 10.0));
+  BenchSpec h2 = run_spec(2, 19.0);
+  h2.comm_exposed = 0.02;
+  h2.backward = 0.81;  // compute grew a little, communication shrank a lot
+  const std::string hostnet = write_bench(dir, "hostnet", h2);
+  const Comparison cmp = compare_result_sets(
+      {load_result_set("bare-metal", bm), load_result_set("kubernetes/hostnet", hostnet)}, {});
+  ASSERT_EQ(cmp.variant_gaps.size(), 1u);
+  EXPECT_LT(cmp.variant_gaps[0].gap_pct, 0.0);
+  EXPECT_LT(cmp.variant_gaps[0].gap_split.total, 0.0);
+  EXPECT_EQ(cmp.variant_gaps[0].dominant_phase, "comm_exposed");
+}
+
 TEST(ReportCompare, SplitPutsUnaccountedTimeInOther) {
   StepTimes t;
   t.forward = 0.1;
