@@ -4,16 +4,12 @@
 set(CHEXSCALE_VENDOR_ROOT "${CMAKE_SOURCE_DIR}/third_party/debian/root"
     CACHE PATH "Debian packages unpacked by scripts/vendor-deps.sh (used when present)")
 if(EXISTS "${CHEXSCALE_VENDOR_ROOT}/usr/include")
-  # Searched before the system: headers, CMake package configs and pkg-config files.
+  # Searched before the system: headers, libraries and CMake package configs.
   list(PREPEND CMAKE_PREFIX_PATH "${CHEXSCALE_VENDOR_ROOT}/usr")
   list(PREPEND CMAKE_LIBRARY_PATH "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")
-  link_directories("${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")  # for plain -lz
   # Before LibTorch's own include folder: a pip torch may bundle fmt headers of another version
   # than the Debian libfmt/libspdlog we link, and some of its headers need nlohmann/json.hpp.
   include_directories(BEFORE SYSTEM "${CHEXSCALE_VENDOR_ROOT}/usr/include")
-  set(ENV{PKG_CONFIG_LIBDIR}
-      "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu/pkgconfig:${CHEXSCALE_VENDOR_ROOT}/usr/share/pkgconfig")
-  set(ENV{PKG_CONFIG_SYSROOT_DIR} "${CHEXSCALE_VENDOR_ROOT}")
   # The vendored shared libraries are found at run time without LD_LIBRARY_PATH.
   list(APPEND CMAKE_BUILD_RPATH "${CHEXSCALE_VENDOR_ROOT}/usr/lib/x86_64-linux-gnu")
   message(STATUS "chexscale: Debian packages vendored in ${CHEXSCALE_VENDOR_ROOT}")
@@ -26,10 +22,28 @@ find_package(nlohmann_json REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(yaml-cpp REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
-pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)
-pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)
+find_package(ZLIB REQUIRED)
+find_package(PNG REQUIRED)  # PNG::PNG (libpng16, with ZLIB::ZLIB): tests write PNGs with it
+
+# A C library without a CMake package: its header and shared library, as target chexscale::<name>.
+# Found with find_path/find_library rather than pkg-config, which a bare GPU machine may not have.
+function(chexscale_find_c_library name header library package)
+  string(TOUPPER "${name}" _var)
+  find_path(CHEXSCALE_${_var}_INCLUDE_DIR ${header} DOC "folder of ${header}")
+  find_library(CHEXSCALE_${_var}_LIBRARY ${library} DOC "lib${library}.so")
+  if(NOT CHEXSCALE_${_var}_INCLUDE_DIR OR NOT CHEXSCALE_${_var}_LIBRARY)
+    message(FATAL_ERROR "chexscale: lib${library} not found (${header}: "
+      "'${CHEXSCALE_${_var}_INCLUDE_DIR}', library: '${CHEXSCALE_${_var}_LIBRARY}'); install "
+      "${package} (scripts/install-deps.sh) or vendor it (scripts/vendor-deps.sh)")
+  endif()
+  add_library(chexscale::${name} UNKNOWN IMPORTED)
+  set_target_properties(chexscale::${name} PROPERTIES
+    IMPORTED_LOCATION "${CHEXSCALE_${_var}_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CHEXSCALE_${_var}_INCLUDE_DIR}")
+  message(STATUS "chexscale: lib${library}: ${CHEXSCALE_${_var}_LIBRARY}")
+endfunction()
+chexscale_find_c_library(spng spng.h spng libspng-dev)
+chexscale_find_c_library(deflate libdeflate.h deflate libdeflate-dev)
 
 # LibTorch's cmake config exports flags through a variable, not the target, on some versions.
 add_library(chexscale_torch INTERFACE)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache clang clang-format libclang-rt-14-dev pkg-config
+  build-essential cmake ninja-build ccache clang clang-format libclang-rt-14-dev
   # LibTorch (CPU) and a fast BLAS for small convolutions
   libtorch-dev libopenblas0-openmp libgloo-dev
   # libraries

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Downloads the Debian packages chexscale builds against (headers, CMake/pkg-config files and
+# Downloads the Debian packages chexscale builds against (headers, CMake package files and
 # their shared libraries) and unpacks them into third_party/debian/root, for a machine without
 # network access (e.g. a GPU host with only CUDA and a pip torch). Run it here, with apt and
 # network; cmake/Dependencies.cmake then finds them there before the system's. LibTorch is not
