@@ -4,10 +4,15 @@
 # unit tests there, checks GPU training against CPU, and measures throughput beside PyTorch eager
 # (bench/peer/ddp_bench.py) on the same GPU. Everything goes to $OUT; docs/gpu.md explains it.
 #
-# Usage: OUT=/some/dir scripts/gpu-check.sh [all|build|correctness|sweep]   (default: all)
-# Environment (defaults): PYTHON (python3), BUILD (build-cuda), JOBS (nproc), THREADS (4),
-#   ARCHS ("densenet121 resnet50"), BATCHES ("64 128"), MODES ("fp32 bf16 fp32-cl bf16-cl"),
-#   IMAGE_SIZE (224), STEPS (20), WARMUP (5), RUN_TIMEOUT (600 s per command).
+# Usage: OUT=/some/dir scripts/gpu-check.sh [all | PART...]   PARTs: build correctness sweep
+# Environment (defaults): PYTHON (python3), BUILD (build-cuda), BIN ($BUILD/src/cli/chexscale),
+#   JOBS (nproc), THREADS (4), ARCHS ("densenet121 resnet50"), BATCHES ("64 128"),
+#   MODES ("fp32 bf16 fp32-cl bf16-cl"), IMAGE_SIZE (224), STEPS (20), WARMUP (5),
+#   CHECK_ARCH (densenet121) and CHECK_IMAGE_SIZE (128) for the correctness runs,
+#   RUN_TIMEOUT (600 s per command), DEVICE (cuda).
+# DEVICE=cpu rehearses the correctness and sweep parts on a CPU-only machine with an existing
+# build (BIN=...): every "GPU" run then runs on the CPU, which checks the script itself
+# (tests/e2e/test_gpu_check_rehearsal.cpp does this in `make test`).
 # Needs the Debian libraries: installed, or unpacked into third_party/debian by
 # scripts/vendor-deps.sh on a machine with network (cmake/Dependencies.cmake finds them there).
 # Exit status: 0 when the build, the tests and the correctness check pass (the sweep only
@@ -15,7 +20,7 @@
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-what="${1:-all}"
+parts=" ${*:-all} "
 OUT="${OUT:-$here/runs/gpu-check}"
 PY="${PYTHON:-python3}"
 BUILD="${BUILD:-$here/build-cuda}"
@@ -28,13 +33,24 @@ IMAGE_SIZE="${IMAGE_SIZE:-224}"
 STEPS="${STEPS:-20}"
 WARMUP="${WARMUP:-5}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-600}"
-BIN="$BUILD/src/cli/chexscale"
+BIN="${BIN:-$BUILD/src/cli/chexscale}"
+DEVICE="${DEVICE:-cuda}"
+CHECK_ARCH="${CHECK_ARCH:-densenet121}"
+CHECK_IMAGE_SIZE="${CHECK_IMAGE_SIZE:-128}"
 
-case "$what" in all | build | correctness | sweep) ;; *)
-  echo "usage: OUT=DIR $0 [all|build|correctness|sweep]" >&2
+for part in $parts; do
+  case "$part" in all | build | correctness | sweep) ;; *)
+    echo "usage: OUT=DIR $0 [all | build | correctness | sweep ...]" >&2
+    exit 2
+    ;;
+  esac
+done
+case "$DEVICE" in cuda | cpu) ;; *)
+  echo "gpu-check: DEVICE must be cuda or cpu, not '$DEVICE'" >&2
   exit 2
   ;;
 esac
+wants() { [[ $parts == *" all "* || $parts == *" $1 "* ]]; }
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/gpu-check.log") 2>&1
 failures=()
@@ -66,11 +82,15 @@ PYEOF
   cmake --version | head -1
   "${CXX:-c++}" --version | head -1
 } | tee "$OUT/env.txt"
-if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+if [ "$DEVICE" = cpu ]; then
+  if wants build; then
+    echo "gpu-check: DEVICE=cpu rehearses the correctness and sweep parts only" >&2
+    exit 2
+  fi
+elif ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
   echo "gpu-check: torch sees no CUDA device; nothing to check" >&2
   exit 1
-fi
-if [ "$("$PY" -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')" != 1 ]; then
+elif [ "$("$PY" -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')" != 1 ]; then
   echo "gpu-check: this torch uses the old C++ ABI; chexscale's Debian libraries need the new one (docs/gpu.md)" >&2
   exit 1
 fi
@@ -121,34 +141,35 @@ build() {
 # and other summation orders: 2 %), bf16 and channels-last against GPU fp32; then the GPU run's
 # checkpoint evaluated on the CPU and on the GPU (cross-device checkpoint load; 0.1 %).
 correctness() {
-  note "correctness: GPU steps against CPU steps"
+  note "correctness: $DEVICE steps against CPU steps ($CHECK_ARCH, ${CHECK_IMAGE_SIZE}px)"
   local data="$OUT/correctness/data" dir="$OUT/correctness"
   rm -rf "$dir" && mkdir -p "$dir"
-  run "$BIN" synth --out "$data" --images 320 --size 128 --seed 1 >"$dir/synth.log" 2>&1 ||
-    { fail "synth"; return 1; }
-  local common=(--data "$data" --epochs 1 --max-steps 8 --batch-size 16 --image-size 128
-    --crop-size 112 --no-augment --arch densenet121 --seed 0 --log-every 1 --loader-threads 2
-    --lr 1e-4 --no-class-weights)
+  run "$BIN" synth --out "$data" --images 320 --size "$CHECK_IMAGE_SIZE" --seed 1 \
+    >"$dir/synth.log" 2>&1 || { fail "synth"; return 1; }
+  local common=(--data "$data" --epochs 1 --max-steps 8 --batch-size 16
+    --image-size "$CHECK_IMAGE_SIZE" --crop-size $((CHECK_IMAGE_SIZE * 7 / 8)) --no-augment
+    --arch "$CHECK_ARCH" --seed 0 --log-every 1 --loader-threads 2 --lr 1e-4 --no-class-weights)
+  # ref: the CPU reference; gpu*: on $DEVICE (the CPU too in a DEVICE=cpu rehearsal).
   local name args
-  for name in cpu cuda cuda-bf16 cuda-cl; do
+  for name in ref gpu gpu-bf16 gpu-cl; do
     case "$name" in
-      cpu) args=(--device cpu --intra-op-threads "$THREADS") ;;
-      cuda) args=(--device cuda) ;;
-      cuda-bf16) args=(--device cuda --amp bf16) ;;
-      cuda-cl) args=(--device cuda --channels-last) ;;
+      ref) args=(--device cpu --intra-op-threads "$THREADS") ;;
+      gpu) args=(--device "$DEVICE") ;;
+      gpu-bf16) args=(--device "$DEVICE" --amp bf16) ;;
+      gpu-cl) args=(--device "$DEVICE" --channels-last) ;;
     esac
     run "$BIN" train "${common[@]}" "${args[@]}" --out "$dir/$name" >"$dir/$name.log" 2>&1 ||
       { tail -5 "$dir/$name.log"; fail "train $name"; }
   done
-  local ckpts=("$dir"/cuda/checkpoints/step-*.json)  # zero-padded: the last is the newest
+  local ckpts=("$dir"/gpu/checkpoints/step-*.json)  # zero-padded: the last is the newest
   local ckpt="${ckpts[-1]}"
-  for name in cpu cuda; do
+  for name in cpu "$DEVICE"; do
     run "$BIN" eval --checkpoint "$ckpt" --data "$data" --split val --device "$name" \
       --out "$dir/eval-$name" >"$dir/eval-$name.log" 2>&1 || fail "eval on $name"
   done
-  "$PY" - "$dir" <<'PYEOF' || fail "correctness tolerances (see above)"
+  "$PY" - "$dir" "$DEVICE" <<'PYEOF' || fail "correctness tolerances (see above)"
 import json, os, sys
-d = sys.argv[1]
+d, device = sys.argv[1], sys.argv[2]
 def losses(run):
     with open(os.path.join(d, run, "metrics.jsonl")) as f:
         return [r["loss"] for r in map(json.loads, f) if r.get("type") == "step"]
@@ -159,14 +180,13 @@ def compare(name, got, ref, rel):
     worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref)) if usable else float("inf")
     good = len(got) == len(ref) > 0 and worst <= rel
     ok &= good
-    print(f"{name:<28} steps {len(got)}/{len(ref)}  worst relative loss difference {worst:.2e}"
+    print(f"{name:<40} steps {len(got)}/{len(ref)}  worst relative loss difference {worst:.2e}"
           f"  (tolerance {rel:.0e})  {'ok' if good else 'FAIL'}")
-ref = losses("cpu")
-compare("cuda fp32 vs cpu fp32", losses("cuda"), ref, 2e-2)
-compare("cuda bf16 vs cuda fp32", losses("cuda-bf16"), losses("cuda"), 5e-2)
-compare("cuda channels-last vs cuda", losses("cuda-cl"), losses("cuda"), 2e-2)
-ev = {n: json.load(open(os.path.join(d, f"eval-{n}", "metrics.json")))["loss"] for n in ("cpu", "cuda")}
-compare("eval of GPU checkpoint cpu/gpu", [ev["cpu"]], [ev["cuda"]], 1e-3)
+compare(f"{device} fp32 vs cpu fp32", losses("gpu"), losses("ref"), 2e-2)
+compare(f"{device} bf16 vs {device} fp32", losses("gpu-bf16"), losses("gpu"), 5e-2)
+compare(f"{device} channels-last vs NCHW", losses("gpu-cl"), losses("gpu"), 2e-2)
+ev = {n: json.load(open(os.path.join(d, f"eval-{n}", "metrics.json")))["loss"] for n in ("cpu", device)}
+compare(f"eval of {device} checkpoint: cpu vs {device}", [ev["cpu"]], [ev[device]], 1e-3)
 sys.exit(0 if ok else 1)
 PYEOF
 }
@@ -187,10 +207,10 @@ sweep() {
         local stem="$dir/$arch-b$batch-$mode"
         echo "-- $arch batch $batch $mode"
         run "$BIN" bench --arch "$arch" --image-size "$IMAGE_SIZE" --batch-size "$batch" \
-          --steps "$STEPS" --warmup-steps "$WARMUP" --threads "$THREADS" --device cuda \
+          --steps "$STEPS" --warmup-steps "$WARMUP" --threads "$THREADS" --device "$DEVICE" \
           --amp "$amp" "${cl[@]}" --label chexscale --json "$stem-chexscale.json" \
           >"$stem-chexscale.log" 2>&1 || echo "   chexscale failed (see $stem-chexscale.log)"
-        run "$PY" "$here/bench/peer/ddp_bench.py" --device cuda --arch "$arch" \
+        run "$PY" "$here/bench/peer/ddp_bench.py" --device "$DEVICE" --arch "$arch" \
           --image-size "$IMAGE_SIZE" --batch-size "$batch" --steps "$STEPS" \
           --warmup-steps "$WARMUP" --threads "$THREADS" --amp "$amp" "${cl[@]}" \
           --label pytorch-eager --json "$stem-pytorch.json" >"$stem-pytorch.log" 2>&1 ||
@@ -199,12 +219,13 @@ sweep() {
     done
   done
   "$PY" - "$dir" <<'PYEOF' | tee "$OUT/sweep.md"
-import glob, json, os, sys
+import glob, json, os, re, sys
 d = sys.argv[1]
 print("| arch | batch | mode | chexscale img/s | PyTorch eager img/s | ratio |")
 print("|---|---|---|---|---|---|")
-for stem in sorted({p.rsplit("-", 1)[0] for p in glob.glob(os.path.join(d, "*.json"))}):
-    arch, batch, mode = os.path.basename(stem).split("-", 2)
+# Every configuration run (its logs), so one where both sides failed shows as failed too.
+for stem in sorted({p.rsplit("-", 1)[0] for p in glob.glob(os.path.join(d, "*.log"))}):
+    arch, batch, mode = re.fullmatch(r"(.+)-b([0-9]+)-(.+)", os.path.basename(stem)).groups()
     def ips(who):
         try:
             return json.load(open(f"{stem}-{who}.json"))["images_per_sec"]
@@ -213,14 +234,14 @@ for stem in sorted({p.rsplit("-", 1)[0] for p in glob.glob(os.path.join(d, "*.js
     c, p = ips("chexscale"), ips("pytorch")
     fmt = lambda v: f"{v:.1f}" if v else "failed"
     ratio = f"{c / p:.3f}" if c and p else "-"
-    print(f"| {arch} | {batch[1:]} | {mode} | {fmt(c)} | {fmt(p)} | {ratio} |")
+    print(f"| {arch} | {batch} | {mode} | {fmt(c)} | {fmt(p)} | {ratio} |")
 PYEOF
 }
 
-[ "$what" = all ] || [ "$what" = build ] && build
+wants build && build
 if [ -x "$BIN" ]; then
-  [ "$what" = all ] || [ "$what" = correctness ] && correctness
-  [ "$what" = all ] || [ "$what" = sweep ] && sweep
+  wants correctness && correctness
+  wants sweep && sweep
 else
   fail "no chexscale binary at $BIN"
 fi
