@@ -136,18 +136,6 @@ int run_sweep(const BenchFlags& f) {
   return 0;
 }
 
-// Joins the other ranks' timeline files into rank 0's (those this host can see).
-void merge_rank_timelines(const std::string& timeline, int world_size) {
-  std::vector<std::string> files;
-  for (int r = 0; r < world_size; ++r)
-    files.push_back(timeline_path_for_rank(timeline, r));
-  const auto missing = merge_timelines(files, timeline);
-  for (size_t r = 1; r < files.size(); ++r)
-    std::remove(files[r].c_str());
-  for (const auto& m : missing)
-    log::warn("timeline {} is not on this host: not merged", m);
-}
-
 int run_job(BenchFlags f) {
   f.run.reducer = f.reducer.resolved();
   f.run.amp = train::parse_amp_mode(f.amp);

@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/progress.h"
+#include "common/timeline.h"
 #include "data/batch.h"
 #include "train/trainer.h"
 
@@ -135,7 +136,8 @@ void add_options(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--on-nan", f.on_nan, "On a non-finite loss: stop (naming the step) or skip")
       ->capture_default_str();
   cmd.add_option("--timeline", t.timeline,
-                 "Write a Chrome trace of step phases and allreduces (rank r: .rank<r>.json)");
+                 "Write a Chrome trace of step phases and allreduces (rank r writes .rank<r>.json; "
+                 "rank 0 merges the files it can see at the end)");
   cmd.add_option("--amp", f.amp,
                  "Mixed precision of the forward pass: off, bf16 (CPU or GPU) or fp16 (GPU, with "
                  "dynamic loss scaling)")
@@ -196,8 +198,15 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
                         run.config.to_yaml(run.cmd));
     }
     ProgressPrinter progress;
-    train::Trainer trainer(o, ctx, ctx->is_main() ? &progress : nullptr);
-    const train::TrainSummary summary = trainer.run();
+    train::TrainSummary summary;
+    {
+      train::Trainer trainer(o, ctx, ctx->is_main() ? &progress : nullptr);
+      summary = trainer.run();
+    }  // closes this rank's timeline writer (its final write)
+    if (!o.timeline.empty()) {
+      ctx->barrier();
+      if (ctx->is_main()) merge_rank_timelines(o.timeline, ctx->world_size());
+    }
     if (ctx->is_main()) print_summary(summary, o.out_dir);
     return 0;
   });

@@ -197,4 +197,15 @@ std::vector<std::string> merge_timelines(const std::vector<std::string>& inputs,
   return missing;
 }
 
+void merge_rank_timelines(const std::string& path, int world_size) {
+  std::vector<std::string> files;
+  for (int r = 0; r < world_size; ++r)
+    files.push_back(timeline_path_for_rank(path, r));
+  const auto missing = merge_timelines(files, path);
+  for (size_t r = 1; r < files.size(); ++r)
+    std::filesystem::remove(files[r]);
+  for (const auto& m : missing)
+    log::warn("timeline {} is not on this host: not merged", m);
+}
+
 }  // namespace chexscale

@@ -64,4 +64,9 @@ std::string timeline_path_for_rank(const std::string& path, int rank);
 std::vector<std::string> merge_timelines(const std::vector<std::string>& inputs,
                                          const std::string& output);
 
+// For rank 0 after a job-wide `--timeline path` run, once every rank's writer is closed: merges
+// the rank files this host can see into `path`, removes them, and warns about the others (on
+// another host without a shared file system).
+void merge_rank_timelines(const std::string& path, int world_size);
+
 }  // namespace chexscale
