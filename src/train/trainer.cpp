@@ -16,6 +16,7 @@
 #include "train/checkpoint_share.h"
 #include "train/evaluate.h"
 #include "train/metrics_log.h"
+#include "train/run_checkpoint.h"
 #include "train/run_state.h"
 
 namespace chexscale::train {
@@ -339,17 +340,9 @@ class Trainer::Impl {
 
   std::string save_checkpoint(bool best) {
     if (!main_) return "";
-    std::vector<models::NamedTensor> tensors;
-    for (const auto& t : models::state_dict(*model_))
-      tensors.push_back({"model." + t.name, t.tensor});
-    for (auto& t : optimizer_state(*optimizer_, params_))
-      tensors.push_back(std::move(t));
-    tensors.push_back({"rng.cpu", cpu_rng_state()});
+    const auto tensors = run_checkpoint_tensors(*model_, *optimizer_, params_);
     nlohmann::json state = state_json();
-    if (const DynamicLossScaler* scaler = step_->loss_scaler()) {
-      state["loss_scaler"] = {{"scale", scaler->state().scale},
-                              {"good_steps", scaler->state().good_steps}};
-    }
+    add_loss_scaler_state(state, step_->loss_scaler());
     if (best) store_->save_best(state, tensors);
     return store_->save(pos_.global_step, state, tensors);
   }
@@ -376,29 +369,12 @@ class Trainer::Impl {
       throw UsageError(
           fmt::format("{} is a {} checkpoint, not {}", ckpt->path, s.model.arch, opt_.model.arch));
     }
-    models::load_state_dict(*model_, tensors_with_prefix(ckpt->tensors, "model."),
-                            {/*replace_head=*/false});
-    load_optimizer_state(*optimizer_, params_, ckpt->tensors);
-    set_cpu_rng_state(tensors_with_prefix(ckpt->tensors, "rng.").at(0).tensor);
-    const auto& j = ckpt->state;
-    if (DynamicLossScaler* scaler = step_->loss_scaler(); scaler && j.contains("loss_scaler")) {
-      scaler->set_state({j.at("loss_scaler").at("scale").get<double>(),
-                         j.at("loss_scaler").at("good_steps").get<int64_t>()});
-    }
+    restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler());
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
-    pos_ = s.position;
-    const int64_t global_batch = opt_.data.batch_size * ctx_->world_size();
-    if (s.world_size != ctx_->world_size() || s.batch_size != opt_.data.batch_size) {
-      // Same epoch permutation, new slicing: skip what the old layout already consumed (to the
-      // nearest global batch); from the next epoch the order is the new layout's own.
-      const int64_t skip = std::min(train_loader_->batches_per_epoch(),
-                                    (pos_.samples_done + global_batch - 1) / global_batch);
-      log::warn("resuming a {}-worker run with {} workers: epoch {} continues after {} batches",
-                s.world_size, ctx_->world_size(), pos_.epoch, skip);
-      pos_.batches_done = skip;
-      pos_.samples_done = skip * global_batch;
-    }
+    // From the next epoch on, a new layout's order is its own.
+    pos_ = resume_position(s, ctx_->world_size(), opt_.data.batch_size,
+                           train_loader_->batches_per_epoch());
     log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, pos_.global_step);
     return pos_.global_step;
   }

@@ -1,0 +1,57 @@
+// Checkpoint contents of a training run and their restoration (see run_checkpoint.h).
+#include "train/run_checkpoint.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "train/optimizer.h"
+
+namespace chexscale::train {
+
+std::vector<models::NamedTensor> run_checkpoint_tensors(models::ClassifierImpl& model,
+                                                        torch::optim::Optimizer& optimizer,
+                                                        const std::vector<torch::Tensor>& params) {
+  std::vector<models::NamedTensor> tensors;
+  for (const auto& t : models::state_dict(model))
+    tensors.push_back({"model." + t.name, t.tensor});
+  for (auto& t : optimizer_state(optimizer, params))
+    tensors.push_back(std::move(t));
+  tensors.push_back({"rng.cpu", cpu_rng_state()});
+  return tensors;
+}
+
+void add_loss_scaler_state(nlohmann::json& state, const DynamicLossScaler* scaler) {
+  if (scaler == nullptr) return;
+  state["loss_scaler"] = {{"scale", scaler->state().scale},
+                          {"good_steps", scaler->state().good_steps}};
+}
+
+void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl& model,
+                            torch::optim::Optimizer& optimizer,
+                            const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler) {
+  models::load_state_dict(model, tensors_with_prefix(checkpoint.tensors, "model."),
+                          {/*replace_head=*/false});
+  load_optimizer_state(optimizer, params, checkpoint.tensors);
+  set_cpu_rng_state(tensors_with_prefix(checkpoint.tensors, "rng.").at(0).tensor);
+  const auto& j = checkpoint.state;
+  if (scaler != nullptr && j.contains("loss_scaler")) {
+    scaler->set_state({j.at("loss_scaler").at("scale").get<double>(),
+                       j.at("loss_scaler").at("good_steps").get<int64_t>()});
+  }
+}
+
+RunPosition resume_position(const RunState& saved, int world_size, int64_t batch_size,
+                            int64_t batches_per_epoch) {
+  RunPosition pos = saved.position;
+  if (saved.world_size == world_size && saved.batch_size == batch_size) return pos;
+  const int64_t global_batch = batch_size * world_size;
+  const int64_t skip =
+      std::min(batches_per_epoch, (pos.samples_done + global_batch - 1) / global_batch);
+  log::warn("resuming a {}-worker run with {} workers: epoch {} continues after {} batches",
+            saved.world_size, world_size, pos.epoch, skip);
+  pos.batches_done = skip;
+  pos.samples_done = skip * global_batch;
+  return pos;
+}
+
+}  // namespace chexscale::train

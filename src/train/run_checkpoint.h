@@ -1,0 +1,40 @@
+// What a training run writes into a checkpoint besides its manifest state, and how a resume puts
+// it back: the model ("model."), the optimizer state ("optimizer."), the CPU RNG ("rng.cpu"), the
+// loss scaler's state (in the manifest); and where a resumed run continues in its epoch when the
+// job's layout (workers, batch size) changed.
+#pragma once
+
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "models/classifier.h"
+#include "models/weights.h"
+#include "train/checkpoint.h"
+#include "train/loss_scaler.h"
+#include "train/run_state.h"
+
+namespace chexscale::train {
+
+// The tensors of a checkpoint of this run.
+std::vector<models::NamedTensor> run_checkpoint_tensors(models::ClassifierImpl& model,
+                                                        torch::optim::Optimizer& optimizer,
+                                                        const std::vector<torch::Tensor>& params);
+
+// Adds the loss scaler's state to a manifest state (nothing without a scaler).
+void add_loss_scaler_state(nlohmann::json& state, const DynamicLossScaler* scaler);
+
+// Loads what run_checkpoint_tensors() and add_loss_scaler_state() wrote (the scaler may be null).
+void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl& model,
+                            torch::optim::Optimizer& optimizer,
+                            const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler);
+
+// The position to continue from. With another world size or batch size, the epoch's permutation
+// is the same but sliced anew: the batches the old layout consumed are skipped (to the nearest
+// global batch, at most the epoch's `batches_per_epoch`), with a warning.
+RunPosition resume_position(const RunState& saved, int world_size, int64_t batch_size,
+                            int64_t batches_per_epoch);
+
+}  // namespace chexscale::train
