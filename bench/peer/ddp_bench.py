@@ -9,7 +9,8 @@ model without a process group, as chexscale does for a 1-rank job.
 
 GPU mode (--device cuda): rank r on cuda:r, NCCL, the batches resident on the GPU (as chexscale's
 synthetic data), --amp bf16|fp16 (torch.autocast around the forward pass, the loss in fp32, a
-GradScaler for fp16) and --channels-last, each step timed after torch.cuda.synchronize(). When
+GradScaler for fp16) and --channels-last, cuDNN's autotuner on (torch.backends.cudnn.benchmark,
+as chexscale on GPUs), each step timed after torch.cuda.synchronize(). When
 torchvision is not installed (a bare torch wheel), bench/peer/tv_models.py supplies the same
 architectures.
 
@@ -79,6 +80,7 @@ def worker(rank, args, init_method, queue):
     device = torch.device("cuda", rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True  # as torchvision's reference training, and chexscale
     memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
     model = make_model(args.arch).to(device, memory_format=memory_format)
     if world > 1:

@@ -44,6 +44,7 @@ torch::Device resolve_device(const std::string& requested, int local_rank, int l
 void make_current_device(const torch::Device& device) {
   if (!device.is_cuda()) return;
   c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
+  at::globalContext().setBenchmarkCuDNN(true);
 }
 
 }  // namespace chexscale::dist

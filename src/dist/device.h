@@ -14,7 +14,10 @@ namespace chexscale::dist {
 torch::Device resolve_device(const std::string& requested, int local_rank, int local_world_size);
 
 // Makes `device` the calling thread's current CUDA device (torch.cuda.set_device), so that
-// libraries creating CUDA state (cuDNN, NCCL) use this rank's GPU; nothing for a CPU device.
+// libraries creating CUDA state (cuDNN, NCCL) use this rank's GPU, and turns on cuDNN's
+// autotuner (torch.backends.cudnn.benchmark = True, as torchvision's reference training does:
+// the fixed input size gets the fastest convolution algorithms from the first steps on).
+// Nothing for a CPU device.
 void make_current_device(const torch::Device& device);
 
 }  // namespace chexscale::dist

@@ -18,8 +18,10 @@ class FusedAdam : public torch::optim::Adam {
   FusedAdam(const std::vector<torch::Tensor>& params, torch::optim::AdamOptions options);
 
   // Parameters that are dense float32 CPU tensors laid out like their gradient and moments take
-  // the fused loop; any other (CUDA, other dtypes, amsgrad, sparse) takes torch::optim::Adam's
-  // tensor operations, so the result never depends on which path ran beyond rounding.
+  // the fused loop; the others (GPU tensors, other dtypes) are updated together through
+  // _foreach_ operations (adam_foreach.h: few kernel launches per step on a GPU, as
+  // torch.optim.Adam's default there); amsgrad and sparse gradients take torch::optim::Adam's
+  // per-tensor operations. The result never depends on which path ran beyond rounding.
   torch::Tensor step(LossClosure closure = nullptr) override;
 };
 

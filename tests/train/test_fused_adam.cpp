@@ -1,6 +1,7 @@
 // FusedAdam against LibTorch's own torch::optim::Adam: the same parameters and gradients through
 // both, step after step, must give the same weights and moments (to float rounding), including
-// weight decay, a channels-last parameter, a parameter without gradient and a non-float one.
+// weight decay, a channels-last parameter, a parameter without gradient and a non-float one;
+// parameters outside the fused CPU loop (other dtypes, GPUs) take the _foreach_ path.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -88,6 +89,75 @@ TEST(FusedAdam, ResumesFromTorchAdamState) {
   for (size_t i = 0; i < a.size(); ++i)
     expect_close(b[i], a[i], "parameter " + std::to_string(i));
 }
+
+// Runs `steps` Adam steps through FusedAdam and torch::optim::Adam on copies of `params` (with
+// the same gradients) and returns both parameter lists and both optimizer states.
+struct TwoRuns {
+  std::vector<torch::Tensor> fused, reference;
+  std::vector<models::NamedTensor> fused_state, reference_state;
+};
+TwoRuns run_both(const std::vector<torch::Tensor>& params, torch::optim::AdamOptions options,
+                 int steps) {
+  TwoRuns r;
+  for (const auto& p : params) {
+    r.fused.push_back(p.detach().clone(torch::MemoryFormat::Preserve).requires_grad_());
+    r.reference.push_back(p.detach().clone(torch::MemoryFormat::Preserve).requires_grad_());
+  }
+  FusedAdam fused(r.fused, options);
+  torch::optim::Adam reference(r.reference, options);
+  for (int step = 0; step < steps; ++step) {
+    torch::manual_seed(2000 + step);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto g = torch::randn_like(params[i]);
+      r.fused[i].mutable_grad() = g.clone(torch::MemoryFormat::Preserve);
+      r.reference[i].mutable_grad() = g.clone(torch::MemoryFormat::Preserve);
+    }
+    fused.step();
+    reference.step();
+  }
+  r.fused_state = optimizer_state(fused, r.fused);
+  r.reference_state = optimizer_state(reference, r.reference);
+  return r;
+}
+
+// Parameters the fused CPU loop does not take (here: double) go through _foreach_ operations,
+// which on the CPU are LibTorch Adam's own per-tensor arithmetic: equal bit for bit.
+TEST(FusedAdam, ForeachPathEqualsTorchAdamBitForBit) {
+  torch::manual_seed(5);
+  const std::vector<torch::Tensor> params = {
+      torch::randn({32, 3, 5, 5}, torch::kDouble),
+      torch::randn({32, 3, 5, 5}, torch::kDouble).contiguous(torch::MemoryFormat::ChannelsLast),
+      torch::randn({1001}, torch::kDouble), torch::randn({7}, torch::kDouble)};
+  const auto r = run_both(params, torch::optim::AdamOptions(2e-3).weight_decay(1e-2), 5);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(torch::equal(r.fused[i], r.reference[i])) << "parameter " << i;
+    EXPECT_FALSE(torch::equal(r.fused[i], params[i])) << "parameter " << i << " was not updated";
+  }
+  EXPECT_TRUE(r.fused[1].is_contiguous(torch::MemoryFormat::ChannelsLast));
+  ASSERT_EQ(r.fused_state.size(), r.reference_state.size());
+  for (size_t i = 0; i < r.fused_state.size(); ++i)
+    EXPECT_TRUE(torch::equal(r.fused_state[i].tensor, r.reference_state[i].tensor))
+        << r.fused_state[i].name;
+}
+
+#ifdef CHEXSCALE_WITH_CUDA
+// On a GPU every parameter takes the _foreach_ path (multi-tensor kernels).
+TEST(FusedAdam, MatchesTorchAdamOnTheGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA build without a GPU";
+  torch::manual_seed(6);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const std::vector<torch::Tensor> params = {
+      torch::randn({64, 3, 7, 7}, cuda),
+      torch::randn({64, 3, 7, 7}, cuda).contiguous(torch::MemoryFormat::ChannelsLast),
+      torch::randn({100003}, cuda), torch::randn({17}, cuda)};
+  const auto r = run_both(params, torch::optim::AdamOptions(3e-3).weight_decay(1e-2), 5);
+  for (size_t i = 0; i < params.size(); ++i)
+    expect_close(r.fused[i].cpu(), r.reference[i].cpu(), "parameter " + std::to_string(i));
+  for (size_t i = 0; i < r.fused_state.size(); ++i)
+    expect_close(r.fused_state[i].tensor.cpu(), r.reference_state[i].tensor.cpu(),
+                 r.fused_state[i].name);
+}
+#endif
 
 TEST(FusedAdam, IsWhatTheRecipeBuilds) {
   auto params = make_params(1);
