@@ -15,6 +15,14 @@ if(EXISTS "${CHEXSCALE_VENDOR_ROOT}/usr/include")
   message(STATUS "chexscale: Debian packages vendored in ${CHEXSCALE_VENDOR_ROOT}")
 endif()
 
+# A CUDA LibTorch's config (Caffe2's public/cuda.cmake) runs FindCUDA and enable_language(CUDA),
+# which both need nvcc: use /usr/local/cuda's when nvcc is not on PATH (docs/gpu.md).
+find_program(CHEXSCALE_NVCC nvcc DOC "nvcc on PATH (a CUDA LibTorch's config needs one)")
+if(NOT CHEXSCALE_NVCC AND NOT CUDA_TOOLKIT_ROOT_DIR AND NOT CMAKE_CUDA_COMPILER
+   AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CUDA_TOOLKIT_ROOT_DIR /usr/local/cuda CACHE PATH "CUDA toolkit for FindCUDA")
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "nvcc for enable_language(CUDA)")
+endif()
 find_package(Torch REQUIRED)
 find_package(Threads REQUIRED)
 find_package(CLI11 REQUIRED)
@@ -47,6 +55,15 @@ chexscale_find_c_library(deflate libdeflate.h deflate libdeflate-dev)
 
 # LibTorch's cmake config exports flags through a variable, not the target, on some versions.
 add_library(chexscale_torch INTERFACE)
+# pip torch's public/cuda.cmake (seen in 2.5 and 2.6) links torch::nvtoolsext to CUDA::nvToolsExt when
+# it finds no NVTX3 headers; CUDA >= 12.9 has no libnvToolsExt, so FindCUDAToolkit makes no such
+# target and generation would fail. chexscale does not use NVTX: the header-only NVTX3 stands in.
+if(TARGET torch::nvtoolsext AND NOT TARGET CUDA::nvToolsExt)
+  add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+  if(TARGET CUDA::nvtx3)
+    target_link_libraries(CUDA::nvToolsExt INTERFACE CUDA::nvtx3)
+  endif()
+endif()
 target_link_libraries(chexscale_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(chexscale_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
@@ -88,7 +105,10 @@ if(TORCH_CUDA_LIBRARIES)
       "chexscale: nccl.h not found; pass -DCHEXSCALE_NCCL_INCLUDE_DIR=<dir> (pip torch: "
       "python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], \"include\"))')")
   endif()
-  target_include_directories(chexscale_torch SYSTEM INTERFACE ${CHEXSCALE_NCCL_INCLUDE_DIR})
+  # ATen's CUDA headers (pulled in by ProcessGroupNCCL.hpp) include cuda_runtime_api.h, cublas_v2.h,
+  # cusparse.h and cusolverDn.h from the toolkit that Torch's config found.
+  target_include_directories(chexscale_torch SYSTEM INTERFACE ${CHEXSCALE_NCCL_INCLUDE_DIR}
+    ${CUDAToolkit_INCLUDE_DIRS})
 else()
   set(CHEXSCALE_WITH_CUDA OFF)
 endif()

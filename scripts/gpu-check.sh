@@ -100,16 +100,54 @@ export LD_LIBRARY_PATH="$torch_lib:$here/third_party/debian/root/usr/lib/x86_64-
 # --- build against the pip torch's LibTorch -------------------------------------------------
 build() {
   note "configure and build in $BUILD"
-  local torch_dir nccl_inc generator=()
+  local torch_dir generator=() cuda="${CUDA_HOME:-/usr/local/cuda}" name path
   torch_dir="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')/Torch"
-  # nccl.h: the nvidia-nccl wheel that pip torch depends on.
-  nccl_inc="$("$PY" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null || true)"
   command -v ninja >/dev/null && generator=(-G Ninja)
   local cmake_args=(-S "$here" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
     -DTorch_DIR="$torch_dir" -DCHEXSCALE_BUILD_BENCH=OFF -DCHEXSCALE_BUILD_FUZZ=OFF)
-  [ -n "$nccl_inc" ] && cmake_args+=(-DCHEXSCALE_NCCL_INCLUDE_DIR="$nccl_inc")
-  [ -d /usr/local/cuda ] && cmake_args+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
-  if ! cmake "${cmake_args[@]}" >"$OUT/configure.log" 2>&1; then
+  # find_package(Torch) of a CUDA wheel runs Caffe2's public/cuda.cmake: FindCUDA (needs nvcc),
+  # enable_language(CUDA) and FindCUDAToolkit, whether or not nvcc is on PATH. The architecture
+  # lists skip its GPU probing (chexscale compiles no CUDA code; 9.0 = H100/H200).
+  if [ -x "$cuda/bin/nvcc" ]; then
+    export PATH="$cuda/bin:$PATH"
+    cmake_args+=(-DCUDA_TOOLKIT_ROOT_DIR="$cuda" -DCUDAToolkit_ROOT="$cuda"
+      -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc")
+  fi
+  cmake_args+=(-DTORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+    -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}")
+  # What the toolkit lacks comes from the pip nvidia-* wheels torch depends on: nccl.h (for
+  # ProcessGroupNCCL.hpp), cuDNN and cuSPARSELt (Caffe2Config insists on finding what torch was
+  # built with), libnvrtc (in TORCH_LIBRARIES). Wheels ship versioned .so files only, so the
+  # libraries are given by path. Each line: <what> <path found in the wheels, or nothing>.
+  while read -r name path; do
+    [ -n "$path" ] || continue
+    case "$name" in
+      nccl.h) cmake_args+=(-DCHEXSCALE_NCCL_INCLUDE_DIR="$(dirname "$path")") ;;
+      cudnn.h) [ -f "$cuda/include/cudnn.h" ] || cmake_args+=(-DCUDNN_INCLUDE_PATH="$(dirname "$path")") ;;
+      libcudnn) [ -f "$cuda/include/cudnn.h" ] || cmake_args+=(-DCUDNN_LIBRARY_PATH="$path") ;;
+      cusparseLt.h) cmake_args+=(-DCUSPARSELT_INCLUDE_PATH="$(dirname "$path")") ;;
+      libcusparseLt) cmake_args+=(-DCUSPARSELT_LIBRARY_PATH="$path") ;;
+      libnvrtc) compgen -G "$cuda/lib*/libnvrtc.so" >/dev/null || cmake_args+=(-DCUDA_nvrtc_LIBRARY="$path") ;;
+    esac
+  done < <("$PY" - <<'PYEOF'
+import glob, os
+try:
+    import nvidia
+    roots = list(nvidia.__path__)
+except ImportError:
+    roots = []
+def first(pattern):
+    hits = sorted(h for r in roots for h in glob.glob(os.path.join(r, "*", pattern)))
+    return hits[0] if hits else ""
+for name, pattern in [("nccl.h", "include/nccl.h"), ("cudnn.h", "include/cudnn.h"),
+                      ("libcudnn", "lib/libcudnn.so*"), ("cusparseLt.h", "include/cusparseLt.h"),
+                      ("libcusparseLt", "lib/libcusparseLt.so*"), ("libnvrtc", "lib/libnvrtc.so*")]:
+    print(name, first(pattern))
+PYEOF
+  )
+  printf '%q ' cmake "${cmake_args[@]}" >"$OUT/configure.log"
+  echo >>"$OUT/configure.log"
+  if ! cmake "${cmake_args[@]}" >>"$OUT/configure.log" 2>&1; then
     tail -30 "$OUT/configure.log"
     fail "configure (see configure.log)"
     return 1

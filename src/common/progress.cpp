@@ -61,8 +61,8 @@ void ProgressReporter::update(int64_t done, const std::string& suffix) {
 }
 
 void ProgressReporter::finish(const std::string& suffix) {
-  fmt::print(out_, tty_ ? "\r\033[K{}\n" : "{}\n",
-             line(done_, suffix) + " done in " + format_duration(clock_.seconds()));
+  fmt::print(out_, "{}{} done in {}\n", tty_ ? "\r\033[K" : "", line(done_, suffix),
+             format_duration(clock_.seconds()));
   std::fflush(out_);
 }
 

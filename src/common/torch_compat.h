@@ -4,10 +4,14 @@
 #include <ATen/autocast_mode.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
+#include <torch/optim/optimizer.h>
 #include <torch/version.h>
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #define CHEXSCALE_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||            \
@@ -31,6 +35,24 @@ using CollectiveGroup = c10d::Backend;
 #else
 using CollectiveGroup = c10d::ProcessGroup;
 #endif
+
+// The key of a parameter's entry in torch::optim::Optimizer::state(). LibTorch 1.13 keys it by the
+// text of the parameter's TensorImpl address (c10::guts::to_string, printed through an
+// ostream); 2.x keys it by the address itself (void*) and dropped c10::guts::to_string. The
+// key type is read from the header rather than guessed from the version.
+using OptimizerStateKey =
+    std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+template <typename Key = OptimizerStateKey>
+Key optimizer_state_key(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream address;
+    address << param.unsafeGetTensorImpl();
+    return address.str();
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
+}
 
 // "1.13.1" style version of the LibTorch we were compiled against.
 inline const char* torch_version() {

@@ -4,11 +4,14 @@
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 #include "train/fused_adam.h"
 
+#include "common/torch_compat.h"
+#include "train/adam_foreach.h"
 #include "train/fused_adam_kernel.h"
 
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <map>
 
 namespace chexscale::train {
 namespace {
@@ -23,7 +26,7 @@ bool fusable(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor
          p.is_non_overlapping_and_dense() && same_layout(g) && same_layout(m) && same_layout(v);
 }
 
-// torch::optim::Adam's own tensor operations, for what the fused loop does not take.
+// torch::optim::Adam's own tensor operations, for amsgrad and sparse gradients.
 void tensor_update(torch::Tensor& p, torch::Tensor grad, torch::optim::AdamParamState& state,
                    const torch::optim::AdamOptions& o, double bias1, double bias2) {
   if (o.weight_decay() != 0) grad = grad.add(p, o.weight_decay());
@@ -54,9 +57,10 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
   }
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
+    std::map<int64_t, AdamForeachLists> by_step;  // the _foreach_ path's tensors, by step count
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = compat::optimizer_state_key(p);
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto fresh = std::make_unique<torch::optim::AdamParamState>();
@@ -74,8 +78,16 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
       const double bias1 = 1 - std::pow(beta1, state.step());
       const double bias2 = 1 - std::pow(beta2, state.step());
       const torch::Tensor& grad = p.grad();
-      if (o.amsgrad() || !fusable(p, grad, state.exp_avg(), state.exp_avg_sq())) {
+      if (o.amsgrad() || grad.is_sparse()) {
         tensor_update(p, grad, state, o, bias1, bias2);
+        continue;
+      }
+      if (!fusable(p, grad, state.exp_avg(), state.exp_avg_sq())) {  // GPUs, other dtypes
+        AdamForeachLists& lists = by_step[state.step()];
+        lists.params.push_back(p);
+        lists.grads.push_back(grad);
+        lists.exp_avgs.push_back(state.exp_avg());
+        lists.exp_avg_sqs.push_back(state.exp_avg_sq());
         continue;
       }
       const AdamScalars s{static_cast<float>(beta1),
@@ -94,6 +106,9 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
         adam_update_float(pd + begin, gd + begin, md + begin, vd + begin, end - begin, s);
       });
     }
+    const auto [beta1, beta2] = o.betas();
+    for (auto& [step, lists] : by_step)
+      adam_foreach_update(lists, o, 1 - std::pow(beta1, step), 1 - std::pow(beta2, step));
   }
   return loss;
 }

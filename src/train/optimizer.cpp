@@ -4,14 +4,11 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/torch_compat.h"
 #include "train/fused_adam.h"
 
 namespace chexscale::train {
 namespace {
-
-std::string state_key(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
-}
 
 std::string tensor_name(size_t index, const char* field) {
   return fmt::format("optimizer.{}.{}", index, field);
@@ -50,7 +47,7 @@ std::vector<models::NamedTensor> optimizer_state(torch::optim::Optimizer& optimi
   auto& states = optimizer.state();
   const bool adam = is_adam(optimizer);
   for (size_t i = 0; i < params.size(); ++i) {
-    const auto it = states.find(state_key(params[i]));
+    const auto it = states.find(compat::optimizer_state_key(params[i]));
     if (it == states.end()) continue;
     if (adam) {
       const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
@@ -92,11 +89,11 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer,
       s->step(take(i, "step", torch::Tensor()).item<int64_t>());
       s->exp_avg(take(i, "exp_avg", params[i]).clone());
       s->exp_avg_sq(take(i, "exp_avg_sq", params[i]).clone());
-      states[state_key(params[i])] = std::move(s);
+      states[compat::optimizer_state_key(params[i])] = std::move(s);
     } else {
       auto s = std::make_unique<torch::optim::SGDParamState>();
       s->momentum_buffer(take(i, "momentum_buffer", params[i]).clone());
-      states[state_key(params[i])] = std::move(s);
+      states[compat::optimizer_state_key(params[i])] = std::move(s);
     }
   }
 }
