@@ -12,6 +12,7 @@
 #include "data/loader.h"
 #include "dist/reducer.h"
 #include "models/registry.h"
+#include "train/optimizer.h"
 #include "train/step.h"
 
 namespace chexscale::bench {
@@ -133,7 +134,10 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
   models::Classifier model = models::make_model(model_options);
   model->to(ctx->device());
   dist::broadcast_module(*ctx, *model);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(kLearningRate));
+  // The training recipe's optimizer (FusedAdam), as `chexscale train` builds it.
+  train::OptimizerOptions optimizer_options;
+  optimizer_options.lr = kLearningRate;
+  const auto optimizer = train::make_optimizer(model->parameters(), optimizer_options);
 
   std::unique_ptr<dist::GradientReducer> reducer;
   if (ctx->world_size() > 1) {
@@ -145,7 +149,7 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
   step_options.device = ctx->device();
   step_options.amp = options.amp;
   step_options.channels_last = options.channels_last;
-  train::TrainStep step(model, optimizer, train::BceWithLogitsLoss(), reducer.get(), step_options);
+  train::TrainStep step(model, *optimizer, train::BceWithLogitsLoss(), reducer.get(), step_options);
   BatchSource batches(loader_options(options, *ctx));
 
   const int64_t total_steps = options.warmup_steps + options.steps;

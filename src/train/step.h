@@ -77,6 +77,8 @@ class TrainStep {
   // Whether to apply this step's update, by the non-finite policy and, with fp16, the loss
   // scaler (which it updates); throws for kStop.
   bool update_allowed(double loss, int64_t step);
+  // Before forward: gradients zeroed in place with a reducer, else released (set_to_none).
+  void clear_gradients();
   void apply_update();
   void wait_for_device() const;
 
