@@ -21,6 +21,11 @@
 #   --out DIR             results, logs, manifests and the report           [runs/lab-compare]
 #   --bin PATH            chexscale binary                [$CHEXSCALE_BIN or build/src/cli/chexscale]
 #   --run-timeout S       limit for one bench run                                [600]
+#   --rounds N            measure everything N times, alternating the systems' order between
+#                         rounds (bare metal first in odd rounds, Kubernetes first in even ones:
+#                         B K, K B, B K, ...) so that drift of the machine cancels; every round's
+#                         bench file is kept (sets/<set>/bench-w<N>-r<K>.json) and the report
+#                         gives medians and the per-round gaps, median and range       [1]
 #   --peer                also run the PyTorch DDP peer (bench/peer/ddp_bench.py, one rank per
 #                         node) on both systems: sets bare-metal/pytorch-ddp, kubernetes/pytorch-ddp
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
@@ -34,7 +39,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate=""
-out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0
+out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -50,13 +55,15 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
     --run-timeout) run_timeout="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --keep-cluster) keep_cluster=1; shift ;;
     --peer) peer=1; shift ;;
-    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see lab/compare.sh --help)" ;;
   esac
 done
 
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || lab_die "--rounds must be a whole number >= 1, not '$rounds'"
 [ -n "$bin" ] || bin="$here/../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
@@ -71,6 +78,14 @@ commands_log="$out/commands.txt"
 echo -e "run\tnode\tfabric_tx_bytes\toverlay_tx_bytes" >"$out/traffic.tsv"
 port=29600
 started=$SECONDS
+round=1
+
+# Suffix of the current round's run tags and bench files: "" when measuring once, else -r<K>.
+round_suffix() { if [ "$rounds" -gt 1 ]; then echo "-r$round"; fi; }
+
+# The systems in the order the current round runs them: bare metal first in odd rounds,
+# Kubernetes first in even ones (A B, B A, A B, ...).
+round_order() { if [ $((round % 2)) -eq 1 ]; then echo bare-metal kubernetes; else echo kubernetes bare-metal; fi; }
 
 say() { echo "[lab $((SECONDS - started))s] $*"; }
 
@@ -155,7 +170,7 @@ start_run() {
 # bare metal: `chexscale launch` on each of N nodes (node namespaces, fabric addresses).
 run_bare_metal() {
   local label="$1" n="$2" flags="$3" tag run_dir i
-  tag="$(echo "$label" | tr / -)-w$n"
+  tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
   run_dir="$out/runs/$tag"
   rm -rf "$run_dir"
   start_run "$n"
@@ -174,7 +189,7 @@ run_bare_metal() {
 # kubernetes: render the job, then run each pod's container as the kubelet would.
 run_kubernetes() {
   local label="$1" n="$2" flags="$3" host_network="$4" tag run_dir manifest job i ns
-  tag="$(echo "$label" | tr / -)-w$n"
+  tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
   run_dir="$out/runs/$tag"
   manifest="$out/manifests/$tag.yaml"
   job="chx-$(echo "$tag" | tr -c 'a-z0-9\n' '-' | cut -c1-40)"
@@ -201,7 +216,7 @@ run_kubernetes() {
 # node namespaces (bare-metal) or over the overlay from the pod namespaces (kubernetes).
 run_peer() {
   local label="$1" n="$2" system="$3" tag run_dir master ns i
-  tag="$(echo "$label" | tr / -)-w$n"
+  tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
   run_dir="$out/runs/$tag"
   rm -rf "$run_dir"
   mkdir -p "$run_dir"
@@ -221,21 +236,36 @@ run_peer() {
   collect "$run_dir" "$label" "$n"
 }
 
-# Moves a run's bench.json into its result set as bench-w<N>.json.
+# Moves a run's bench.json into its result set as bench-w<N>.json (bench-w<N>-r<K>.json in rounds).
 collect() {
-  local run_dir="$1" label="$2" n="$3" set_dir
+  local run_dir="$1" label="$2" n="$3" set_dir file
   set_dir="$out/sets/$(echo "$label" | tr / -)"
+  file="$set_dir/bench-w$n$(round_suffix).json"
   [ -f "$run_dir/bench.json" ] || lab_die "$run_dir/bench.json was not written (see $out/logs)"
   mkdir -p "$set_dir"
-  cp "$run_dir/bench.json" "$set_dir/bench-w$n.json"
-  say "$label, $n worker(s): $(jq -r '"\(.images_per_sec | . * 100 | round / 100) images/s, step \(.step_time_s.median | . * 1000 | round) ms, exposed comm \(if .breakdown_s then (.breakdown_s.comm_exposed * 1000 | round | tostring) + " ms" else "not measured (peer)" end)"' "$set_dir/bench-w$n.json")"
+  cp "$run_dir/bench.json" "$file"
+  say "$label, $n worker(s)$([ "$rounds" -gt 1 ] && echo ", round $round"): $(jq -r '"\(.images_per_sec | . * 100 | round / 100) images/s, step \(.step_time_s.median | . * 1000 | round) ms, exposed comm \(if .breakdown_s then (.breakdown_s.comm_exposed * 1000 | round | tostring) + " ms" else "not measured (peer)" end)"' "$file")"
 }
 
-# The single-worker run has no network, so it is run once per system and shared by its variants.
+# The single-worker run has no network, so it is run once per system (and round) and shared by
+# its variants.
 copy_single() {
   local from="$1" to="$2"
   mkdir -p "$out/sets/$(echo "$to" | tr / -)"
-  cp "$out/sets/$(echo "$from" | tr / -)/bench-w1.json" "$out/sets/$(echo "$to" | tr / -)/bench-w1.json"
+  cp "$out/sets/$(echo "$from" | tr / -)"/bench-w1*.json "$out/sets/$(echo "$to" | tr / -)/"
+}
+
+# Runs the engine variant V with N workers on both systems, in this round's order; "single" is
+# the 1-worker run without engine flags.
+run_both() {
+  local v="$1" n="$2" flags="$3" system
+  for system in $(round_order); do
+    if [ "$system" = bare-metal ]; then
+      run_bare_metal "bare-metal/$v" "$n" "$flags"
+    else
+      run_kubernetes "kubernetes/$v" "$n" "$flags" 0
+    fi
+  done
 }
 
 cluster_args=(--nodes "$nodes")
@@ -247,7 +277,7 @@ cluster_args=(--nodes "$nodes")
 echo "lab/compare.sh $*" >"$out/README.txt"
 {
   echo "nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"
-  echo "variants=$variants fabric_rate=${fabric_rate:-uncapped} overlay_rate=${overlay_rate:-uncapped}"
+  echo "variants=$variants fabric_rate=${fabric_rate:-uncapped} overlay_rate=${overlay_rate:-uncapped} rounds=$rounds"
 } >>"$out/README.txt"
 
 IFS=, read -r -a variant_list <<<"$variants"
@@ -259,23 +289,36 @@ for v in "${variant_list[@]}"; do
 done
 [ -n "$first_engine" ] || first_engine=naive
 
-say "single worker, both systems (${arch} ${image_size}px, batch ${batch})"
-run_bare_metal "bare-metal/single" 1 ""
-run_kubernetes "kubernetes/single" 1 "" 0
+for ((round = 1; round <= rounds; round++)); do
+  [ "$rounds" -gt 1 ] && say "round $round of $rounds: $(round_order | sed 's/ / first, then /')"
+  say "single worker, both systems (${arch} ${image_size}px, batch ${batch})"
+  run_both single 1 ""
+  for v in "${variant_list[@]}"; do
+    if [ "$v" = hostnet ]; then
+      say "variant hostnet: pods on the host network, engine as '$first_engine'"
+      run_kubernetes "kubernetes/hostnet" "$nodes" "$(variant_flags "$first_engine")" 1
+      continue
+    fi
+    say "variant $v: $(variant_flags "$v")"
+    run_both "$v" "$nodes" "$(variant_flags "$v")"
+  done
+  if [ "$peer" = 1 ]; then
+    say "PyTorch DDP peer (bench/peer/ddp_bench.py), both systems"
+    for system in $(round_order); do
+      run_peer "$system/pytorch-ddp" 1 "$system"
+      run_peer "$system/pytorch-ddp" "$nodes" "$system"
+    done
+  fi
+done
 
 report_args=()
 for v in "${variant_list[@]}"; do
   if [ "$v" = hostnet ]; then
-    say "variant hostnet: pods on the host network, engine as '$first_engine'"
     copy_single "kubernetes/single" "kubernetes/hostnet"
-    run_kubernetes "kubernetes/hostnet" "$nodes" "$(variant_flags "$first_engine")" 1
-    continue
+  else
+    copy_single "bare-metal/single" "bare-metal/$v"
+    copy_single "kubernetes/single" "kubernetes/$v"
   fi
-  say "variant $v: $(variant_flags "$v")"
-  copy_single "bare-metal/single" "bare-metal/$v"
-  copy_single "kubernetes/single" "kubernetes/$v"
-  run_bare_metal "bare-metal/$v" "$nodes" "$(variant_flags "$v")"
-  run_kubernetes "kubernetes/$v" "$nodes" "$(variant_flags "$v")" 0
 done
 # The first engine variant's bare-metal set is the baseline (report's first set).
 report_args+=("bare-metal/$first_engine=$out/sets/bare-metal-$first_engine")
@@ -286,10 +329,7 @@ for v in "${variant_list[@]}"; do
 done
 [[ ",$variants," == *,hostnet,* ]] && report_args+=("kubernetes/hostnet=$out/sets/kubernetes-hostnet")
 if [ "$peer" = 1 ]; then
-  say "PyTorch DDP peer (bench/peer/ddp_bench.py), both systems"
   for system in bare-metal kubernetes; do
-    run_peer "$system/pytorch-ddp" 1 "$system"
-    run_peer "$system/pytorch-ddp" "$nodes" "$system"
     report_args+=("$system/pytorch-ddp=$out/sets/$system-pytorch-ddp")
   done
 fi

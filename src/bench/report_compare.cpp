@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "common/error.h"
@@ -112,11 +113,52 @@ SetComparison describe_set(const ResultSet& set) {
     rc.images_per_sec = run.images_per_sec;
     rc.images_per_sec_per_worker = run.images_per_sec_per_worker;
     rc.split = split_phases(run.breakdown);
+    rc.rounds = std::max<int>(1, static_cast<int>(set.rounds_with(run.world_size).size()));
     rc.efficiency = scaling_efficiency(run.images_per_sec, run.world_size, smallest.images_per_sec,
                                        smallest.world_size);
     out.runs.push_back(rc);
   }
   return out;
+}
+
+Spread round_gap_spread(const std::vector<RoundGap>& gaps) {
+  std::vector<double> values;
+  for (const auto& g : gaps)
+    values.push_back(g.gap_pct);
+  return spread_of(values);
+}
+
+bool has_breakdowns(const ResultSet& a, const ResultSet& b) {
+  for (const ResultSet* set : {&a, &b}) {
+    for (const auto& r : set->runs) {
+      if (!r.has_breakdown) return false;
+    }
+  }
+  return true;
+}
+
+VariantGap variant_gap(const SetComparison& set, const SetComparison& ref, const RunComparison& run,
+                       const RunComparison& ref_run, bool comm_measured) {
+  VariantGap vg;
+  vg.label = set.label;
+  vg.reference = ref.label;
+  vg.workers = run.workers;
+  vg.gap_pct = *run.gap_pct;
+  vg.gap_split = *run.gap_split;
+  vg.dominant_phase = dominant_phase(vg.gap_split);
+  vg.round_gaps = run.round_gaps;
+  if (!run.round_gaps.empty()) vg.gap_spread = round_gap_spread(run.round_gaps);
+  if (!comm_measured || !(ref_run.split.total > 0)) return vg;
+  if (run.round_gaps.empty()) {
+    vg.comm_penalty_pct = 100.0 * vg.gap_split.comm_exposed / ref_run.split.total;
+  } else {
+    std::vector<double> penalties;
+    for (const auto& g : run.round_gaps)
+      penalties.push_back(g.comm_penalty_pct);
+    vg.comm_penalty_spread = spread_of(penalties);
+    vg.comm_penalty_pct = vg.comm_penalty_spread->median;
+  }
+  return vg;
 }
 
 void check_sets(const std::vector<ResultSet>& sets) {
@@ -203,15 +245,21 @@ Comparison compare_result_sets(const std::vector<ResultSet>& sets, const Compare
     cmp.sets.push_back(describe_set(set));
   for (size_t i = 1; i < sets.size(); ++i) {
     SetComparison& sc = cmp.sets[i];
-    const SetComparison& ref = cmp.sets[find_reference(sets, i)];
+    const size_t ref_index = find_reference(sets, i);
+    const SetComparison& ref = cmp.sets[ref_index];
     sc.reference = ref.label;
     const RunComparison* last_common = nullptr;
+    const RunComparison* last_common_ref = nullptr;
     for (auto& rc : sc.runs) {
       for (const auto& rr : ref.runs) {
         if (rr.workers != rc.workers) continue;
-        rc.gap_pct = gap_percent(rr.images_per_sec, rc.images_per_sec);
         rc.gap_split = subtract(rc.split, rr.split);
+        rc.round_gaps = paired_round_gaps(sets[ref_index].rounds_with(rc.workers),
+                                          sets[i].rounds_with(rc.workers));
+        rc.gap_pct = rc.round_gaps.empty() ? gap_percent(rr.images_per_sec, rc.images_per_sec)
+                                           : round_gap_spread(rc.round_gaps).median;
         last_common = &rc;
+        last_common_ref = &rr;
       }
     }
     if (last_common == nullptr) {
@@ -219,14 +267,8 @@ Comparison compare_result_sets(const std::vector<ResultSet>& sets, const Compare
           fmt::format("{}: no worker count in common with its reference {}", sc.label, ref.label));
       continue;
     }
-    VariantGap vg;
-    vg.label = sc.label;
-    vg.reference = ref.label;
-    vg.workers = last_common->workers;
-    vg.gap_pct = *last_common->gap_pct;
-    vg.gap_split = *last_common->gap_split;
-    vg.dominant_phase = dominant_phase(vg.gap_split);
-    cmp.variant_gaps.push_back(vg);
+    cmp.variant_gaps.push_back(variant_gap(sc, ref, *last_common, *last_common_ref,
+                                           has_breakdowns(sets[i], sets[ref_index])));
   }
   return cmp;
 }

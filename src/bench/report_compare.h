@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/report_result_set.h"
+#include "bench/report_rounds.h"
 #include "common/step_times.h"
 
 namespace chexscale::bench {
@@ -41,10 +42,13 @@ struct RunComparison {
   std::string file;
   double images_per_sec = 0;
   double images_per_sec_per_worker = 0;
-  double efficiency = 1.0;  // against the set's smallest worker count
-  PhaseSplit split;
-  std::optional<double> gap_pct;        // needs a reference run with the same worker count
+  double efficiency = 1.0;        // against the set's smallest worker count
+  PhaseSplit split;               // medians over the rounds when measured in rounds
+  int rounds = 1;                 // how many rounds images_per_sec and split are the medians of
+  std::optional<double> gap_pct;  // needs a reference run with the same worker count; with
+                                  // paired rounds, the median of round_gaps
   std::optional<PhaseSplit> gap_split;  // this split minus the reference's split
+  std::vector<RoundGap> round_gaps;     // each round against the reference's same round
 };
 
 struct SetComparison {
@@ -70,6 +74,12 @@ struct VariantGap {
   PhaseSplit gap_split;
   std::string dominant_phase;  // the phase that moved most with the step time (grew most when
                                // slower, shrank most when faster), "" when none did
+  // Exposed communication minus the reference's, in % of the reference's step time (the median
+  // over paired rounds when there are rounds); nullopt when a side has no step breakdown.
+  std::optional<double> comm_penalty_pct;
+  std::vector<RoundGap> round_gaps;           // empty without paired rounds
+  std::optional<Spread> gap_spread;           // over round_gaps' gap_pct
+  std::optional<Spread> comm_penalty_spread;  // over round_gaps' comm_penalty_pct
 };
 
 struct Comparison {

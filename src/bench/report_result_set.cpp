@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "bench/report_rounds.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 
@@ -137,23 +138,56 @@ std::vector<BenchRun> load_sweep(const fs::path& dir) {
 
 std::vector<BenchRun> load_directory(const fs::path& dir) {
   if (fs::exists(dir / "sweep.json")) return load_sweep(dir);
-  std::vector<BenchRun> out;
-  static const std::regex kPerWorkerName(R"(bench-w[0-9]+\.json)");
-  std::vector<std::string> files;
+  // bench-w<N>.json: one run; bench-w<N>-r<K>.json: round K of several.
+  static const std::regex kPerWorkerName(R"(bench-w[0-9]+(-r([0-9]+))?\.json)");
+  std::vector<std::pair<std::string, int>> files;  // path, round
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, kPerWorkerName)) files.push_back(entry.path().string());
+    std::smatch m;
+    if (std::regex_match(name, m, kPerWorkerName))
+      files.emplace_back(entry.path().string(), m[2].matched ? std::stoi(m[2].str()) : 0);
   }
   std::sort(files.begin(), files.end());
   if (files.empty() && fs::exists(dir / "bench.json"))
-    files.push_back((dir / "bench.json").string());
+    files.emplace_back((dir / "bench.json").string(), 0);
   if (files.empty()) {
     throw DataError(fmt::format(
         "{}: no sweep.json, bench-w<N>.json or bench.json in this directory", dir.string()));
   }
-  for (const auto& f : files)
-    out.push_back(load_bench_file(f));
+  std::vector<BenchRun> out;
+  for (const auto& [file, round] : files) {
+    out.push_back(load_bench_file(file));
+    out.back().round = round;
+  }
   return out;
+}
+
+// Splits the loaded runs into one run per worker count (the median run of a worker count measured
+// in rounds) and the rounds themselves.
+void summarise_rounds(ResultSet& set, std::vector<BenchRun> loaded) {
+  std::sort(loaded.begin(), loaded.end(), [](const BenchRun& a, const BenchRun& b) {
+    return a.world_size != b.world_size ? a.world_size < b.world_size : a.round < b.round;
+  });
+  for (size_t begin = 0; begin < loaded.size();) {
+    size_t end = begin + 1;
+    while (end < loaded.size() && loaded[end].world_size == loaded[begin].world_size)
+      ++end;
+    const BenchRun& first = loaded[begin];
+    if (end - begin > 1 && first.round == 0) {
+      const BenchRun& second = loaded[begin + 1];
+      throw DataError(fmt::format(
+          "result set '{}': two runs with {} workers{}: {} and {}", set.label, first.world_size,
+          second.round > 0 ? ", one single and one a round" : "", first.file, second.file));
+    }
+    if (first.round > 0) {
+      const std::vector<BenchRun> rounds(loaded.begin() + begin, loaded.begin() + end);
+      set.runs.push_back(median_run(rounds));
+      set.round_runs.insert(set.round_runs.end(), rounds.begin(), rounds.end());
+    } else {
+      set.runs.push_back(first);
+    }
+    begin = end;
+  }
 }
 
 }  // namespace
@@ -163,6 +197,14 @@ const BenchRun* ResultSet::run_with(int workers) const {
     if (r.world_size == workers) return &r;
   }
   return nullptr;
+}
+
+std::vector<BenchRun> ResultSet::rounds_with(int workers) const {
+  std::vector<BenchRun> out;
+  for (const auto& r : round_runs) {
+    if (r.world_size == workers) out.push_back(r);
+  }
+  return out;
 }
 
 BenchRun parse_bench_json(const std::string& text, const std::string& file) {
@@ -182,19 +224,11 @@ ResultSet load_result_set(const std::string& label, const std::string& path) {
   set.variant = slash == std::string::npos ? "" : label.substr(slash + 1);
   set.source = path;
   if (fs::is_directory(path)) {
-    set.runs = load_directory(path);
+    summarise_rounds(set, load_directory(path));
   } else if (fs::is_regular_file(path)) {
     set.runs.push_back(load_bench_file(path));
   } else {
     throw DataError(fmt::format("result set '{}': {} does not exist", label, path));
-  }
-  std::sort(set.runs.begin(), set.runs.end(),
-            [](const BenchRun& a, const BenchRun& b) { return a.world_size < b.world_size; });
-  for (size_t i = 1; i < set.runs.size(); ++i) {
-    if (set.runs[i].world_size == set.runs[i - 1].world_size) {
-      throw DataError(fmt::format("result set '{}': two runs with {} workers: {} and {}", label,
-                                  set.runs[i].world_size, set.runs[i - 1].file, set.runs[i].file));
-    }
   }
   return set;
 }

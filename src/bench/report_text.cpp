@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace chexscale::bench {
 namespace {
 
@@ -75,6 +77,58 @@ json optional_json(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json spread_json(const std::optional<Spread>& s) {
+  return s ? json{{"median", s->median}, {"min", s->min}, {"max", s->max}} : json(nullptr);
+}
+
+json round_gaps_json(const std::vector<RoundGap>& gaps) {
+  json out = json::array();
+  for (const auto& g : gaps) {
+    out.push_back(
+        {{"round", g.round},
+         {"gap_pct", g.gap_pct},
+         {"comm_exposed_delta_s", g.comm_measured ? json(g.comm_exposed_delta_s) : json(nullptr)},
+         {"comm_penalty_pct", g.comm_measured ? json(g.comm_penalty_pct) : json(nullptr)}});
+  }
+  return out;
+}
+
+// "+1.2 -0.5 +3.0": one number per round, in round order.
+std::string per_round(const std::vector<RoundGap>& gaps, bool comm) {
+  std::string out;
+  for (const auto& g : gaps) {
+    if (!out.empty()) out += " ";
+    out += comm && !g.comm_measured ? "n/a"
+                                    : fmt::format("{:+.1f}", comm ? g.comm_penalty_pct : g.gap_pct);
+  }
+  return out;
+}
+
+// "+1.2 % (-0.5 .. +3.0)": the median of the rounds and their range.
+std::string spread_text(const std::vector<RoundGap>& gaps, bool comm) {
+  std::vector<double> values;
+  for (const auto& g : gaps) {
+    if (!comm || g.comm_measured) values.push_back(comm ? g.comm_penalty_pct : g.gap_pct);
+  }
+  if (values.empty()) return "n/a";
+  const Spread s = spread_of(values);
+  return fmt::format("{:+.1f} % ({:+.1f} .. {:+.1f})", s.median, s.min, s.max);
+}
+
+// Runs compared round by round (more than one paired round).
+template <typename Visit>
+void for_each_run_in_rounds(const Comparison& cmp, Visit visit) {
+  for (const auto& s : cmp.sets) {
+    for (const auto& r : s.runs) {
+      if (r.round_gaps.size() > 1) visit(s, r);
+    }
+  }
+}
+
+constexpr const char* kRoundsDefinition =
+    "measured in rounds: images/s and step phases are medians over the rounds, and the gap is the "
+    "median of the per-round gaps (round K against the reference's round K)";
+
 }  // namespace
 
 std::string format_terminal_report(const Comparison& cmp) {
@@ -95,11 +149,31 @@ std::string format_terminal_report(const Comparison& cmp) {
         "\nGap of each set at its largest worker count (+ = slower than the reference), and "
         "where the step time went (vs the reference):\n";
     for (const auto& g : cmp.variant_gaps) {
-      out += fmt::format("  {:<24} vs {:<18} {} workers: gap {:+.1f} %; {}; {}\n", g.label,
+      out += fmt::format("  {:<24} vs {:<18} {} workers: gap {:+.1f} %; {}; {}{}\n", g.label,
                          g.reference, g.workers, g.gap_pct, attribution_text(g.gap_split),
-                         explanation(g));
+                         explanation(g),
+                         g.comm_penalty_pct ? fmt::format("; exposed communication {:+.1f} % of "
+                                                          "the reference's step",
+                                                          *g.comm_penalty_pct)
+                                            : "");
     }
   }
+  bool rounds_header = false;
+  for_each_run_in_rounds(cmp, [&](const SetComparison& s, const RunComparison& r) {
+    if (!rounds_header) {
+      out += fmt::format(
+          "\nRounds ({}; exposed communication minus the reference's in % of its "
+          "step):\n",
+          kRoundsDefinition);
+      rounds_header = true;
+    }
+    out += fmt::format(
+        "  {:<24} vs {:<18} {} workers, {} rounds: gap median {}, per round {}; exposed "
+        "communication median {}, per round {}\n",
+        s.label, s.reference, r.workers, r.round_gaps.size(), spread_text(r.round_gaps, false),
+        per_round(r.round_gaps, false), spread_text(r.round_gaps, true),
+        per_round(r.round_gaps, true));
+  });
   for (const auto& n : cmp.notes)
     out += "note: " + n + "\n";
   return out;
@@ -108,7 +182,14 @@ std::string format_terminal_report(const Comparison& cmp) {
 std::string format_markdown_report(const Comparison& cmp) {
   std::string md = "# Throughput comparison\n\n";
   md += fmt::format("{}. Baseline: **{}**.\n\n", header_line(cmp), cmp.baseline);
-  md += fmt::format("- {}\n- {}\n\n", kGapDefinition, kEfficiencyDefinition);
+  md += fmt::format("- {}\n- {}\n", kGapDefinition, kEfficiencyDefinition);
+  if (std::any_of(cmp.sets.begin(), cmp.sets.end(), [](const auto& s) {
+        return std::any_of(s.runs.begin(), s.runs.end(),
+                           [](const auto& r) { return r.rounds > 1; });
+      })) {
+    md += fmt::format("- {}\n", kRoundsDefinition);
+  }
+  md += "\n";
   md +=
       "## Sets\n\n| set | configuration | backend | reference | source |\n|---|---|---|---|---|\n";
   for (const auto& s : cmp.sets) {
@@ -131,15 +212,35 @@ std::string format_markdown_report(const Comparison& cmp) {
         "\n## Each set's gap and where it comes from\n\nAt the largest worker count a set "
         "shares with its reference; per-step phase times minus the reference's, in ms.\n\n"
         "| set | vs | workers | gap | step | compute | data wait | exposed comm | other | "
-        "mostly |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+        "mostly | exposed comm, % of step |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+        "\n";
     for (const auto& g : cmp.variant_gaps) {
       md += fmt::format("| {} | {} | {} | {:+.1f} % | {:+.1f} |", g.label, g.reference, g.workers,
                         g.gap_pct, g.gap_split.total * 1e3);
       for (int p = 0; p < 4; ++p)
         md += fmt::format(" {:+.1f} |", phase_value(g.gap_split, p) * 1e3);
-      md += fmt::format(" {} |\n", g.dominant_phase.empty() ? "-" : phase_title(g.dominant_phase));
+      md += fmt::format(" {} | {} |\n",
+                        g.dominant_phase.empty() ? "-" : phase_title(g.dominant_phase),
+                        opt_fixed(g.comm_penalty_pct, "{:+.1f} %"));
     }
   }
+  bool rounds_header = false;
+  for_each_run_in_rounds(cmp, [&](const SetComparison& s, const RunComparison& r) {
+    if (!rounds_header) {
+      md += fmt::format(
+          "\n## Rounds\n\nEach round's run against the reference's run of the same round ({}); "
+          "exposed comm = exposed communication minus the reference's, in % of the reference's "
+          "step.\n\n| set | vs | workers | rounds | gap per round | median gap "
+          "(range) | exposed comm per round | median (range) |\n"
+          "|---|---|---:|---:|---|---|---|---|\n",
+          kRoundsDefinition);
+      rounds_header = true;
+    }
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", s.label, s.reference,
+                      r.workers, r.round_gaps.size(), per_round(r.round_gaps, false),
+                      spread_text(r.round_gaps, false), per_round(r.round_gaps, true),
+                      spread_text(r.round_gaps, true));
+  });
   md +=
       "\n## Step breakdown\n\n| set | workers | step ms | compute | data wait | exposed comm | "
       "other |\n|---|---:|---:|---:|---:|---:|---:|\n";
@@ -171,6 +272,7 @@ std::string format_json_report(const Comparison& cmp) {
   j["forced"] = cmp.forced;
   j["gap_definition"] = kGapDefinition;
   j["efficiency_definition"] = kEfficiencyDefinition;
+  j["rounds_definition"] = kRoundsDefinition;
   j["sets"] = json::array();
   for (const auto& s : cmp.sets) {
     json js = {{"label", s.label},         {"system", s.system},   {"variant", s.variant},
@@ -188,6 +290,8 @@ std::string format_json_report(const Comparison& cmp) {
                  {"gap_pct", optional_json(r.gap_pct)},
                  {"step_s", split_json(r.split)}};
       jr["gap_step_s"] = r.gap_split ? split_json(*r.gap_split) : json(nullptr);
+      jr["rounds"] = r.rounds;
+      jr["round_gaps"] = round_gaps_json(r.round_gaps);
       js["runs"].push_back(jr);
     }
     j["sets"].push_back(js);
@@ -199,7 +303,11 @@ std::string format_json_report(const Comparison& cmp) {
                                  {"workers", g.workers},
                                  {"gap_pct", g.gap_pct},
                                  {"gap_step_s", split_json(g.gap_split)},
-                                 {"dominant_phase", g.dominant_phase}});
+                                 {"dominant_phase", g.dominant_phase},
+                                 {"comm_penalty_pct", optional_json(g.comm_penalty_pct)},
+                                 {"round_gaps", round_gaps_json(g.round_gaps)},
+                                 {"gap_spread", spread_json(g.gap_spread)},
+                                 {"comm_penalty_spread", spread_json(g.comm_penalty_spread)}});
   }
   j["notes"] = cmp.notes;
   j["charts"] = {{"throughput",

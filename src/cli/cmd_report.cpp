@@ -62,11 +62,18 @@ void add_report_command(CLI::App& app, CommandRegistry& registry) {
       "and\n"
       "which step phases the gap comes from. Writes report.md, report.json and charts (PNG, SVG).\n"
       "A label SYSTEM/VARIANT (e.g. kubernetes/fp16) is compared with the first set's system of\n"
-      "the same variant (bare-metal/fp16) when given, else with the first set.");
+      "the same variant (bare-metal/fp16) when given, else with the first set.\n"
+      "Rounds: bench-w<N>-r<K>.json files are round K of several runs of N workers "
+      "(lab/compare.sh\n"
+      "--rounds); a set's images/s and phases are then medians over the rounds, and its gap is "
+      "the\n"
+      "median of the per-round gaps (round K against the reference's round K), listed with their\n"
+      "range.");
   auto args = std::make_shared<ReportArgs>();
   cmd->add_option("sets", args->sets,
-                  "LABEL=DIR result sets; DIR holds sweep.json, bench-w<N>.json files or one "
-                  "bench.json (or give a bench.json file). The first set is the baseline");
+                  "LABEL=DIR result sets; DIR holds sweep.json, bench-w<N>.json files (or "
+                  "bench-w<N>-r<K>.json: round K of several) or one bench.json (or give a "
+                  "bench.json file). The first set is the baseline");
   cmd->add_option("--out", args->out, "Directory for report.md, report.json and the charts")
       ->capture_default_str();
   cmd->add_flag("--force", args->force,

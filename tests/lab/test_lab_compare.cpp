@@ -110,5 +110,70 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   EXPECT_NE(commands.find("--master-addr 10.77.0.1"), std::string::npos) << commands;
 }
 
+// Two rounds: every round's bench files are kept, the systems' order alternates (bare metal first
+// in round 1, Kubernetes first in round 2), and the report's gap is the median of the per-round
+// gaps recomputed from the files (round K against round K).
+TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
+  TempDir dir;
+  const std::string out = dir.path() + "/rounds";
+  const ShellResult r =
+      shell(env() + " bash " + source_dir() +
+            "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 "
+            "--steps 2 --warmup 1 --variants overlap --rounds 2 --run-timeout 150 "
+            "--bin " +
+            chexscale_bin() + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+
+  const auto ips = [&](const std::string& set, int workers, int round) {
+    const json b = load(out + "/sets/" + set + "/bench-w" + std::to_string(workers) + "-r" +
+                        std::to_string(round) + ".json");
+    EXPECT_EQ(b.at("world_size"), workers);
+    return b.at("images_per_sec").get<double>();
+  };
+  EXPECT_FALSE(std::filesystem::exists(out + "/sets/kubernetes-overlap/bench-w2.json"));
+
+  // Order of the runs: commands.txt lists every command as it was started.
+  const std::string commands = read_file(out + "/commands.txt");
+  const auto started = [&](const std::string& tag) {
+    const size_t at = commands.find("/runs/" + tag);
+    EXPECT_NE(at, std::string::npos) << tag << " not run:\n" << commands;
+    return at;
+  };
+  EXPECT_LT(started("bare-metal-single-w1-r1"), started("kubernetes-single-w1-r1"));
+  EXPECT_LT(started("bare-metal-overlap-w2-r1"), started("kubernetes-overlap-w2-r1"));
+  EXPECT_LT(started("kubernetes-overlap-w2-r1"), started("kubernetes-single-w1-r2"));
+  EXPECT_LT(started("kubernetes-single-w1-r2"), started("bare-metal-single-w1-r2"));
+  EXPECT_LT(started("kubernetes-overlap-w2-r2"), started("bare-metal-overlap-w2-r2"));
+
+  const json report = load(out + "/report/report.json");
+  const json& k8s = report.at("sets").at(1);
+  ASSERT_EQ(k8s.at("label"), "kubernetes/overlap");
+  for (int workers : {1, 2}) {
+    const std::string set = workers == 1 ? "single" : "overlap";
+    const json& run = k8s.at("runs").at(workers - 1);
+    ASSERT_EQ(run.at("workers"), workers);
+    EXPECT_EQ(run.at("rounds"), 2);
+    double gaps[2];
+    for (int round : {1, 2}) {
+      const double bm = ips("bare-metal-" + set, workers, round);
+      gaps[round - 1] = 100 * (bm - ips("kubernetes-" + set, workers, round)) / bm;
+      const json& rg = run.at("round_gaps").at(round - 1);
+      EXPECT_EQ(rg.at("round"), round);
+      EXPECT_NEAR(rg.at("gap_pct").get<double>(), gaps[round - 1], 1e-9);
+    }
+    EXPECT_NEAR(run.at("gap_pct").get<double>(), (gaps[0] + gaps[1]) / 2, 1e-9);
+    EXPECT_NEAR(run.at("images_per_sec").get<double>(),
+                (ips("kubernetes-" + set, workers, 1) + ips("kubernetes-" + set, workers, 2)) / 2,
+                1e-9);
+  }
+  const json& gap = report.at("variant_gaps").at(0);
+  EXPECT_EQ(gap.at("round_gaps").size(), 2u);
+  EXPECT_LE(gap.at("gap_spread").at("min").get<double>(),
+            gap.at("gap_spread").at("max").get<double>());
+  EXPECT_NE(read_file(out + "/report/report.md").find("## Rounds"), std::string::npos);
+  const auto t = traffic(out + "/traffic.tsv");
+  EXPECT_GT(t.at("kubernetes-overlap-w2-r2/1").second, 20'000'000) << "overlay unused in round 2";
+}
+
 }  // namespace
 }  // namespace chexscale::test_util

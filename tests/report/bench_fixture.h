@@ -71,4 +71,12 @@ inline std::string write_bench(const TempDir& dir, const std::string& sub, const
   return dir.path() + "/" + sub;
 }
 
+// Writes dir/sub/bench-w<workers>-r<round>.json (round `round` of several) and returns dir/sub.
+inline std::string write_bench_round(const TempDir& dir, const std::string& sub, const BenchSpec& s,
+                                     int round) {
+  dir.write(sub + "/bench-w" + std::to_string(s.workers) + "-r" + std::to_string(round) + ".json",
+            bench_object(s).dump(2));
+  return dir.path() + "/" + sub;
+}
+
 }  // namespace chexscale::test_util
