@@ -17,7 +17,10 @@ architectures.
 Multi-node mode (the lab's "pytorch-ddp" sets): when RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
 are in the environment (torchrun's contract), this process is that one rank (--workers is
 ignored), the process group joins through env://, and rank 0 writes the JSON. GLOO_SOCKET_IFNAME
-picks the interface, as for chexscale.
+picks the interface, as for chexscale. Each rank reports its phases on stderr as it reaches them,
+prints the Python stacks of all its threads when killed with SIGTERM (a stuck rank shows where it
+is), and ends with os._exit once its results are written, skipping the interpreter's teardown of
+the process group, store and Gloo threads.
 
 Prints one line "images/s: X" (total over workers) and, with --json, writes the numbers in the
 field names of chexscale's bench.json (docs/bench-format.md) so the two can be compared.
@@ -26,8 +29,10 @@ Usage: /usr/bin/python3 bench/peer/ddp_bench.py --workers 2 --steps 20 --warmup-
 """
 import argparse
 import datetime
+import faulthandler
 import json
 import os
+import signal
 import socket
 import statistics
 import sys
@@ -69,10 +74,18 @@ def percentile(sorted_values, q):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+def phase(args, rank, what):
+    """One line on stderr per phase of a multi-node rank, so that a stuck rank's log shows where."""
+    if args.nnodes > 1:
+        print(f"ddp_bench rank {rank}: {what} ({time.monotonic() - args.started:.1f} s)",
+              file=sys.stderr, flush=True)
+
+
 def worker(rank, args, init_method, queue):
     import torch
     import torch.distributed as dist
 
+    phase(args, rank, "torch imported")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     world = args.workers
@@ -89,6 +102,7 @@ def worker(rank, args, init_method, queue):
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[rank] if cuda else None, bucket_cap_mb=args.bucket_mb,
             broadcast_buffers=False)
+        phase(args, rank, "process group joined")
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.BCEWithLogitsLoss()
@@ -123,6 +137,7 @@ def worker(rank, args, init_method, queue):
         step(i)
     if world > 1:
         dist.barrier()
+    phase(args, rank, "warm-up done")
     synchronize()
     step_times = []
     start = time.perf_counter()
@@ -133,7 +148,12 @@ def worker(rank, args, init_method, queue):
     elapsed = time.perf_counter() - start
     if world > 1:
         gathered = [None] * world
+        phase(args, rank, "steps done")
         dist.all_gather_object(gathered, (elapsed, step_times))
+        # Every rank has every rank's step times once this barrier is passed, so none exits
+        # while another still waits for its data.
+        dist.barrier()
+        phase(args, rank, "step times gathered")
         dist.destroy_process_group()
     else:
         gathered = [(elapsed, step_times)]
@@ -187,8 +207,10 @@ def main(argv):
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["MKL_NUM_THREADS"] = str(args.threads)
     args.nnodes = 1
+    args.started = time.monotonic()
     if all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
         # One rank of a multi-node job: this process is the worker.
+        faulthandler.register(signal.SIGTERM, chain=True)
         rank, args.workers = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         args.nnodes = args.workers
         results = []
@@ -198,9 +220,12 @@ def main(argv):
                 results.append(item)
 
         worker(rank, args, "env://", ListQueue())
-        if rank != 0:
-            return
-        gathered, torch_version = results[0]
+        if rank == 0:
+            report(args, *results[0])
+        phase(args, rank, "done")
+        sys.stdout.flush()
+        # The results are out: nothing is left to wait for in the process group's teardown.
+        os._exit(0)
     else:
         import torch.multiprocessing as mp
 
@@ -209,6 +234,11 @@ def main(argv):
         mp.start_processes(worker, args=(args, f"tcp://127.0.0.1:{free_port()}", queue),
                            nprocs=args.workers, join=True, start_method="spawn")
         gathered, torch_version = queue.get()
+    report(args, gathered, torch_version)
+
+
+def report(args, gathered, torch_version):
+    """Prints the summary lines and writes the JSON (--json)."""
     result = summarise(args, gathered, torch_version)
     print(f"workers: {args.workers}  step time median: {result['step_time_s']['median']:.3f} s  "
           f"images/s per worker: {result['images_per_sec_per_worker']:.2f}")
