@@ -19,8 +19,9 @@ are in the environment (torchrun's contract), this process is that one rank (--w
 ignored), the process group joins through env://, and rank 0 writes the JSON. GLOO_SOCKET_IFNAME
 picks the interface, as for chexscale. Each rank reports its phases on stderr as it reaches them,
 prints the Python stacks of all its threads when killed with SIGTERM (a stuck rank shows where it
-is), and ends with os._exit once its results are written, skipping the interpreter's teardown of
-the process group, store and Gloo threads.
+is). In both modes every rank of a multi-worker run ends with os._exit once its results are
+handed on, skipping the interpreter's teardown of DDP, the process group and the Gloo threads
+(that teardown deadlocked once on the GIL).
 
 Prints one line "images/s: X" (total over workers) and, with --json, writes the numbers in the
 field names of chexscale's bench.json (docs/bench-format.md) so the two can be compared.
@@ -154,11 +155,18 @@ def worker(rank, args, init_method, queue):
         # while another still waits for its data.
         dist.barrier()
         phase(args, rank, "step times gathered")
-        dist.destroy_process_group()
     else:
         gathered = [(elapsed, step_times)]
     if rank == 0:
         queue.put((gathered, torch.__version__))
+    if world > 1:
+        # The results are handed on: leave without tearing down DDP's reducer and the Gloo
+        # process group. That teardown deadlocked once in a 2-worker run (the main thread,
+        # holding the GIL, joined a Gloo thread that was waiting for the GIL).
+        phase(args, rank, "done")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def make_model(arch):
@@ -213,19 +221,12 @@ def main(argv):
         faulthandler.register(signal.SIGTERM, chain=True)
         rank, args.workers = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         args.nnodes = args.workers
-        results = []
-
-        class ListQueue:
+        class ReportQueue:  # rank 0 reports as it hands the results on
             def put(self, item):
-                results.append(item)
+                report(args, *item)
 
-        worker(rank, args, "env://", ListQueue())
-        if rank == 0:
-            report(args, *results[0])
+        worker(rank, args, "env://", ReportQueue())  # exits the process when WORLD_SIZE > 1
         phase(args, rank, "done")
-        sys.stdout.flush()
-        # The results are out: nothing is left to wait for in the process group's teardown.
-        os._exit(0)
     else:
         import torch.multiprocessing as mp
 
