@@ -40,6 +40,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate=""
 out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
+invocation="lab/compare.sh $*"  # for README.txt; the option loop below consumes "$@"
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -274,7 +275,7 @@ cluster_args=(--nodes "$nodes")
 "$here/cluster.sh" up "${cluster_args[@]}"
 "$here/cluster.sh" status >"$out/cluster-status.txt" || lab_die "the lab is not healthy: $(cat "$out/cluster-status.txt")"
 [ "$keep_cluster" = 1 ] || trap '"$here/cluster.sh" down >/dev/null 2>&1 || true' EXIT
-echo "lab/compare.sh $*" >"$out/README.txt"
+echo "$invocation" >"$out/README.txt"
 {
   echo "nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"
   echo "variants=$variants fabric_rate=${fabric_rate:-uncapped} overlay_rate=${overlay_rate:-uncapped} rounds=$rounds"

@@ -131,6 +131,8 @@ TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
     return b.at("images_per_sec").get<double>();
   };
   EXPECT_FALSE(std::filesystem::exists(out + "/sets/kubernetes-overlap/bench-w2.json"));
+  EXPECT_NE(read_file(out + "/README.txt").find("--variants overlap --rounds 2"), std::string::npos)
+      << "README.txt does not record the command line";
 
   // Order of the runs: commands.txt lists every command as it was started.
   const std::string commands = read_file(out + "/commands.txt");
