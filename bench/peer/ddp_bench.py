@@ -226,7 +226,7 @@ def main(argv):
                 report(args, *item)
 
         worker(rank, args, "env://", ReportQueue())  # exits the process when WORLD_SIZE > 1
-        phase(args, rank, "done")
+        return  # a 1-rank job: rank 0 has reported in put()
     else:
         import torch.multiprocessing as mp
 

@@ -1,6 +1,7 @@
-// lab/compare.sh end to end on a small workload: bare metal (launch over the fabric) and Kubernetes
-// (rendered pods over the overlay, and on the host network), then the report, whose numbers must
-// agree with the bench files, and traffic counters that show which path each run took.
+// lab/compare.sh end to end on a small workload: bare metal (launch over the fabric), Kubernetes
+// (rendered pods over the overlay, and on the host network) and the PyTorch DDP peer on both, then
+// the report, whose numbers must agree with the bench files, and traffic counters that show which
+// path each run took; and the alternating rounds of --rounds.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -38,11 +39,12 @@ std::map<std::string, std::pair<long, long>> traffic(const std::string& path) {
 TEST_F(LabCompare, SmallComparisonEndToEnd) {
   TempDir dir;
   const std::string out = dir.path() + "/cmp";
-  const ShellResult r = shell(env() + " bash " + source_dir() +
-                              "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 "
-                              "--steps 4 --warmup 1 --variants naive,hostnet --run-timeout 150 "
-                              "--bin " +
-                              chexscale_bin() + " --out " + out);
+  const ShellResult r =
+      shell(env() + " bash " + source_dir() +
+            "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 "
+            "--steps 4 --warmup 1 --variants naive,hostnet --peer --run-timeout 150 "
+            "--bin " +
+            chexscale_bin() + " --out " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(namespaces().empty()) << "compare.sh left its lab up";
 
@@ -63,7 +65,7 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
       bench[label + "/w" + std::to_string(w)] = b;
     }
   }
-  ASSERT_EQ(bench.size(), 6u) << report.dump(2);
+  ASSERT_EQ(bench.size(), 10u) << report.dump(2);
   const auto ips = [&](const std::string& key) {
     return bench.at(key).at("images_per_sec").get<double>();
   };
@@ -71,6 +73,15 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   EXPECT_EQ(bench.at("kubernetes/naive/w2").at("nnodes"), 2);
   EXPECT_EQ(bench.at("kubernetes/naive/w2").at("overlap"), false);
   EXPECT_EQ(bench.at("kubernetes/hostnet/w2").at("overlap"), false);  // the first variant's engine
+  // The PyTorch DDP peer ran as a 2-node job on both systems, every rank to its end.
+  EXPECT_EQ(bench.at("bare-metal/pytorch-ddp/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at("kubernetes/pytorch-ddp/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at("kubernetes/pytorch-ddp/w2").at("backend"), "gloo");
+  for (const char* log : {"bare-metal-pytorch-ddp-w2-node1", "kubernetes-pytorch-ddp-w2-node1"}) {
+    EXPECT_NE(read_file(out + "/logs/" + log + ".log").find("ddp_bench rank 1: done"),
+              std::string::npos)
+        << log;
+  }
 
   // Gaps and efficiencies recomputed from the bench files.
   const json& sets = report.at("sets");
@@ -85,7 +96,7 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   EXPECT_NEAR(sets[2]["runs"][1]["gap_pct"].get<double>(),
               100 * (bm2 - ips("kubernetes/hostnet/w2")) / bm2, 1e-9);
   EXPECT_EQ(sets[2].at("reference"), "bare-metal/naive");
-  EXPECT_EQ(report.at("variant_gaps").size(), 2u);
+  EXPECT_EQ(report.at("variant_gaps").size(), 4u);
   for (const char* chart : {"throughput.png", "breakdown.png"}) {
     EXPECT_EQ(read_file(out + "/report/" + chart).substr(1, 3), "PNG") << chart;
   }
@@ -101,6 +112,8 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
     EXPECT_GT(t.at("bare-metal-naive-w2/" + n).first, 20'000'000) << "bare metal not on the fabric";
     EXPECT_LT(t.at("kubernetes-hostnet-w2/" + n).second, 100'000)
         << "host network used the overlay";
+    EXPECT_GT(t.at("kubernetes-pytorch-ddp-w2/" + n).second, 20'000'000) << "peer pods off overlay";
+    EXPECT_LT(t.at("bare-metal-pytorch-ddp-w2/" + n).second, 100'000) << "peer used the overlay";
   }
   // The pods ran what the manifest says: the index from JOB_COMPLETION_INDEX, the Service name.
   const std::string commands = read_file(out + "/commands.txt");
