@@ -9,7 +9,8 @@
 #   JOBS (nproc), THREADS (4), ARCHS ("densenet121 resnet50"), BATCHES ("64 128"),
 #   MODES ("fp32 bf16 fp32-cl bf16-cl"), IMAGE_SIZE (224), STEPS (20), WARMUP (5),
 #   CHECK_ARCH (densenet121) and CHECK_IMAGE_SIZE (128) for the correctness runs,
-#   RUN_TIMEOUT (600 s per command), DEVICE (cuda).
+#   RUN_TIMEOUT (600 s per command), DEVICE (cuda); for the build: CUDA_HOME (/usr/local/cuda),
+#   TORCH_CUDA_ARCH_LIST (9.0) and CMAKE_CUDA_ARCHITECTURES (90), the GPUs to configure for.
 # DEVICE=cpu rehearses the correctness and sweep parts on a CPU-only machine with an existing
 # build (BIN=...): every "GPU" run then runs on the CPU, which checks the script itself
 # (tests/e2e/test_gpu_check_rehearsal.cpp does this in `make test`).
