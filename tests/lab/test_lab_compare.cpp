@@ -17,8 +17,18 @@
 namespace chexscale::test_util {
 namespace {
 
-using LabCompare = LabTest;
 using nlohmann::json;
+
+class LabCompare : public LabTest {
+ protected:
+  // lab/compare.sh on 2 nodes with ResNet-18 at 64 px, batch 4, 1 warm-up step, plus ARGS.
+  ShellResult compare(const std::string& args, const std::string& out) const {
+    return shell(env() + " bash " + source_dir() +
+                 "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 --warmup 1 "
+                 "--run-timeout 150 " +
+                 args + " --bin " + chexscale_bin() + " --out " + out);
+  }
+};
 
 json load(const std::string& path) {
   return json::parse(read_file(path));
@@ -39,12 +49,7 @@ std::map<std::string, std::pair<long, long>> traffic(const std::string& path) {
 TEST_F(LabCompare, SmallComparisonEndToEnd) {
   TempDir dir;
   const std::string out = dir.path() + "/cmp";
-  const ShellResult r =
-      shell(env() + " bash " + source_dir() +
-            "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 "
-            "--steps 4 --warmup 1 --variants naive,hostnet --peer --run-timeout 150 "
-            "--bin " +
-            chexscale_bin() + " --out " + out);
+  const ShellResult r = compare("--steps 4 --variants naive,hostnet --peer", out);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(namespaces().empty()) << "compare.sh left its lab up";
 
@@ -129,12 +134,7 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
 TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
   TempDir dir;
   const std::string out = dir.path() + "/rounds";
-  const ShellResult r =
-      shell(env() + " bash " + source_dir() +
-            "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 "
-            "--steps 2 --warmup 1 --variants overlap --rounds 2 --run-timeout 150 "
-            "--bin " +
-            chexscale_bin() + " --out " + out);
+  const ShellResult r = compare("--steps 2 --variants overlap --rounds 2", out);
   ASSERT_EQ(r.status, 0) << r.output;
 
   const auto ips = [&](const std::string& set, int workers, int round) {
