@@ -28,7 +28,10 @@ function(chexscale_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
-  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT ${T_TIMEOUT})
+  # Listing a test program's cases loads LibTorch: under ctest -j on 2 busy cores that can take
+  # longer than the 5 s default, and a timed-out listing fails the whole program's tests.
+  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120
+    PROPERTIES TIMEOUT ${T_TIMEOUT})
   # gtest_discover_tests splits a list-valued ENVIRONMENT into separate properties (CMake 3.25),
   # so the environment is set on the discovered tests by a file ctest includes after discovery.
   set(_env_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_environment.cmake)
