@@ -20,6 +20,7 @@
 #include "dist/context.h"
 #include "dist/reducer.h"
 #include "dist/tiny_net.h"
+#include "test_util/worker_main.h"
 
 namespace {
 
@@ -160,10 +161,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "dist_worker: error: {}\n", e.what());
-    return 1;
-  }
+  return chexscale::test_util::worker_main("dist_worker", run, argc, argv);
 }

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "dist/context.h"
 #include "dist/reducer.h"
+#include "test_util/worker_main.h"
 #include "train/random_batch.h"
 #include "train/step.h"
 #include "train/tiny_classifier.h"
@@ -86,10 +87,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "scaler_worker: error: {}\n", e.what());
-    return 1;
-  }
+  return chexscale::test_util::worker_main("scaler_worker", run, argc, argv);
 }
