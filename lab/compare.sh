@@ -25,7 +25,8 @@
 #                         rounds (bare metal first in odd rounds, Kubernetes first in even ones:
 #                         B K, K B, B K, ...) so that drift of the machine cancels; every round's
 #                         bench file is kept (sets/<set>/bench-w<N>-r<K>.json) and the report
-#                         gives medians and the per-round gaps, median and range       [1]
+#                         gives medians and the per-round gaps, median and range; an
+#                         even N balances the order (each system first equally often)  [1]
 #   --peer                also run the PyTorch DDP peer (bench/peer/ddp_bench.py, one rank per
 #                         node) on both systems: sets bare-metal/pytorch-ddp, kubernetes/pytorch-ddp
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
