@@ -10,6 +10,7 @@
 #include "common/timer.h"
 #include "dist/reducer.h"
 #include "train/channels_last.h"
+#include "train/gradient_check.h"
 
 namespace chexscale::train {
 
@@ -61,22 +62,12 @@ double TrainStep::backward(const torch::Tensor& loss) {
   return reducer_ != nullptr ? reducer_->finish() : 0.0;
 }
 
-bool TrainStep::gradients_finite() const {
-  std::vector<torch::Tensor> sums;
-  sums.reserve(parameters_.size());
-  for (const auto& p : parameters_) {
-    if (p.grad().defined()) sums.push_back(p.grad().sum());
-  }
-  if (sums.empty()) return true;
-  return torch::stack(sums).sum().isfinite().item<bool>();
-}
-
 bool TrainStep::update_allowed(double loss, int64_t step) {
   const bool check = options_.non_finite != NonFinitePolicy::kIgnore;
   if (!check && !scaler_) return true;
   // Skipping must be decided alike on every rank: on the averaged gradients, which are
   // identical everywhere. Stopping may be local (one rank's error ends the job).
-  const bool grads_finite = gradients_finite();
+  const bool grads_finite = gradients_finite(parameters_);
   if (scaler_) {
     const double scale = scaler_->current_scale();
     scaler_->update(grads_finite);

@@ -71,11 +71,9 @@ class TrainStep {
   torch::Tensor forward_loss(const DeviceBatch& input);
   // Backward with the reducer's hooks armed; returns the exposed communication seconds.
   double backward(const torch::Tensor& loss);
-  // True when the averaged gradients are all finite (identical on every rank after the reducer,
-  // so every rank takes the same decision).
-  bool gradients_finite() const;
   // Whether to apply this step's update, by the non-finite policy and, with fp16, the loss
-  // scaler (which it updates); throws for kStop.
+  // scaler (which it updates); throws for kStop. Decided on the averaged gradients, identical on
+  // every rank after the reducer, so that every rank decides alike.
   bool update_allowed(double loss, int64_t step);
   // Before forward: gradients zeroed in place with a reducer, else released (set_to_none).
   void clear_gradients();
