@@ -29,7 +29,7 @@ struct ThroughputOptions {
   int64_t warmup_steps = 3;      // run first, not timed
   int threads = 1;               // intra-op threads of this process
   dist::ReducerOptions reducer;  // buckets, overlap, compression
-  std::string data;              // empty: synthetic tensors (no I/O)
+  std::string data;              // empty: synthetic tensors kept on the device (no I/O)
   int loader_threads = 2;        // decode threads for a data set (synthetic uses 1)
   uint64_t seed = 0;
   train::AmpMode amp = train::AmpMode::kOff;  // mixed precision of the forward pass
