@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "dist/env.h"
 #include "launch/local_launcher.h"
@@ -69,6 +70,14 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
         launch::resolve_topology(f->options, dist::process_environment());
     if (ctx.config.source("rdzv-timeout") != ConfigSource::kDefault) {
       options.extra_env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(f->rdzv_timeout_s);
+    }
+    if (!(f->grace_period_s >= 0 && f->grace_period_s <= 3600)) {
+      throw UsageError(
+          fmt::format("--grace-period {} must be in [0, 3600] seconds", f->grace_period_s));
+    }
+    if (f->rdzv_timeout_s < 1) {
+      throw UsageError(
+          fmt::format("--rdzv-timeout {} must be at least 1 second", f->rdzv_timeout_s));
     }
     options.grace_period =
         std::chrono::milliseconds(static_cast<int64_t>(f->grace_period_s * 1000));

@@ -25,6 +25,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Each worker is a whole process (LibTorch loaded, two pipes): a count above this is a typo, not a
+// job (the largest nodes have 8-16 GPUs or a few hundred cores), and would flood the node.
+constexpr int kMaxProcPerNode = 1024;
+
 std::optional<int> env_int(const std::map<std::string, std::string>& env, const char* name) {
   auto it = env.find(name);
   if (it == env.end() || it->second.empty()) return std::nullopt;
@@ -175,6 +179,10 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
   if (o.nproc_per_node < 1) {
     throw UsageError(fmt::format("--nproc-per-node {} must be at least 1", o.nproc_per_node));
   }
+  if (o.nproc_per_node > kMaxProcPerNode) {
+    throw UsageError(fmt::format("--nproc-per-node {} is more than {} workers on one node",
+                                 o.nproc_per_node, kMaxProcPerNode));
+  }
   if (o.nnodes < 0) {
     o.nnodes = env_int(env, "NNODES").value_or(env_int(env, "SLURM_NNODES").value_or(1));
   }
@@ -207,6 +215,10 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
     throw UsageError(fmt::format("--master-port {} must be in [0, 65535]", o.master_port));
   }
   if (o.max_restarts < 0) throw UsageError("--max-restarts must be at least 0");
+  if (!o.program.empty() && ::access(o.program.c_str(), X_OK) != 0) {
+    throw UsageError(
+        fmt::format("--program {}: not an executable ({})", o.program, std::strerror(errno)));
+  }
   if (o.args.empty()) throw UsageError("nothing to launch: give the worker's command after --");
   return o;
 }

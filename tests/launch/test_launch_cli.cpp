@@ -62,6 +62,20 @@ TEST(LaunchCli, MissingCommandIsAUsageError) {
   EXPECT_NE(run.output.find("give the worker's command after --"), std::string::npos) << run.output;
 }
 
+// Values that would never kill a worker or fail only inside every worker are refused before
+// anything starts, naming the flag (the --nproc-per-node cap: LocalLauncher.ImplausibleValues...).
+TEST(LaunchCli, ImplausibleValuesAreUsageErrorsBeforeAnyWorkerStarts) {
+  const std::vector<std::string> refused = {"--grace-period nan", "--grace-period -1",
+                                            "--rdzv-timeout -1", "--program /nonexistent/worker"};
+  for (const std::string& flags : refused) {
+    const ShellRun run = shell(bin() + " launch " + flags + " -- env");
+    EXPECT_EQ(run.status, 2) << flags << "\n" << run.output;
+    EXPECT_NE(run.output.find(flags.substr(0, flags.find(' '))), std::string::npos) << flags << "\n"
+                                                                                    << run.output;
+    EXPECT_EQ(run.output.find("[rank 0]"), std::string::npos) << flags << "\n" << run.output;
+  }
+}
+
 TEST(LaunchCli, SigtermIsForwardedAndTheLauncherExitsWithIt) {
   test_util::TempDir dir;
   test_util::WorkerGroup launcher(bin(),

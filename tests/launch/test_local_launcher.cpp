@@ -109,5 +109,19 @@ TEST(LocalLauncher, InconsistentTopologyIsRejected) {
   EXPECT_THROW(launch::resolve_topology(o, {}), UsageError);
 }
 
+// A worker count that would flood the node (each worker is a LibTorch process) and a program that
+// cannot run are usage errors before any process starts.
+TEST(LocalLauncher, ImplausibleValuesAreRejected) {
+  launch::LaunchOptions o;
+  o.args = {"train"};
+  o.nproc_per_node = 100000;
+  EXPECT_THROW(launch::resolve_topology(o, {}), UsageError);
+  o.nproc_per_node = 2;
+  o.program = "/nonexistent/worker";
+  EXPECT_THROW(launch::resolve_topology(o, {}), UsageError);
+  o.program = CHEXSCALE_DIST_WORKER;
+  EXPECT_EQ(launch::resolve_topology(o, {}).nproc_per_node, 2);
+}
+
 }  // namespace
 }  // namespace chexscale
