@@ -15,6 +15,7 @@
 #include "common/timer.h"
 #include "data/example_source.h"
 #include "data/random.h"
+#include "data/resize.h"
 #include "data/sampler.h"
 #include "data/transforms.h"
 
@@ -52,6 +53,9 @@ class Loader::Impl {
       : opt_(o), source_(std::move(source)) {
     if (opt_.batch_size < 1) throw UsageError(fmt::format("batch size {} < 1", opt_.batch_size));
     if (opt_.crop_size < 1) throw UsageError(fmt::format("crop size {} < 1", opt_.crop_size));
+    if (opt_.image_size > kMaxImageSize) {
+      throw UsageError(fmt::format("image size {} is above {}", opt_.image_size, kMaxImageSize));
+    }
     if (opt_.threads < 1) throw UsageError(fmt::format("loader threads {} < 1", opt_.threads));
     if (opt_.prefetch_batches < 1) throw UsageError("prefetch batches must be at least 1");
     if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size) {

@@ -98,6 +98,9 @@ PrepareResult prepare_shards(const PrepareOptions& opt) {
   if (opt.data_dir.empty() || opt.out_dir.empty())
     throw UsageError("prepare needs a data and an output folder");
   if (opt.image_size < 8) throw UsageError(fmt::format("--size {} is too small", opt.image_size));
+  if (opt.image_size > kMaxImageSize) {
+    throw UsageError(fmt::format("--size {} is above {}", opt.image_size, kMaxImageSize));
+  }
   if (opt.records_per_shard < 1) throw UsageError("--shard-records must be at least 1");
   DataIssues issues(opt.strict);
   std::vector<Example> examples = index_chestxray14(opt.data_dir, opt.splits, issues);

@@ -10,6 +10,10 @@
 
 namespace chexscale::data {
 
+// The largest side an image is resized to (4x ChestX-ray14's 1024): a larger one is a typo that
+// would need gigabytes per image and exhaust the machine's memory.
+constexpr int64_t kMaxImageSize = 4096;
+
 void resize_gray(const uint8_t* src, int src_width, int src_height, uint8_t* dst, int dst_width,
                  int dst_height);
 

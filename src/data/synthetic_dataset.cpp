@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "data/chestxray14_csv.h"
 #include "data/random.h"
+#include "data/resize.h"
 #include "data/splits.h"
 #include "data/synthetic.h"
 
@@ -50,8 +51,8 @@ void assign_labels(const std::vector<size_t>& members, uint64_t seed,
 SynthResult write_synthetic_dataset(const SynthOptions& opt) {
   if (opt.out_dir.empty()) throw UsageError("synth needs an output folder (--out)");
   if (opt.images < 1) throw UsageError(fmt::format("--images {} < 1", opt.images));
-  if (opt.image_size < 16 || opt.image_size > 4096) {
-    throw UsageError(fmt::format("--size {} is not in [16, 4096]", opt.image_size));
+  if (opt.image_size < 16 || opt.image_size > kMaxImageSize) {
+    throw UsageError(fmt::format("--size {} is not in [16, {}]", opt.image_size, kMaxImageSize));
   }
   const int64_t patients = opt.patients > 0 ? opt.patients : std::max<int64_t>(1, opt.images / 3);
   if (patients > opt.images) {

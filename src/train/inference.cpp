@@ -1,6 +1,8 @@
 // Model loading and single-image preparation for eval/predict (see inference.h).
 #include "train/inference.h"
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 #include "data/resize.h"
 #include "models/registry.h"
@@ -22,6 +24,10 @@ InferenceModel load_inference_model(const std::string& manifest_path, torch::Dev
     m.crop_size = ckpt.state.at("data").at("crop_size").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
     throw DataError(manifest_path + ": checkpoint state lacks the model description: " + e.what());
+  }
+  if (m.crop_size < 1 || m.crop_size > m.image_size || m.image_size > data::kMaxImageSize) {
+    throw DataError(fmt::format("{}: implausible image size {} / crop size {} (damaged manifest?)",
+                                manifest_path, m.image_size, m.crop_size));
   }
   m.model = models::make_model(options);
   models::load_state_dict(*m.model, tensors_with_prefix(ckpt.tensors, "model."),

@@ -234,6 +234,18 @@ TEST_F(LoaderTest, BadOptionsAreUsageErrors) {
   EXPECT_THROW(Loader{o}, UsageError);
   o = options("/nonexistent/folder");
   EXPECT_THROW(Loader{o}, DataError);
+  // A typo'd --image-size would resize every PNG to gigabytes: refused before reading anything.
+  o = options(data_->path());
+  o.image_size = 100000;
+  EXPECT_THROW(Loader{o}, UsageError);
+}
+
+TEST(PrepareShards, ImplausibleSizeIsAUsageErrorBeforeReadingTheData) {
+  PrepareOptions o;
+  o.data_dir = "/nonexistent/folder";
+  o.out_dir = "/nonexistent/shards";
+  o.image_size = 100000;
+  EXPECT_THROW(prepare_shards(o), UsageError);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "test_util/temp_dir.h"
 #include "train/checkpoint.h"
+#include "train/inference.h"
 #include "train/optimizer.h"
 #include "train/tiny_classifier.h"
 
@@ -34,6 +35,24 @@ TEST(Checkpoint, RoundTripsStateAndTensors) {
   ASSERT_EQ(c.tensors.size(), 2u);
   EXPECT_TRUE(torch::equal(c.tensors[0].tensor, torch::full({3, 4}, 1.5f)));
   EXPECT_EQ(tensors_with_prefix(c.tensors, "optimizer.").at(0).name, "0.step");
+}
+
+// A manifest whose image size would make eval/predict resize to gigabytes per image (a damaged or
+// hand-edited one) is refused with its path, before any model is built.
+TEST(Checkpoint, ImplausibleImageSizeIsRefusedByInference) {
+  test_util::TempDir dir;
+  CheckpointStore store(dir.path(), 1);
+  const nlohmann::json state = {
+      {"model", {{"arch", "resnet18"}, {"num_classes", 14}, {"dropout", 0.0}}},
+      {"data", {{"image_size", 100000}, {"crop_size", 224}}}};
+  const std::string path = store.save_best(state, some_tensors(1.f));
+  try {
+    load_inference_model(path);
+    FAIL() << "loaded";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("image size 100000"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
 }
 
 TEST(Checkpoint, KeepsTheNewestK) {
