@@ -50,6 +50,17 @@ void assign_labels(const std::vector<size_t>& members, uint64_t seed,
 
 SynthResult write_synthetic_dataset(const SynthOptions& opt) {
   if (opt.out_dir.empty()) throw UsageError("synth needs an output folder (--out)");
+  // Never write over a data set (a real ChestX-ray14 folder would lose its CSV and images).
+  for (const char* held : {"Data_Entry_2017.csv", "images"}) {
+    if (fs::exists(fs::path(opt.out_dir) / held)) {
+      throw UsageError(
+          fmt::format("{} already holds {}: synth writes a new data set, choose an "
+                      "empty or new folder",
+                      opt.out_dir, held));
+    }
+  }
+  if (opt.patients < 0) throw UsageError(fmt::format("--patients {} < 0", opt.patients));
+  if (opt.threads < 0) throw UsageError(fmt::format("--threads {} < 0", opt.threads));
   if (opt.images < 1) throw UsageError(fmt::format("--images {} < 1", opt.images));
   if (opt.image_size < 16 || opt.image_size > kMaxImageSize) {
     throw UsageError(fmt::format("--size {} is not in [16, {}]", opt.image_size, kMaxImageSize));

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "data/chestxray14_dataset.h"
 #include "data/synthetic.h"
 #include "test_util/temp_dir.h"
@@ -110,6 +111,26 @@ TEST(Synthetic, WritesTheChestXray14LayoutWithEveryClassInEverySplit) {
   }
   // Realistic ordering of frequencies: Infiltration is the most common finding.
   EXPECT_EQ(r.positives[3], *std::max_element(r.positives.begin(), r.positives.end()));
+}
+
+// A folder that already holds a data set (a real ChestX-ray14 download, say) is never written over,
+// and negative counts are refused rather than read as "automatic".
+TEST(Synthetic, RefusesToOverwriteADataSetAndNegativeCounts) {
+  test_util::TempDir dir;
+  const std::string csv = dir.write("Data_Entry_2017.csv", "the user's real CSV\n");
+  SynthOptions o;
+  o.out_dir = dir.path();
+  o.images = 6;
+  o.image_size = 16;
+  EXPECT_THROW(write_synthetic_dataset(o), UsageError);
+  EXPECT_EQ(read_file(csv), "the user's real CSV\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/images"));
+  o.out_dir = dir.path() + "/fresh";
+  o.patients = -1;
+  EXPECT_THROW(write_synthetic_dataset(o), UsageError);
+  o.patients = 0;
+  o.threads = -1;
+  EXPECT_THROW(write_synthetic_dataset(o), UsageError);
 }
 
 }  // namespace
