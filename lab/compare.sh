@@ -37,6 +37,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/lib.sh"
 # shellcheck source=lab/pods.sh
 . "$here/pods.sh"
+# shellcheck source=lab/cpu.sh
+. "$here/cpu.sh"
 
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate=""
@@ -151,22 +153,29 @@ tx_bytes() {
     "$(ip netns exec "$ns" cat /sys/class/net/flannel.1/statistics/tx_bytes)"
 }
 
-# Runs the started jobs to the end, then records per node how many bytes each run sent over the
-# fabric and through the overlay (proof of the path a run took) in traffic.tsv.
+# Runs the started jobs to the end, stops the CPU sampler, then records per node how many bytes
+# each run sent over the fabric and through the overlay (proof of the path a run took) in
+# traffic.tsv.
 finish_run() {
   local tag="$1" n="$2" i
   wait_all pids logs
+  cpu_sampler_stop
   for ((i = 0; i < n; i++)); do
     read -r eth_after vx_after <<<"$(tx_bytes "$i")"
     echo -e "$tag\t$i\t$((eth_after - ${eth_before[$i]}))\t$((vx_after - ${vx_before[$i]}))" >>"$out/traffic.tsv"
   done
 }
 
+# Prepares a run of N workers whose files go to RUN_DIR: traffic counters, a fresh port, and the
+# CPU sampler (RUN_DIR/cpu-samples.tsv; the run's processes are those with RUN_DIR in their
+# command line; see lab/cpu.sh).
 start_run() {
-  local n="$1" i
+  local n="$1" run_dir="$2" i
   pids=() logs=() eth_before=() vx_before=()
   for ((i = 0; i < n; i++)); do read -r "eth_before[$i]" "vx_before[$i]" <<<"$(tx_bytes "$i")"; done
   port=$((port + 1))
+  mkdir -p "$run_dir"
+  cpu_sampler_start "$run_dir/cpu-samples.tsv" "$run_dir"
 }
 
 # bare metal: `chexscale launch` on each of N nodes (node namespaces, fabric addresses).
@@ -175,7 +184,7 @@ run_bare_metal() {
   tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
   run_dir="$out/runs/$tag"
   rm -rf "$run_dir"
-  start_run "$n"
+  start_run "$n" "$run_dir"
   for ((i = 0; i < n; i++)); do
     # shellcheck disable=SC2046
     local cmd=("$bin" launch --nnodes "$n" --node-rank "$i" --master-addr "$(lab_fabric_addr 0)"
@@ -185,7 +194,7 @@ run_bare_metal() {
       HOME=/tmp timeout -k 10 "$run_timeout" "${cmd[@]}"
   done
   finish_run "$tag" "$n"
-  collect "$run_dir" "$label" "$n"
+  collect "$run_dir" "$label" "$n" "$tag"
 }
 
 # kubernetes: render the job, then run each pod's container as the kubelet would.
@@ -196,7 +205,7 @@ run_kubernetes() {
   manifest="$out/manifests/$tag.yaml"
   job="chx-$(echo "$tag" | tr -c 'a-z0-9\n' '-' | cut -c1-40)"
   rm -rf "$run_dir"
-  start_run "$n"
+  start_run "$n" "$run_dir"
   local render=("$bin" k8s render --job-name "$job" --nnodes "$n" --nproc-per-node 1
     --master-port "$port" --gloo-socket-ifname eth0)
   [ "$host_network" = 1 ] && render+=(--host-network)
@@ -211,7 +220,7 @@ run_kubernetes() {
       "$run_timeout" "$commands_log"
   done
   finish_run "$tag" "$n"
-  collect "$run_dir" "$label" "$n"
+  collect "$run_dir" "$label" "$n" "$tag"
 }
 
 # The PyTorch DDP peer, one rank per node with torchrun's environment: over the fabric from the
@@ -221,8 +230,7 @@ run_peer() {
   tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
   run_dir="$out/runs/$tag"
   rm -rf "$run_dir"
-  mkdir -p "$run_dir"
-  start_run "$n"
+  start_run "$n" "$run_dir"
   if [ "$system" = kubernetes ]; then master=$(lab_pod_addr 0); else master=$(lab_fabric_addr 0); fi
   for ((i = 0; i < n; i++)); do
     if [ "$system" = kubernetes ]; then ns=$(lab_pod_ns "$i"); else ns=$(lab_node_ns "$i"); fi
@@ -235,17 +243,22 @@ run_peer() {
       timeout -k 10 "$run_timeout" "${cmd[@]}"
   done
   finish_run "$tag" "$n"
-  collect "$run_dir" "$label" "$n"
+  collect "$run_dir" "$label" "$n" "$tag"
 }
 
-# Moves a run's bench.json into its result set as bench-w<N>.json (bench-w<N>-r<K>.json in rounds).
+# Moves a run's bench.json into its result set as bench-w<N>.json (bench-w<N>-r<K>.json in rounds),
+# with its CPU accounting beside it as cpu-w<N>.json (cpu-w<N>-r<K>.json): the timed window ends
+# at bench.json's mtime (written right after the timed steps) and lasts its elapsed_s.
 collect() {
-  local run_dir="$1" label="$2" n="$3" set_dir file
+  local run_dir="$1" label="$2" n="$3" tag="$4" set_dir file
   set_dir="$out/sets/$(echo "$label" | tr / -)"
   file="$set_dir/bench-w$n$(round_suffix).json"
   [ -f "$run_dir/bench.json" ] || lab_die "$run_dir/bench.json was not written (see $out/logs)"
   mkdir -p "$set_dir"
   cp "$run_dir/bench.json" "$file"
+  cpu_account "$run_dir/cpu-samples.tsv" "$tag" "$(stat -c %.9Y "$run_dir/bench.json")" \
+    "$(jq -r .elapsed_s "$run_dir/bench.json")" >"$set_dir/cpu-w$n$(round_suffix).json" ||
+    lab_die "no CPU accounting for $tag (samples in $run_dir/cpu-samples.tsv)"
   say "$label, $n worker(s)$([ "$rounds" -gt 1 ] && echo ", round $round"): $(jq -r '"\(.images_per_sec | . * 100 | round / 100) images/s, step \(.step_time_s.median | . * 1000 | round) ms, exposed comm \(if .breakdown_s then (.breakdown_s.comm_exposed * 1000 | round | tostring) + " ms" else "not measured (peer)" end)"' "$file")"
 }
 
@@ -254,7 +267,7 @@ collect() {
 copy_single() {
   local from="$1" to="$2"
   mkdir -p "$out/sets/$(echo "$to" | tr / -)"
-  cp "$out/sets/$(echo "$from" | tr / -)"/bench-w1*.json "$out/sets/$(echo "$to" | tr / -)/"
+  cp "$out/sets/$(echo "$from" | tr / -)"/{bench,cpu}-w1*.json "$out/sets/$(echo "$to" | tr / -)/"
 }
 
 # Runs the engine variant V with N workers on both systems, in this round's order; "single" is
@@ -275,7 +288,12 @@ cluster_args=(--nodes "$nodes")
 [ -n "$overlay_rate" ] && cluster_args+=(--overlay-rate "$overlay_rate")
 "$here/cluster.sh" up "${cluster_args[@]}"
 "$here/cluster.sh" status >"$out/cluster-status.txt" || lab_die "the lab is not healthy: $(cat "$out/cluster-status.txt")"
-[ "$keep_cluster" = 1 ] || trap '"$here/cluster.sh" down >/dev/null 2>&1 || true' EXIT
+# On exit (also on failure): stop a CPU sampler still running, take the lab down unless kept.
+on_exit() {
+  cpu_sampler_stop
+  [ "$keep_cluster" = 1 ] || "$here/cluster.sh" down >/dev/null 2>&1 || true
+}
+trap on_exit EXIT
 echo "$invocation" >"$out/README.txt"
 {
   echo "nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"

@@ -7,6 +7,7 @@
 
 #include "bench/report_charts.h"
 #include "bench/report_compare.h"
+#include "bench/report_cpu.h"
 #include "bench/report_result_set.h"
 #include "bench/report_text.h"
 #include "cli/command.h"
@@ -34,10 +35,13 @@ int run_report(const ReportArgs& args) {
   for (const auto& spec : args.sets)
     sets.push_back(bench::load_result_set_spec(spec));
   const bench::Comparison cmp = bench::compare_result_sets(sets, {args.force});
-  fmt::print("{}", bench::format_terminal_report(cmp));
+  const bench::CpuAccounting cpu = bench::account_cpu(sets, cmp);
+  fmt::print("{}{}", bench::format_terminal_report(cmp), bench::format_cpu_terminal(cpu));
   make_dirs(args.out);
-  write_file_atomic(args.out + "/report.md", bench::format_markdown_report(cmp));
-  write_file_atomic(args.out + "/report.json", bench::format_json_report(cmp));
+  write_file_atomic(args.out + "/report.md",
+                    bench::format_markdown_report(cmp) + bench::format_cpu_markdown(cpu));
+  write_file_atomic(args.out + "/report.json",
+                    bench::add_cpu_to_json_report(bench::format_json_report(cmp), cpu));
   if (args.charts) {
     try {
       bench::write_charts(cmp, args.out, {args.gnuplot});
@@ -68,7 +72,12 @@ void add_report_command(CLI::App& app, CommandRegistry& registry) {
       "--rounds); a set's images/s and phases are then medians over the rounds, and its gap is "
       "the\n"
       "median of the per-round gaps (round K against the reference's round K), listed with their\n"
-      "range.");
+      "range.\n"
+      "CPU: sets from lab/compare.sh also hold cpu-w<N>[-r<K>].json (the machine's CPU time during "
+      "the\n"
+      "timed steps); the report then adds the CPU time per step (user, kernel, softirq, idle) and "
+      "each\n"
+      "set minus its reference.");
   auto args = std::make_shared<ReportArgs>();
   cmd->add_option("sets", args->sets,
                   "LABEL=DIR result sets; DIR holds sweep.json, bench-w<N>.json files (or "

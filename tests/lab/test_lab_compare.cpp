@@ -1,7 +1,8 @@
 // lab/compare.sh end to end on a small workload: bare metal (launch over the fabric), Kubernetes
 // (rendered pods over the overlay, and on the host network) and the PyTorch DDP peer on both, then
 // the report, whose numbers must agree with the bench files, and traffic counters that show which
-// path each run took; and the alternating rounds of --rounds.
+// path each run took; the CPU accounting of every run and the report's section on it; and the
+// alternating rounds of --rounds.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "lab/lab_fixture.h"
@@ -46,6 +48,60 @@ std::map<std::string, std::pair<long, long>> traffic(const std::string& path) {
   return out;
 }
 
+// Checks the CPU accounting of a run (cpu-w<N>[-r<K>].json beside its bench file) against its
+// bench file and the samples it was computed from (runs/<tag>/cpu-samples.tsv).
+void expect_sane_cpu(const std::string& out, const std::string& cpu_file, const json& bench) {
+  SCOPED_TRACE(cpu_file);
+  const json cpu = load(cpu_file);
+  EXPECT_EQ(cpu.at("schema"), "chexscale.lab-cpu/1");
+  const int cpus = cpu.at("cpus");
+  EXPECT_GE(cpus, 1);
+  const json& run = cpu.at("windows").at("run");
+  const json& timed = cpu.at("windows").at("timed");
+  // The timed window is bench.json's elapsed_s, inside the run's window.
+  EXPECT_NEAR(timed.at("seconds").get<double>(), bench.at("elapsed_s").get<double>(), 2e-3);
+  EXPECT_GE(timed.at("start_unix_s").get<double>(), run.at("start_unix_s").get<double>());
+  EXPECT_LE(timed.at("seconds").get<double>(), run.at("seconds").get<double>());
+  for (const json* w : {&run, &timed}) {
+    double total = 0;
+    for (const char* f :
+         {"user_s", "nice_s", "system_s", "idle_s", "iowait_s", "irq_s", "softirq_s", "steal_s"}) {
+      EXPECT_GE(w->at(f).get<double>(), 0) << f;
+      total += w->at(f).get<double>();
+    }
+    // Every CPU's time is in some field: the fields add up to cpus x seconds, up to the ticks
+    // (1/100 s) counted at the window's ends.
+    const double available = cpus * w->at("seconds").get<double>();
+    EXPECT_NEAR(total, available, 0.1 * available + 0.05) << w->dump();
+    // The run's own processes (the workers) computed, and used no more than the whole machine.
+    const double run_cpu = w->at("run_user_s").get<double>() + w->at("run_system_s").get<double>();
+    EXPECT_GT(w->at("run_user_s").get<double>(), 0) << w->dump();
+    EXPECT_LE(run_cpu, total + 0.05) << w->dump();
+  }
+  // The samples: time strictly increasing, every counter monotonic.
+  std::istringstream samples(
+      read_file(out + "/runs/" + cpu.at("run").get<std::string>() + "/cpu-samples.tsv"));
+  std::vector<double> previous;
+  int n = 0;
+  for (std::string line; std::getline(samples, line); ++n) {
+    std::istringstream fields(line);
+    std::vector<double> values;
+    for (double v = 0; fields >> v;)
+      values.push_back(v);
+    ASSERT_EQ(values.size(), 13u) << line;
+    for (size_t i = 0; i < values.size() && !previous.empty(); ++i) {
+      if (i == 0) {
+        EXPECT_GT(values[i], previous[i]) << "time of sample " << n;
+      } else {
+        EXPECT_GE(values[i], previous[i]) << "column " << i << " of sample " << n;
+      }
+    }
+    previous = values;
+  }
+  EXPECT_EQ(n, cpu.at("samples").get<int>());
+  EXPECT_GE(n, 2);
+}
+
 TEST_F(LabCompare, SmallComparisonEndToEnd) {
   TempDir dir;
   const std::string out = dir.path() + "/cmp";
@@ -68,9 +124,26 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
       EXPECT_DOUBLE_EQ(run.at("images_per_sec").get<double>(),
                        b.at("images_per_sec").get<double>());
       bench[label + "/w" + std::to_string(w)] = b;
+      expect_sane_cpu(out, out + "/sets/" + set_dir + "/cpu-w" + std::to_string(w) + ".json", b);
     }
   }
   ASSERT_EQ(bench.size(), 10u) << report.dump(2);
+  // Gradients crossed veth links in the timed steps of the 2-worker runs: NET_RX softirqs.
+  for (const char* set : {"bare-metal-naive", "kubernetes-naive", "kubernetes-hostnet"}) {
+    const json cpu = load(out + "/sets/" + set + "/cpu-w2.json");
+    EXPECT_GT(cpu.at("windows").at("timed").at("net_rx").get<double>(), 0) << set;
+  }
+  // The report's CPU section: a row per set and worker count, Kubernetes minus bare metal.
+  const json& cpu_report = report.at("cpu");
+  EXPECT_EQ(cpu_report.at("rows").size(), 10u) << cpu_report.dump(2);
+  bool k8s_delta = false;
+  for (const auto& d : cpu_report.at("deltas")) {
+    if (d.at("label") == "kubernetes/naive" && d.at("workers") == 2) {
+      k8s_delta = d.at("reference") == "bare-metal/naive";
+    }
+  }
+  EXPECT_TRUE(k8s_delta) << cpu_report.dump(2);
+  EXPECT_NE(read_file(out + "/report/report.md").find("## CPU time per step"), std::string::npos);
   const auto ips = [&](const std::string& key) {
     return bench.at(key).at("images_per_sec").get<double>();
   };
@@ -138,9 +211,10 @@ TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
   ASSERT_EQ(r.status, 0) << r.output;
 
   const auto ips = [&](const std::string& set, int workers, int round) {
-    const json b = load(out + "/sets/" + set + "/bench-w" + std::to_string(workers) + "-r" +
-                        std::to_string(round) + ".json");
+    const std::string suffix = std::to_string(workers) + "-r" + std::to_string(round) + ".json";
+    const json b = load(out + "/sets/" + set + "/bench-w" + suffix);
     EXPECT_EQ(b.at("world_size"), workers);
+    expect_sane_cpu(out, out + "/sets/" + set + "/cpu-w" + suffix, b);
     return b.at("images_per_sec").get<double>();
   };
   EXPECT_FALSE(std::filesystem::exists(out + "/sets/kubernetes-overlap/bench-w2.json"));
@@ -186,6 +260,9 @@ TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
   EXPECT_LE(gap.at("gap_spread").at("min").get<double>(),
             gap.at("gap_spread").at("max").get<double>());
   EXPECT_NE(read_file(out + "/report/report.md").find("## Rounds"), std::string::npos);
+  for (const auto& d : report.at("cpu").at("deltas")) {
+    EXPECT_EQ(d.at("rounds"), 2) << d.dump();  // round K paired with round K
+  }
   const auto t = traffic(out + "/traffic.tsv");
   EXPECT_GT(t.at("kubernetes-overlap-w2-r2/1").second, 20'000'000) << "overlay unused in round 2";
 }
