@@ -63,6 +63,9 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
 }
 
 std::string read_file(const std::string& path) {
+  // A folder opens like a file on Linux and then reads as empty: say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw IoError("cannot read " + path + ": a folder");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open", path);
   std::ostringstream ss;

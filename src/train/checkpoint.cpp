@@ -36,6 +36,16 @@ std::vector<models::NamedTensor> tensors_with_prefix(const std::vector<models::N
 }
 
 Checkpoint read_checkpoint(const std::string& manifest_path) {
+  // The two paths users pass by mistake: the run's checkpoints/ folder and the tensors file.
+  std::error_code ec;
+  if (fs::is_directory(manifest_path, ec)) {
+    throw DataError(manifest_path + " is a folder: give a checkpoint manifest in it, e.g. " +
+                    (fs::path(manifest_path) / "best.json").string());
+  }
+  if (fs::path(manifest_path).extension() == ".safetensors") {
+    throw DataError(manifest_path + ": give the checkpoint's manifest (.json) beside it, not its " +
+                    "tensors file");
+  }
   nlohmann::json manifest;
   try {
     manifest = nlohmann::json::parse(read_file(manifest_path));

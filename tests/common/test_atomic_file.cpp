@@ -35,5 +35,17 @@ TEST(AtomicFile, ErrorsNameThePath) {
   EXPECT_THROW(write_file_atomic("/proc/chexscale-cannot-write/x", "y"), IoError);
 }
 
+// A folder where a file is expected is an error naming it, not an empty file (which made
+// `eval --checkpoint RUN/checkpoints` report a JSON syntax error at line 1).
+TEST(AtomicFile, ReadingAFolderIsAnError) {
+  test_util::TempDir dir;
+  try {
+    read_file(dir.path());
+    FAIL() << "a folder read as a file";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.path() + ": a folder"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace chexscale

@@ -55,6 +55,24 @@ TEST(Checkpoint, ImplausibleImageSizeIsRefusedByInference) {
   }
 }
 
+// The run's checkpoints/ folder or the tensors file given as --checkpoint: an error that says what
+// to give instead (it was a JSON syntax error at line 1).
+TEST(Checkpoint, AFolderOrTheTensorsFileInsteadOfTheManifestSaysWhatToGive) {
+  test_util::TempDir dir;
+  CheckpointStore store(dir.path(), 1);
+  const std::string manifest = store.save(3, {{"epoch", 0}}, some_tensors(1.f));
+  for (const std::string& wrong :
+       {dir.path(), manifest.substr(0, manifest.size() - 5) + ".safetensors"}) {
+    try {
+      read_checkpoint(wrong);
+      FAIL() << wrong;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(".json"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("syntax error"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Checkpoint, KeepsTheNewestK) {
   test_util::TempDir dir;
   CheckpointStore store(dir.path(), 2);
