@@ -97,6 +97,21 @@ TEST(Config, ConfigFileFromEnvAndSections) {
   }
 }
 
+// The config file itself follows the precedence: --config beats CHEXSCALE_CONFIG.
+TEST(Config, ConfigFlagBeatsConfigEnv) {
+  test_util::TempDir dir;
+  const std::string flagged = dir.write("flag.yaml", "batch-size: 8\n");
+  const std::string from_env = dir.write("env.yaml", "batch-size: 32\n");
+  Fixture f;
+  f.parse({"train", "--config", flagged});
+  std::map<std::string, std::string> env{{"CHEXSCALE_CONFIG", from_env}};
+  ConfigLayers layers;
+  layers.apply(f.root, *f.train, &env);
+  EXPECT_EQ(layers.config_file(), flagged);
+  EXPECT_EQ(f.batch, 8);
+  EXPECT_EQ(layers.source("batch-size"), ConfigSource::kFile);
+}
+
 TEST(Config, UnknownKeysNameTheKey) {
   test_util::TempDir dir;
   std::map<std::string, std::string> env;

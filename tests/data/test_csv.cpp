@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "data/batch.h"
 #include "data/chestxray14_csv.h"
 #include "data/labels.h"
 
@@ -32,6 +33,22 @@ TEST(Labels, ParsesCanonicalOrderNoFindingAndAliases) {
   EXPECT_FALSE(parse_finding_labels("Mass|", &bad));
   EXPECT_EQ(format_finding_labels((1 << 1) | (1 << 10)), "Cardiomegaly|Emphysema");
   EXPECT_EQ(format_finding_labels(0), "No Finding");
+}
+
+// The model's output c is pathology c in this order (CheXNet's Table 1, written out here rather
+// than taken from kPathologies): every name parses to its own bit and prints back.
+TEST(Labels, EveryPathologyHasItsPaperIndex) {
+  const char* paper_order[] = {
+      "Atelectasis", "Cardiomegaly", "Effusion",           "Infiltration",  "Mass",
+      "Nodule",      "Pneumonia",    "Pneumothorax",       "Consolidation", "Edema",
+      "Emphysema",   "Fibrosis",     "Pleural_Thickening", "Hernia"};
+  ASSERT_EQ(std::size(paper_order), static_cast<size_t>(kNumPathologies));
+  for (int c = 0; c < kNumPathologies; ++c) {
+    std::string bad;
+    EXPECT_EQ(kPathologies[c], paper_order[c]);
+    EXPECT_EQ(parse_finding_labels(paper_order[c], &bad), LabelBits(1U << c)) << paper_order[c];
+    EXPECT_EQ(format_finding_labels(LabelBits(1U << c)), paper_order[c]);
+  }
 }
 
 TEST(Csv, Parses2017RowsWithTrailingComma) {
@@ -95,6 +112,25 @@ TEST(Csv, MalformedRowsAreWarningsNamingFileLineAndValue) {
   EXPECT_EQ(w[4].line, 7);
   EXPECT_NE(w[4].message.find("duplicate image name '00000001_000.png'"), std::string::npos);
   EXPECT_EQ(w[5].line, 8);
+}
+
+// Only an empty field may follow the last column (the 2017 file's trailing comma, accepted in
+// either format): a row with one value too many is a warning, not a row whose extra value is
+// silently dropped.
+TEST(Csv, OneValueTooManyIsAWarningNotATrailingComma) {
+  for (const char* header : {kHeader2017, kHeader2020}) {
+    const std::string text = std::string(header) +
+                             "00000001_000.png,Mass,0,1,58,M,PA,2682,2749,0.143,0.143,\n"
+                             "00000002_000.png,Mass,0,2,58,M,PA,2682,2749,0.143,0.143,9\n";
+    DataIssues issues;
+    const auto rows = parse_data_entry_csv(text, "entries.csv", issues);
+    ASSERT_EQ(rows.size(), 1u) << header;
+    EXPECT_EQ(rows[0].image, "00000001_000.png");
+    ASSERT_EQ(issues.warnings().size(), 1u) << header;
+    EXPECT_EQ(issues.warnings()[0].line, 3);
+    EXPECT_NE(issues.warnings()[0].message.find("expected 11 values, found 12"), std::string::npos)
+        << issues.warnings()[0].message;
+  }
 }
 
 TEST(Csv, StrictModeTurnsTheFirstWarningIntoAnError) {

@@ -126,6 +126,24 @@ TEST_F(Shards, DamagedHeaderIndexOrLengthMakeTheShardUnreadable) {
   EXPECT_TRUE(verify_shard_set(out_.path()).problems.empty());
 }
 
+// Bytes after the last record mean the header does not describe the file: rejected, like a
+// truncation. Record numbers outside [0, size) never reach the mapping.
+TEST_F(Shards, TrailingBytesAndRecordsOutOfRangeAreErrors) {
+  const std::string path = out_.path() + "/" + shard_file_name(1);
+  {
+    const ShardReader shard(path);
+    ASSERT_EQ(shard.size(), 10);
+    EXPECT_NO_THROW(shard.pixels(9));
+    EXPECT_THROW(shard.pixels(10), Error);
+    EXPECT_THROW(shard.pixels(-1), Error);
+  }
+  std::ofstream(path, std::ios::binary | std::ios::app) << "extra";
+  EXPECT_THROW(ShardReader{path}, DataError);
+  const ShardSetCheck check = verify_shard_set(out_.path());
+  ASSERT_FALSE(check.problems.empty());
+  EXPECT_NE(check.problems[0].find("shard-00001.chxs"), std::string::npos) << check.problems[0];
+}
+
 TEST_F(Shards, AFolderWithoutManifestIsNotAShardSet) {
   fs::remove(out_.path() + "/manifest.json");
   EXPECT_FALSE(is_shard_set(out_.path()));

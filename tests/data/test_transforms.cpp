@@ -42,6 +42,39 @@ TEST(Resize, AreaDownscaleByFractionalFactorWeighsPartialPixels) {
   EXPECT_NEAR(dst[1], (0.5 * 90 + 210) / 1.5, 0.51);
 }
 
+// Brute-force area average: each output pixel is the mean of the source rectangle it covers,
+// each source pixel weighted by its overlap with it.
+double area_mean(const std::vector<uint8_t>& src, int w, int h, int out_w, int out_h, int x,
+                 int y) {
+  const double sx = static_cast<double>(w) / out_w, sy = static_cast<double>(h) / out_h;
+  auto overlap = [](double lo, double hi, int i) {
+    return std::max(0.0, std::min(hi, i + 1.0) - std::max(lo, static_cast<double>(i)));
+  };
+  double sum = 0;
+  for (int j = 0; j < h; ++j) {
+    for (int i = 0; i < w; ++i)
+      sum += overlap(x * sx, (x + 1) * sx, i) * overlap(y * sy, (y + 1) * sy, j) * src[j * w + i];
+  }
+  return sum / (sx * sy);
+}
+
+TEST(Resize, IntegerFactorOnOneAxisOnlyIsAnAreaResize) {
+  // 64 x 40 -> 16 x 16: width shrinks by 4, height by 2.5. The image sits at the start of a
+  // taller buffer (rows below it are 255), so that wrongly taking the k x k block path reads
+  // defined memory and fails by value instead of crashing.
+  const int w = 64, h = 40;
+  std::vector<uint8_t> buffer(w * 64, 255);
+  for (int i = 0; i < w * h; ++i)
+    buffer[i] = static_cast<uint8_t>((i * 29 + i / 11) % 200);
+  const std::vector<uint8_t> src(buffer.begin(), buffer.begin() + w * h);
+  std::vector<uint8_t> dst(16 * 16);
+  resize_gray(buffer.data(), w, h, dst.data(), 16, 16);
+  for (int y = 0; y < 16; ++y) {
+    for (int x = 0; x < 16; ++x)
+      EXPECT_NEAR(dst[y * 16 + x], area_mean(src, w, h, 16, 16, x, y), 0.51) << x << "," << y;
+  }
+}
+
 TEST(Resize, BilinearUpscaleInterpolatesBetweenCentres) {
   // 2 -> 4 with half-pixel centres: outputs at x = -0.25, 0.25, 0.75, 1.25 (clamped).
   const std::vector<uint8_t> src = {0, 200};
@@ -86,6 +119,23 @@ TEST(Transforms, CentreCropNormalisedAndReplicated) {
       }
     }
   }
+}
+
+// The ImageNet statistics the pretrained weights expect (torchvision's mean and std per RGB
+// channel), written out here rather than taken from kImageNetMean / kImageNetStd.
+TEST(Transforms, NormalisationUsesTheImageNetMeanAndStd) {
+  const double mean[3] = {0.485, 0.456, 0.406};
+  const double stddev[3] = {0.229, 0.224, 0.225};
+  const std::vector<uint8_t> g = {0, 255, 128, 64};
+  std::vector<float> out(3 * 4);
+  write_normalized_crop(g.data(), 2, 2, {0, 0, false}, 2, out.data());
+  for (int c = 0; c < 3; ++c) {
+    for (int i = 0; i < 4; ++i)
+      EXPECT_NEAR(out[c * 4 + i], (g[i] / 255.0 - mean[c]) / stddev[c], 1e-5) << c << "," << i;
+  }
+  EXPECT_NEAR(out[0], -2.1179, 1e-4);     // 0 in red: -0.485 / 0.229
+  EXPECT_NEAR(out[4 + 1], 2.4286, 1e-4);  // 255 in green: 0.544 / 0.224
+  EXPECT_NEAR(out[8 + 1], 2.64, 1e-4);    // 255 in blue: 0.594 / 0.225
 }
 
 TEST(Transforms, FlipMirrorsTheCrop) {
