@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -108,6 +109,10 @@ class YamlCollector {
     std::vector<std::pair<const YAML::Node, const CLI::App*>> subsections;
     std::vector<std::vector<std::string>> subpaths;
     for (const auto& kv : map) {
+      if (!kv.first.IsScalar()) {
+        throw UsageError("config file " + file_ +
+                         ": a key must be a plain name, not a list or a mapping");
+      }
       const std::string raw = kv.first.as<std::string>();
       const std::string where = "config file " + file_ + ": key '" + join(path, raw) + "'";
       // A section: a (possibly multi-word) subcommand name whose value is a mapping.
@@ -237,6 +242,9 @@ void ConfigLayers::apply(CLI::App& root, CLI::App& cmd,
   if (!config_file_.empty()) {
     std::ifstream in(config_file_);
     if (!in) throw UsageError("cannot read config file " + config_file_);
+    if (std::filesystem::is_directory(config_file_)) {
+      throw UsageError("config file " + config_file_ + " is a folder");
+    }
     YAML::Node doc;
     try {
       doc = YAML::Load(in);
@@ -248,7 +256,15 @@ void ConfigLayers::apply(CLI::App& root, CLI::App& cmd,
     }
   }
 
-  for (CLI::Option* opt : settable_options(cmd)) {
+  // The command's options and those of the commands above it (chexscale's --log-level).
+  std::vector<CLI::Option*> options = settable_options(cmd);
+  for (CLI::App* above = cmd.get_parent(); above != nullptr; above = above->get_parent()) {
+    for (CLI::Option* opt : settable_options(*above)) {
+      if (opt->count() > 0) sources_[long_name(*opt)] = ConfigSource::kFlag;
+      options.push_back(opt);
+    }
+  }
+  for (CLI::Option* opt : options) {
     const std::string name = long_name(*opt);
     if (name == kConfigOption || sources_.count(name)) continue;
     if (auto it = env.find(env_name_for(name)); it != env.end()) {

@@ -100,6 +100,33 @@ TEST(CliErrors, BadValuesExit2NamingTheProblem) {
   EXPECT_TRUE(contains(first_line(r.output), "--dtype")) << r.output;
 }
 
+// chexscale's own --log-level follows the contract of every option (env and config file too), so
+// a bad value there is an error rather than silently ignored.
+TEST(CliErrors, LogLevelFromEnvAndConfigIsReadAndChecked) {
+  auto r = run_chexscale("version", "CHEXSCALE_LOG_LEVEL=verbose ");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), "'verbose'")) << r.output;
+  test_util::TempDir dir;
+  r = run_chexscale("version --config " + dir.write("bad.yaml", "log-level: bogus\n"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), "'bogus'")) << r.output;
+  r = run_chexscale("version --config " + dir.write("ok.yaml", "log-level: error\n"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A folder as --config, or a key that is a list, is a usage error naming the file (they were a
+// libstdc++ or yaml-cpp message without it, exit 1).
+TEST(CliErrors, UnreadableConfigFilesAreUsageErrorsNamingThem) {
+  test_util::TempDir dir;
+  auto r = run_chexscale("models --config " + dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), dir.path())) << r.output;
+  const std::string list_key = dir.write("list-key.yaml", "? [a, b]\n: 1\n");
+  r = run_chexscale("models --config " + list_key);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), list_key)) << r.output;
+}
+
 // The row of `arch` in the models table, split into words.
 std::vector<std::string> row_of(const std::string& table, const std::string& arch) {
   std::istringstream lines(table);
