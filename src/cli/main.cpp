@@ -56,8 +56,13 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const CLI::App* leaf = selected_leaf(app);
     const std::string path = leaf == &app ? "" : " " + command_path(*leaf);
+    // CLI11 calls a mistyped command name "A subcommand is required": name it instead.
+    const bool has_commands = !leaf->get_subcommands([](const CLI::App*) { return true; }).empty();
+    const std::string what = has_commands && !leaf->remaining().empty()
+                                 ? "unknown command '" + leaf->remaining().front() + "'"
+                                 : std::string(e.what());
     fmt::print(stderr, "chexscale{}: error: {}\nRun 'chexscale{} --help' for the options.\n", path,
-               e.what(), path);
+               what, path);
     return kExitUsage;
   }
 

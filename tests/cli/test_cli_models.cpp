@@ -100,6 +100,13 @@ TEST(CliErrors, BadValuesExit2NamingTheProblem) {
   EXPECT_TRUE(contains(first_line(r.output), "--dtype")) << r.output;
 }
 
+// A mistyped command is named (CLI11 said "A subcommand is required").
+TEST(CliErrors, UnknownCommandIsNamed) {
+  const auto r = run_chexscale("trian --data x");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), "unknown command 'trian'")) << r.output;
+}
+
 // chexscale's own --log-level follows the contract of every option (env and config file too), so
 // a bad value there is an error rather than silently ignored.
 TEST(CliErrors, LogLevelFromEnvAndConfigIsReadAndChecked) {
