@@ -1,9 +1,18 @@
 // The shared distributed-job flags (see dist_flags.h).
 #include "cli/dist_flags.h"
 
+#include <fmt/format.h>
+
+#include "common/error.h"
+
 namespace chexscale::cli {
 
 dist::DistOptions DistFlags::resolved() const {
+  if (rdzv_timeout_s < 1 || collective_timeout_s < 1) {
+    throw UsageError(
+        fmt::format("--rdzv-timeout {} and --collective-timeout {} must be at least 1 s",
+                    rdzv_timeout_s, collective_timeout_s));
+  }
   dist::DistOptions o = options;
   o.rdzv_timeout = std::chrono::seconds(rdzv_timeout_s);
   o.collective_timeout = std::chrono::seconds(collective_timeout_s);
@@ -49,6 +58,7 @@ void add_dist_flags(CLI::App& cmd, DistFlags& f) {
 dist::ReducerOptions ReducerFlags::resolved() const {
   dist::ReducerOptions o = options;
   o.overlap = !no_overlap;
+  dist::check_reducer_options(o);
   return o;
 }
 

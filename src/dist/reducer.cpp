@@ -106,13 +106,18 @@ class GradientReadyHook : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
+void check_reducer_options(const ReducerOptions& options) {
+  if (!(options.bucket_mb > 0) || !(options.first_bucket_mb > 0)) {
+    throw UsageError(fmt::format("bucket sizes must be positive (--bucket-mb {}, first {})",
+                                 options.bucket_mb, options.first_bucket_mb));
+  }
+  wire_type(options.compression);
+}
+
 GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,
                             ReducerOptions options, TimelineWriter* timeline)
     : ctx_(std::move(ctx)), options_(std::move(options)), timeline_(timeline) {
-  if (!(options_.bucket_mb > 0) || !(options_.first_bucket_mb > 0)) {
-    throw UsageError(fmt::format("bucket sizes must be positive (--bucket-mb {}, first {})",
-                                 options_.bucket_mb, options_.first_bucket_mb));
-  }
+  check_reducer_options(options_);
   const c10::ScalarType wire = wire_type(options_.compression);
   for (auto& p : parameters) {
     if (p.requires_grad()) params_.push_back(p);

@@ -25,6 +25,10 @@ struct ReducerOptions {
   std::string compression = "none";  // none | fp16 | bf16
 };
 
+// Throws UsageError naming the flag for a bucket size <= 0 or an unknown compression, so a job
+// of one rank (which builds no reducer) refuses the values a job of several would.
+void check_reducer_options(const ReducerOptions& options);
+
 class GradientReducer {
  public:
   GradientReducer(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,

@@ -107,6 +107,18 @@ TEST(CliErrors, UnknownCommandIsNamed) {
   EXPECT_TRUE(contains(first_line(r.output), "unknown command 'trian'")) << r.output;
 }
 
+// Distributed-job values a one-rank run never uses (it builds no reducer and joins no store) are
+// still checked, so a config tried on one rank does not fail only on the cluster.
+TEST(CliErrors, DistributedValuesAreCheckedOnOneRank) {
+  for (const char* flags :
+       {"--grad-compression zip", "--bucket-mb 0", "--rdzv-timeout 0", "--collective-timeout -1"}) {
+    const auto r = run_chexscale(std::string("commbench ") + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    const std::string flag(flags, std::string(flags).find(' '));
+    EXPECT_TRUE(contains(first_line(r.output), flag)) << flags << "\n" << r.output;
+  }
+}
+
 // chexscale's own --log-level follows the contract of every option (env and config file too), so
 // a bad value there is an error rather than silently ignored.
 TEST(CliErrors, LogLevelFromEnvAndConfigIsReadAndChecked) {
