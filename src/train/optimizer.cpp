@@ -1,6 +1,7 @@
 // Adam/SGD construction and state export/import (see optimizer.h).
 #include "train/optimizer.h"
 
+#include <cmath>
 #include <map>
 
 #include "common/error.h"
@@ -22,7 +23,21 @@ bool is_adam(torch::optim::Optimizer& optimizer) {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
                                                         const OptimizerOptions& options) {
-  if (options.lr <= 0) throw UsageError("the learning rate must be positive");
+  // Checked here, not by LibTorch, so a bad flag is a usage error naming it (`!(x >= 0)` is true
+  // for NaN).
+  if (!(options.lr > 0) || std::isinf(options.lr)) {
+    throw UsageError(fmt::format("--lr {} must be a positive number", options.lr));
+  }
+  for (const auto& [flag, beta] :
+       {std::pair{"--beta1", options.beta1}, {"--beta2", options.beta2}}) {
+    if (!(beta >= 0 && beta < 1))
+      throw UsageError(fmt::format("{} {} is not in [0, 1)", flag, beta));
+  }
+  if (!(options.momentum >= 0) || !(options.weight_decay >= 0) ||
+      std::isinf(options.momentum + options.weight_decay)) {
+    throw UsageError(fmt::format("--momentum {} and --weight-decay {} must be numbers >= 0",
+                                 options.momentum, options.weight_decay));
+  }
   if (options.name == "adam") {
     return std::make_unique<FusedAdam>(params, torch::optim::AdamOptions(options.lr)
                                                    .betas({options.beta1, options.beta2})

@@ -1,7 +1,10 @@
 // Warm-up, linear scaling and ReduceLROnPlateau (see schedule.h).
 #include "train/schedule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 
@@ -9,10 +12,16 @@ namespace chexscale::train {
 
 LrSchedule::LrSchedule(ScheduleOptions options, PlateauState state)
     : options_(options), state_(state) {
-  if (options_.base_lr <= 0) throw UsageError("the learning rate must be positive");
+  // Written so that NaN fails every check.
+  if (!(options_.base_lr > 0) || std::isinf(options_.base_lr)) {
+    throw UsageError(fmt::format("--lr {} must be a positive number", options_.base_lr));
+  }
   if (options_.world_size < 1) throw UsageError("world size must be at least 1");
-  if (options_.warmup_epochs < 0) throw UsageError("warm-up epochs must be >= 0");
-  if (options_.plateau_factor <= 0 || options_.plateau_factor >= 1) {
+  if (!(options_.warmup_epochs >= 0) || std::isinf(options_.warmup_epochs)) {
+    throw UsageError(
+        fmt::format("--warmup-epochs {} must be a number >= 0", options_.warmup_epochs));
+  }
+  if (!(options_.plateau_factor > 0 && options_.plateau_factor < 1)) {
     throw UsageError("the plateau factor must be in (0, 1)");
   }
   if (options_.plateau_patience < 0) throw UsageError("the plateau patience must be >= 0");
