@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "bench/bench_document.h"
@@ -140,6 +141,11 @@ int run_job(BenchFlags f) {
   f.run.reducer = f.reducer.resolved();
   f.run.amp = train::parse_amp_mode(f.amp);
   auto ctx = dist::DistContext::init(f.dist.resolved());
+  const std::string path = f.json_file.empty() ? f.out + "/bench.json" : f.json_file;
+  if (ctx->is_main()) {  // an unwritable --out or --json fails before the measurement
+    const std::string folder = std::filesystem::path(path).parent_path().string();
+    if (!folder.empty()) make_dirs(folder);
+  }
   std::unique_ptr<TimelineWriter> timeline;
   if (!f.timeline.empty()) {
     timeline = std::make_unique<TimelineWriter>(timeline_path_for_rank(f.timeline, ctx->rank()),
@@ -165,7 +171,6 @@ int run_job(BenchFlags f) {
   }
   if (!ctx->is_main()) return 0;
   print_run(result);
-  const std::string path = f.json_file.empty() ? f.out + "/bench.json" : f.json_file;
   write_file_atomic(path, result.dump(2) + "\n");
   fmt::print("  wrote {}{}\n", path, f.timeline.empty() ? "" : " and " + f.timeline);
   return 0;

@@ -152,6 +152,7 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
     if (f->data.source.empty()) throw UsageError("eval: --data is required");
     if (f->out_dir.empty()) throw UsageError("eval: --out is required");
     auto ctx = dist::DistContext::init(f->dist.resolved());
+    if (ctx->is_main()) make_dirs(f->out_dir);  // an unwritable --out fails before the work
     const train::InferenceModel m = train::load_inference_model(f->checkpoint, ctx->device());
     data::LoaderOptions lo = f->data;
     lo.image_size = m.image_size;

@@ -119,6 +119,23 @@ TEST(CliErrors, DistributedValuesAreCheckedOnOneRank) {
   }
 }
 
+// An --out that cannot be created (a path under a file) fails before the measurement or the
+// evaluation, not after it.
+TEST(CliErrors, UnwritableOutputFailsBeforeTheWork) {
+  test_util::TempDir dir;
+  const std::string out = dir.write("a-file", "x") + "/out";
+  auto r = run_chexscale(
+      "bench --arch resnet18 --image-size 16 --batch-size 1 --steps 1 "
+      "--warmup-steps 0 --threads 1 --out " +
+      out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), out)) << r.output;
+  EXPECT_FALSE(contains(r.output, "images/s")) << r.output;
+  r = run_chexscale("eval --checkpoint /nonexistent/best.json --data /nonexistent --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), out)) << r.output;
+}
+
 // chexscale's own --log-level follows the contract of every option (env and config file too), so
 // a bad value there is an error rather than silently ignored.
 TEST(CliErrors, LogLevelFromEnvAndConfigIsReadAndChecked) {
