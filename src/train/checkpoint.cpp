@@ -59,21 +59,27 @@ Checkpoint read_checkpoint(const std::string& manifest_path) {
     throw DataError(fmt::format("{}: checkpoint version {} (this build reads {})", manifest_path,
                                 manifest.value("version", 0), kVersion));
   }
-  const std::string tensors_path =
-      (fs::path(manifest_path).parent_path() / manifest.at("tensors_file").get<std::string>())
-          .string();
+  Checkpoint ckpt;
+  std::string tensors_file;
+  uint64_t expected_bytes = 0;
+  uint32_t expected_crc = 0;
+  try {
+    tensors_file = manifest.at("tensors_file").get<std::string>();
+    expected_bytes = manifest.at("tensors_bytes").get<uint64_t>();
+    expected_crc = manifest.at("tensors_crc32").get<uint32_t>();
+    ckpt.state = manifest.at("state");
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(manifest_path + ": damaged checkpoint manifest: " + e.what());
+  }
+  const std::string tensors_path = (fs::path(manifest_path).parent_path() / tensors_file).string();
   const std::string bytes = read_file(tensors_path);
-  const auto expected_bytes = manifest.at("tensors_bytes").get<uint64_t>();
   if (bytes.size() != expected_bytes) {
     throw DataError(fmt::format("{}: {} bytes, the manifest says {} (truncated?)", tensors_path,
                                 bytes.size(), expected_bytes));
   }
-  const auto expected_crc = manifest.at("tensors_crc32").get<uint32_t>();
   if (crc32_of(bytes) != expected_crc) {
     throw DataError(tensors_path + ": CRC-32 mismatch (the file is damaged)");
   }
-  Checkpoint ckpt;
-  ckpt.state = manifest.at("state");
   ckpt.tensors =
       models::parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
           .tensors;

@@ -136,6 +136,18 @@ TEST(CliErrors, UnwritableOutputFailsBeforeTheWork) {
   EXPECT_TRUE(contains(first_line(r.output), out)) << r.output;
 }
 
+// A checkpoint manifest that parses but lacks a field is a damaged checkpoint named by its path
+// (it was nlohmann's "key 'tensors_file' not found" alone).
+TEST(CliErrors, ManifestWithoutItsFieldsIsNamed) {
+  test_util::TempDir dir;
+  const std::string manifest =
+      dir.write("best.json", R"({"format": "chexscale-checkpoint", "version": 1})");
+  const auto r = run_chexscale("eval --checkpoint " + manifest + " --data /nonexistent --out " +
+                               dir.path() + "/eval");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), manifest + ": damaged")) << r.output;
+}
+
 // chexscale's own --log-level follows the contract of every option (env and config file too), so
 // a bad value there is an error rather than silently ignored.
 TEST(CliErrors, LogLevelFromEnvAndConfigIsReadAndChecked) {
