@@ -25,6 +25,19 @@ TEST(Loss, ClassWeightsFollowThePaper) {
   EXPECT_ANY_THROW(class_weights_from_counts({11}, 10));
 }
 
+// A class whose every training example is positive has no negative frequency to weigh its
+// positives by: neutral weights, not a zero positive term (the loss would ignore the class).
+TEST(Loss, ClassWithOnlyPositivesGetsNeutralWeights) {
+  const ClassWeights w = class_weights_from_counts({4, 1}, 4);
+  EXPECT_FLOAT_EQ(w.positive[0].item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(w.negative[0].item<float>(), 1.0f);
+  BceWithLogitsLoss loss(w);  // class 1: w+ = 3/4, w- = 1/4
+  const auto logits = torch::tensor({{-1.0, 0.5}});
+  const auto labels = torch::tensor({{1.0, 0.0}});
+  const double expected = (bce(-1.0, 1) + bce(0.5, 0, 0.75, 0.25)) / 2;
+  EXPECT_NEAR(loss(logits, labels).item<double>(), expected, 1e-6);
+}
+
 TEST(Loss, UnweightedMatchesTheFormula) {
   const auto logits = torch::tensor({{0.5, -1.0}, {2.0, 0.0}});
   const auto labels = torch::tensor({{1.0, 0.0}, {0.0, 1.0}});

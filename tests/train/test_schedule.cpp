@@ -46,6 +46,31 @@ TEST(Schedule, PlateauReducesAfterPatienceEpochsWithoutImprovement) {
   EXPECT_DOUBLE_EQ(*s.state().best_loss, 0.30);
 }
 
+// The expected sequences are those of PyTorch 1.13's ReduceLROnPlateau (mode min, threshold
+// 1e-4 relative) on the same losses, run once with python3 and written here: lr 1e-3, 1e-3,
+// 1e-4 (reduced), 1e-4, 1e-5 (reduced); and with patience 0, min_lr 2e-5: 1e-3, 1e-4, 2e-5, 2e-5.
+TEST(Schedule, PlateauCountsAfreshAfterAReductionAndIgnoresTinyImprovements) {
+  LrSchedule s({.base_lr = 1e-3, .plateau_factor = 0.1, .plateau_patience = 1});
+  EXPECT_FALSE(s.observe_val_loss(1.0));
+  EXPECT_FALSE(s.observe_val_loss(0.99995));  // 0.005% better: under the threshold, a bad epoch
+  EXPECT_TRUE(s.observe_val_loss(0.99995));   // 2nd bad epoch: reduce
+  EXPECT_NEAR(s.lr_at(10), 1e-4, 1e-18);
+  EXPECT_FALSE(s.observe_val_loss(0.99995));  // counting starts again: 1 bad epoch
+  EXPECT_TRUE(s.observe_val_loss(0.99995));
+  EXPECT_NEAR(s.lr_at(10), 1e-5, 1e-18);
+}
+
+TEST(Schedule, PlateauNeverGoesBelowMinLr) {
+  LrSchedule s({.base_lr = 1e-3, .plateau_factor = 0.1, .plateau_patience = 0, .min_lr = 2e-5});
+  s.observe_val_loss(1.0);
+  EXPECT_TRUE(s.observe_val_loss(1.0));
+  EXPECT_NEAR(s.lr_at(10), 1e-4, 1e-18);
+  EXPECT_TRUE(s.observe_val_loss(1.0));
+  EXPECT_DOUBLE_EQ(s.lr_at(10), 2e-5);
+  s.observe_val_loss(1.0);
+  EXPECT_DOUBLE_EQ(s.lr_at(10), 2e-5);
+}
+
 TEST(Schedule, ResumesFromSavedPlateauState) {
   LrSchedule s({.base_lr = 1e-3}, PlateauState{0.2, 1, 0.1});
   EXPECT_NEAR(s.lr_at(3), 1e-4, 1e-18);
