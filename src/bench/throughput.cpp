@@ -7,6 +7,7 @@
 
 #include "bench/bench_document.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/timeline.h"
 #include "common/timer.h"
 #include "data/loader.h"
@@ -32,7 +33,9 @@ void validate(const ThroughputOptions& o) {
   if (o.image_size < 16) {
     throw UsageError(fmt::format("--image-size {} must be >= 16", o.image_size));
   }
-  if (o.threads < 1) throw UsageError(fmt::format("--threads {} must be >= 1", o.threads));
+  if (o.threads < 1 || o.threads > kMaxThreads) {
+    throw UsageError(fmt::format("--threads {} is not in [1, {}]", o.threads, kMaxThreads));
+  }
 }
 
 data::LoaderOptions loader_options(const ThroughputOptions& o, const dist::DistContext& ctx) {

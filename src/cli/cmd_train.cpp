@@ -9,6 +9,7 @@
 #include "cli/dist_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/progress.h"
 #include "common/timeline.h"
 #include "data/batch.h"
@@ -188,7 +189,10 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
     o.non_finite = parse_on_nan(f->on_nan);
     o.amp = train::parse_amp_mode(f->amp);
     o.reducer = f->reducer.resolved();
-    if (f->intra_op_threads < 0) throw UsageError("--intra-op-threads must be >= 0");
+    if (f->intra_op_threads < 0 || f->intra_op_threads > kMaxThreads) {
+      throw UsageError(
+          fmt::format("--intra-op-threads {} is not in [0, {}]", f->intra_op_threads, kMaxThreads));
+    }
     if (f->intra_op_threads > 0) torch::set_num_threads(f->intra_op_threads);
     auto ctx = dist::DistContext::init(f->dist.resolved());
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything

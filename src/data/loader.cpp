@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "data/example_source.h"
@@ -56,7 +57,10 @@ class Loader::Impl {
     if (opt_.image_size > kMaxImageSize) {
       throw UsageError(fmt::format("image size {} is above {}", opt_.image_size, kMaxImageSize));
     }
-    if (opt_.threads < 1) throw UsageError(fmt::format("loader threads {} < 1", opt_.threads));
+    if (opt_.threads < 1 || opt_.threads > kMaxThreads) {
+      throw UsageError(
+          fmt::format("loader threads {} is not in [1, {}]", opt_.threads, kMaxThreads));
+    }
     if (opt_.prefetch_batches < 1) throw UsageError("prefetch batches must be at least 1");
     if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size) {
       throw UsageError(fmt::format("rank {} of world size {}", opt_.rank, opt_.world_size));

@@ -14,6 +14,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "data/chestxray14_dataset.h"
 #include "data/png_io.h"
@@ -102,6 +103,9 @@ PrepareResult prepare_shards(const PrepareOptions& opt) {
     throw UsageError(fmt::format("--size {} is above {}", opt.image_size, kMaxImageSize));
   }
   if (opt.records_per_shard < 1) throw UsageError("--shard-records must be at least 1");
+  if (opt.threads < 0 || opt.threads > kMaxThreads) {
+    throw UsageError(fmt::format("--threads {} is not in [0, {}]", opt.threads, kMaxThreads));
+  }
   DataIssues issues(opt.strict);
   std::vector<Example> examples = index_chestxray14(opt.data_dir, opt.splits, issues);
   issues.log_warnings();

@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "data/chestxray14_csv.h"
 #include "data/random.h"
 #include "data/resize.h"
@@ -60,7 +61,9 @@ SynthResult write_synthetic_dataset(const SynthOptions& opt) {
     }
   }
   if (opt.patients < 0) throw UsageError(fmt::format("--patients {} < 0", opt.patients));
-  if (opt.threads < 0) throw UsageError(fmt::format("--threads {} < 0", opt.threads));
+  if (opt.threads < 0 || opt.threads > kMaxThreads) {
+    throw UsageError(fmt::format("--threads {} is not in [0, {}]", opt.threads, kMaxThreads));
+  }
   if (opt.images < 1) throw UsageError(fmt::format("--images {} < 1", opt.images));
   if (opt.image_size < 16 || opt.image_size > kMaxImageSize) {
     throw UsageError(fmt::format("--size {} is not in [16, {}]", opt.image_size, kMaxImageSize));

@@ -50,6 +50,7 @@ class Trainer::Impl {
     if (opt_.epochs < 1) throw UsageError("train for at least one epoch (--epochs)");
     if (opt_.log_every < 1) throw UsageError("--log-every must be at least 1");
     if (opt_.checkpoint_every < 0) throw UsageError("--checkpoint-every must be >= 0");
+    if (opt_.max_steps < 0) throw UsageError("--max-steps must be >= 0 (0 = no limit)");
     if (opt_.out_dir.empty()) throw UsageError("a run directory is needed (--out)");
     device_ = ctx_->device();
     main_ = ctx_->is_main();

@@ -148,6 +148,18 @@ TEST(CliErrors, ManifestWithoutItsFieldsIsNamed) {
   EXPECT_TRUE(contains(first_line(r.output), manifest + ": damaged")) << r.output;
 }
 
+// Counts that mean nothing (-1 steps) or would hang the process creating threads are usage errors,
+// found before the data is read.
+TEST(CliErrors, TrainRefusesNegativeStepsAndThreadFloods) {
+  test_util::TempDir dir;
+  for (const std::string flags : {"--max-steps -1", "--intra-op-threads 1025"}) {
+    const auto r = run_chexscale("train --data /nonexistent --out " + dir.path() + "/run " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    EXPECT_TRUE(contains(first_line(r.output), flags.substr(0, flags.find(' ')))) << flags << "\n"
+                                                                                  << r.output;
+  }
+}
+
 // chexscale's own --log-level follows the contract of every option (env and config file too), so
 // a bad value there is an error rather than silently ignored.
 TEST(CliErrors, LogLevelFromEnvAndConfigIsReadAndChecked) {

@@ -238,6 +238,9 @@ TEST_F(LoaderTest, BadOptionsAreUsageErrors) {
   o = options(data_->path());
   o.image_size = 100000;
   EXPECT_THROW(Loader{o}, UsageError);
+  o = options(data_->path());
+  o.threads = 1025;  // above kMaxThreads: a typo, not a decoding pool
+  EXPECT_THROW(Loader{o}, UsageError);
 }
 
 TEST(PrepareShards, ImplausibleSizeIsAUsageErrorBeforeReadingTheData) {

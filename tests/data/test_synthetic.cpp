@@ -131,6 +131,8 @@ TEST(Synthetic, RefusesToOverwriteADataSetAndNegativeCounts) {
   o.patients = 0;
   o.threads = -1;
   EXPECT_THROW(write_synthetic_dataset(o), UsageError);
+  o.threads = 1025;
+  EXPECT_THROW(write_synthetic_dataset(o), UsageError);
 }
 
 }  // namespace
