@@ -53,7 +53,7 @@ std::unordered_set<std::string> read_split_list(const std::string& path, DataIss
 
 std::unordered_set<int64_t> choose_patients(std::vector<int64_t> patients, double fraction,
                                             uint64_t seed) {
-  if (fraction < 0 || fraction > 1) {
+  if (!(fraction >= 0 && fraction <= 1)) {  // NaN too
     throw UsageError(fmt::format("split fraction {} is not in [0, 1]", fraction));
   }
   std::sort(patients.begin(), patients.end());

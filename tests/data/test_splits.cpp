@@ -2,6 +2,7 @@
 // honoured.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -54,6 +55,12 @@ TEST(Splits, RandomPatientWiseSplitHasFractionsAndNoOverlap) {
   EXPECT_EQ(by[Split::kVal].size(), 20u);   // 10 % of 200
   EXPECT_EQ(by[Split::kTrain].size(), 140u);
   EXPECT_EQ(by.count(Split::kNone), 0u);
+}
+
+TEST(Splits, FractionOutsideZeroOneOrNaNIsAUsageError) {
+  EXPECT_THROW(choose_patients({1, 2, 3}, 1.5, 0), UsageError);
+  EXPECT_THROW(choose_patients({1, 2, 3}, std::nan(""), 0), UsageError);  // was an empty split
+  EXPECT_EQ(choose_patients({1, 2, 3}, 1.0, 0).size(), 3u);
 }
 
 TEST(Splits, ReproducibleForASeedAndDifferentForAnother) {
