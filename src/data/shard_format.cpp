@@ -105,7 +105,12 @@ ShardEntry decode_shard_entry(const char* in) {
   e.name.assign(in, strnlen(in, kShardNameBytes));
   e.patient_id = static_cast<int64_t>(get<uint64_t>(in, 40));
   e.labels = get<uint16_t>(in, 48);
-  e.split = static_cast<Split>(std::min<uint8_t>(get<uint8_t>(in, 50), 3));
+  const auto split = get<uint8_t>(in, 50);
+  if (split > static_cast<uint8_t>(Split::kNone)) {
+    throw DataError(
+        fmt::format("shard index entry '{}' has split byte {}, not 0-3", e.name, split));
+  }
+  e.split = static_cast<Split>(split);
   e.pixel_crc = get<uint32_t>(in, 52);
   e.source_index = get<uint64_t>(in, 56);
   return e;

@@ -55,6 +55,7 @@ void encode_shard_entry(const ShardEntry& entry, char* out);
 
 // Parse; throw DataError naming `file` when the bytes are not a valid version-1 shard header.
 ShardHeader decode_shard_header(std::string_view bytes, const std::string& file);
+// Throws DataError for a split byte outside 0-3 (a writer's bug: the index checksum matched).
 ShardEntry decode_shard_entry(const char* bytes);
 
 // "shard-00042.chxs"

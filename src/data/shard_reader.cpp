@@ -48,7 +48,11 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
     }
     entries_.reserve(header_.record_count);
     for (uint64_t i = 0; i < header_.record_count; ++i) {
-      entries_.push_back(decode_shard_entry(index + i * kShardEntryBytes));
+      try {
+        entries_.push_back(decode_shard_entry(index + i * kShardEntryBytes));
+      } catch (const DataError& e) {
+        throw DataError(fmt::format("{}: not a valid shard: {}", path, e.what()));
+      }
     }
   } catch (...) {
     ::munmap(const_cast<char*>(map_), map_size_);

@@ -2,14 +2,20 @@
 #include "train/auroc.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "common/error.h"
+#include "common/log.h"
 
 namespace chexscale::train {
 
 std::optional<double> auroc(const std::vector<double>& scores, const std::vector<int>& labels) {
   CHX_CHECK_EQ(scores.size(), labels.size(), "AUROC scores vs labels");
+  // NaN has no place in the order (and would break std::sort's strict weak ordering).
+  if (std::any_of(scores.begin(), scores.end(), [](double v) { return std::isnan(v); })) {
+    return std::nullopt;
+  }
   const size_t n = scores.size();
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -46,6 +52,13 @@ AurocReport per_class_auroc(const torch::Tensor& scores, const torch::Tensor& la
   const auto y = labels.to(torch::kCPU, torch::kInt32).contiguous();
   const int64_t n = s.size(0);
   const int64_t classes = s.size(1);
+  const int64_t nan_scores = torch::isnan(s).sum().item<int64_t>();
+  if (nan_scores > 0) {
+    log::warn(
+        "{} of {} scores are NaN (the model's outputs are not finite): AUROC is undefined "
+        "for their classes",
+        nan_scores, s.numel());
+  }
   AurocReport report;
   double sum = 0;
   int defined = 0;

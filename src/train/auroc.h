@@ -1,6 +1,6 @@
 // Exact area under the ROC curve per pathology (Mann-Whitney U, tied scores count one half).
 // A class without positives or without negatives has no AUROC: it is reported as undefined,
-// never as 0.5.
+// never as 0.5. So is a class with a NaN score (a diverged model): NaN has no rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,6 +21,7 @@ struct AurocReport {
 };
 
 // Per-class AUROC of scores (probabilities or logits) [N, C] against labels [N, C] in {0, 1}.
+// Warns, naming how many, when scores are NaN.
 AurocReport per_class_auroc(const torch::Tensor& scores, const torch::Tensor& labels);
 
 }  // namespace chexscale::train

@@ -32,8 +32,9 @@ void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl
                             const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler);
 
 // The position to continue from. With another world size or batch size, the epoch's permutation
-// is the same but sliced anew: the batches the old layout consumed are skipped (to the nearest
-// global batch, at most the epoch's `batches_per_epoch`), with a warning.
+// is the same but sliced anew: the examples the old layout consumed are skipped in whole new
+// global batches, rounded up so that no example comes twice in the epoch (at most the epoch's
+// `batches_per_epoch`), with a warning.
 RunPosition resume_position(const RunState& saved, int world_size, int64_t batch_size,
                             int64_t batches_per_epoch);
 

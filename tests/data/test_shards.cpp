@@ -11,6 +11,7 @@
 #include "data/chestxray14_dataset.h"
 #include "data/prepare.h"
 #include "data/resize.h"
+#include "data/shard_format.h"
 #include "data/shard_reader.h"
 #include "data/shard_set.h"
 #include "data/synthetic.h"
@@ -142,6 +143,25 @@ TEST_F(Shards, TrailingBytesAndRecordsOutOfRangeAreErrors) {
   const ShardSetCheck check = verify_shard_set(out_.path());
   ASSERT_FALSE(check.problems.empty());
   EXPECT_NE(check.problems[0].find("shard-00001.chxs"), std::string::npos) << check.problems[0];
+}
+
+// An index entry's split byte outside 0-3 is refused, naming the entry (the writer's bug would
+// otherwise pass: the index checksum covers what was written).
+TEST(ShardEntry, SplitByteOutsideItsRangeIsAnError) {
+  ShardEntry entry;
+  entry.name = "00000001_000.png";
+  entry.split = Split::kTest;
+  char bytes[kShardEntryBytes] = {};
+  encode_shard_entry(entry, bytes);
+  EXPECT_EQ(decode_shard_entry(bytes).split, Split::kTest);
+  bytes[50] = 4;
+  try {
+    decode_shard_entry(bytes);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("00000001_000.png"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("split byte 4"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Shards, AFolderWithoutManifestIsNotAShardSet) {

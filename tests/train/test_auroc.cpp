@@ -1,6 +1,8 @@
 // AUROC against brute-force pair counting on fixed vectors, with ties and undefined classes.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "train/auroc.h"
 
 namespace chexscale::train {
@@ -48,6 +50,29 @@ TEST(Auroc, UndefinedWithoutPositivesOrNegatives) {
   EXPECT_FALSE(auroc({0.1, 0.2, 0.3}, {0, 0, 0}).has_value());
   EXPECT_FALSE(auroc({0.1, 0.2, 0.3}, {1, 1, 1}).has_value());
   EXPECT_FALSE(auroc({}, {}).has_value());
+}
+
+TEST(Auroc, UndefinedWithANaNScore) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(auroc({0.1, nan, 0.8, 0.9}, {0, 0, 1, 1}).has_value());
+  EXPECT_FALSE(auroc({nan, nan, nan, nan}, {0, 1, 0, 1}).has_value());
+  // Infinite scores are still ordered.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_DOUBLE_EQ(*auroc({-inf, 0.2, inf, 0.9}, {0, 0, 1, 1}), 1.0);
+}
+
+TEST(Auroc, PerClassNaNScoresMakeOnlyTheirClassUndefined) {
+  // Class 0 perfect, class 1 inverted with a NaN score, class 2 inverted.
+  const auto labels = torch::tensor({0, 0, 1, 1}).reshape({4, 1}).repeat({1, 3});
+  auto scores = torch::tensor({{0.1, 0.9, 0.9}, {0.2, 0.8, 0.8}, {0.8, 0.2, 0.2}, {0.9, 0.1, 0.1}},
+                              torch::kFloat64);
+  scores[2][1] = std::numeric_limits<double>::quiet_NaN();
+  const AurocReport r = per_class_auroc(scores, labels);
+  ASSERT_EQ(r.per_class.size(), 3u);
+  EXPECT_DOUBLE_EQ(*r.per_class[0], 1.0);
+  EXPECT_FALSE(r.per_class[1].has_value());
+  EXPECT_DOUBLE_EQ(*r.per_class[2], 0.0);
+  EXPECT_DOUBLE_EQ(*r.mean, 0.5);  // over the two defined classes
 }
 
 TEST(Auroc, RejectsNonBinaryLabels) {
