@@ -1,6 +1,9 @@
 // `chexscale models`: every architecture with its parameter count for the chosen head size.
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "cli/command.h"
 #include "models/registry.h"
 
@@ -26,17 +29,21 @@ void add_models_command(CLI::App& app, CommandRegistry& registry) {
                   "1000 = ImageNet)")
       ->capture_default_str();
   registry.add(cmd, [num_classes](const RunContext&) {
-    fmt::print("Architectures with a {}-class head:\n", *num_classes);
-    fmt::print("{:<12} {:>12} {:>9}  {}\n", "arch", "parameters", "features", "head");
+    // Every row is built before anything is printed, so a bad option prints only its error.
+    std::vector<std::string> rows;
     for (const std::string& arch : models::architectures()) {
       models::ModelOptions options;
       options.arch = arch;
       options.num_classes = *num_classes;
       const models::Classifier model = models::make_model(options);
-      fmt::print("{:<12} {:>12} {:>9}  {}\n", arch,
-                 with_thousands(models::count_parameters(*model)),
-                 model->head()->options.in_features(), model->head_name());
+      rows.push_back(fmt::format("{:<12} {:>12} {:>9}  {}\n", arch,
+                                 with_thousands(models::count_parameters(*model)),
+                                 model->head()->options.in_features(), model->head_name()));
     }
+    fmt::print("Architectures with a {}-class head:\n", *num_classes);
+    fmt::print("{:<12} {:>12} {:>9}  {}\n", "arch", "parameters", "features", "head");
+    for (const std::string& row : rows)
+      fmt::print("{}", row);
     return 0;
   });
 }

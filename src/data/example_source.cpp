@@ -84,11 +84,20 @@ class ShardSource : public ExampleSource {
 
 }  // namespace
 
+void require_data_folder(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return;
+  if (std::filesystem::exists(path)) {
+    throw DataError(
+        fmt::format("{}: a file, not a data folder (give the folder that holds "
+                    "Data_Entry_2017.csv and images/, or a shard set)",
+                    path));
+  }
+  throw DataError(fmt::format("{}: no such data folder", path));
+}
+
 std::unique_ptr<ExampleSource> open_example_source(const LoaderOptions& options) {
   if (options.source.empty()) throw UsageError("no data source given (or use synthetic data)");
-  if (!std::filesystem::is_directory(options.source)) {
-    throw DataError(fmt::format("{}: no such data folder", options.source));
-  }
+  require_data_folder(options.source);
   const Split split = parse_split(options.split);
   std::unique_ptr<ExampleSource> source;
   if (is_shard_set(options.source)) {

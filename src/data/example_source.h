@@ -39,6 +39,9 @@ class ExampleSource {
   virtual GrayView image(int64_t index, ImageScratch& scratch) const = 0;
 };
 
+// Throws DataError unless `path` is a folder, saying whether it is missing or a file.
+void require_data_folder(const std::string& path);
+
 // Shards when options.source holds a manifest.json, else a ChestX-ray14 folder of PNGs;
 // restricted to options.split.
 std::unique_ptr<ExampleSource> open_example_source(const LoaderOptions& options);

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "data/chestxray14_csv.h"
 #include "data/chestxray14_dataset.h"
+#include "data/example_source.h"
 #include "data/resize.h"
 
 namespace chexscale::data {
@@ -48,9 +49,7 @@ ImageListSource::ImageListSource(const std::string& data_dir, const std::string&
   if (!std::filesystem::is_regular_file(list_path)) {
     throw UsageError(fmt::format("image list {}: no such file", list_path));
   }
-  if (!std::filesystem::is_directory(data_dir)) {
-    throw DataError(fmt::format("{}: no such data folder", data_dir));
-  }
+  require_data_folder(data_dir);
   const auto images = find_images(data_dir);
   const auto labels = csv_labels(data_dir);
   std::unordered_map<std::string, int64_t> first_line;

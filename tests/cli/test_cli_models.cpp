@@ -81,6 +81,7 @@ TEST(CliErrors, BadValuesExit2NamingTheProblem) {
   r = run_chexscale("models --num-classes 0");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(first_line(r.output), "num-classes must be at least 1")) << r.output;
+  EXPECT_FALSE(contains(r.output, "Architectures with")) << r.output;  // no half-printed table
 
   r = run_chexscale("models", "CHEXSCALE_NUM_CLASSES=-3 ");
   EXPECT_EQ(r.exit_code, 2) << r.output;
