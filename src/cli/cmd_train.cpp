@@ -196,15 +196,17 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
     if (f->intra_op_threads > 0) torch::set_num_threads(f->intra_op_threads);
     auto ctx = dist::DistContext::init(f->dist.resolved());
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything
-    if (ctx->is_main()) {
-      make_dirs(o.out_dir);
-      write_file_atomic((std::filesystem::path(o.out_dir) / "config.yaml").string(),
-                        run.config.to_yaml(run.cmd));
-    }
     ProgressPrinter progress;
     train::TrainSummary summary;
     {
+      // The trainer checks every option and opens the data first, so a run refused for bad
+      // input leaves no run directory behind; config.yaml is written once it is accepted.
       train::Trainer trainer(o, ctx, ctx->is_main() ? &progress : nullptr);
+      if (ctx->is_main()) {
+        make_dirs(o.out_dir);
+        write_file_atomic((std::filesystem::path(o.out_dir) / "config.yaml").string(),
+                          run.config.to_yaml(run.cmd));
+      }
       summary = trainer.run();
     }  // closes this rank's timeline writer (its final write)
     if (!o.timeline.empty()) {

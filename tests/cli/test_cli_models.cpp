@@ -2,6 +2,7 @@
 // `export-weights` (fresh, seeded, converted from "ImageNet" weights with a replaced head).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "cli/cli_runner.h"
@@ -159,6 +160,21 @@ TEST(CliErrors, TrainRefusesNegativeStepsAndThreadFloods) {
     EXPECT_TRUE(contains(first_line(r.output), flags.substr(0, flags.find(' ')))) << flags << "\n"
                                                                                   << r.output;
   }
+}
+
+// A run refused for a bad option or missing data leaves no run directory behind (it used to
+// leave one holding only config.yaml).
+TEST(CliErrors, RefusedTrainRunLeavesNoRunDirectory) {
+  test_util::TempDir dir;
+  const std::string run = dir.path() + "/run";
+  auto r = run_chexscale("train --data /nonexistent --epochs 0 --out " + run);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), "--epochs")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(run)) << r.output;
+  r = run_chexscale("train --data /nonexistent --out " + run);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(first_line(r.output), "/nonexistent")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(run)) << r.output;
 }
 
 // chexscale's own --log-level follows the contract of every option (env and config file too), so
