@@ -23,6 +23,10 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
   registry.add(cmd, [flags](const RunContext&) {
     const auto process_env = dist::process_environment();
     const dist::RendezvousEnv e = dist::detect_environment(process_env, flags->resolved());
+    // Resolved before anything is printed, so a bad --device/--backend prints only its error.
+    const torch::Device device =
+        dist::resolve_device(flags->options.device, e.local_rank.value, e.local_world_size.value);
+    const std::string backend = dist::resolve_backend(flags->options.backend, device);
     auto row = [](const char* name, const auto& field) {
       fmt::print("{:<17} {:<16} {}\n", name, field.value, field.source);
     };
@@ -34,10 +38,7 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
     row("node rank", e.node_rank);
     row("master address", e.master_addr);
     row("master port", e.master_port);
-    const torch::Device device =
-        dist::resolve_device(flags->options.device, e.local_rank.value, e.local_world_size.value);
     fmt::print("{:<17} {:<16} requested {}\n", "device", device.str(), flags->options.device);
-    const std::string backend = dist::resolve_backend(flags->options.backend, device);
     fmt::print("{:<17} {:<16} requested {}\n", "backend", backend, flags->options.backend);
     if (backend == "gloo" && e.world_size.value > 1) {
       const dist::GlooAddress gloo = dist::choose_gloo_address(e, process_env);

@@ -33,6 +33,7 @@ TEST(CliGpuFlags, UnknownAmpModeAndDeviceAreUsageErrors) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--device 'tpu': choose auto, cpu or cuda"), std::string::npos)
       << r.output;
+  EXPECT_EQ(r.output.find("world size"), std::string::npos) << r.output;  // no half table
 }
 
 TEST(CliGpuFlags, Bf16ChannelsLastBenchRunsOnCpuAndIsRecorded) {
