@@ -55,6 +55,14 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
     const train::PreparedImage image = train::prepare_image(f->image, m.image_size, m.crop_size);
     const torch::Tensor probs = train::predict_probabilities(m, image);
     if (cam_class < 0) cam_class = probs.argmax().item<int64_t>();
+    // The heat map is written first, so a CAM that cannot be written fails before any result is
+    // printed (no JSON naming a file that was never made).
+    if (!f->cam.empty()) {
+      const torch::Tensor map = train::image_activation_map(m, image, cam_class);
+      const auto rgb = train::blend_heatmap(image.original, map);
+      write_file_atomic(
+          f->cam, data::encode_png_rgb(rgb.data(), image.original.width, image.original.height));
+    }
     if (f->json) {
       nlohmann::json doc = {{"image", f->image}, {"checkpoint", f->checkpoint}};
       for (int64_t c = 0; c < probs.size(0); ++c) {
@@ -67,13 +75,7 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
       for (int64_t c = 0; c < probs.size(0); ++c) {
         fmt::print("{:<20} {:>11.4f}\n", class_name(c), probs[c].item<double>());
       }
-    }
-    if (!f->cam.empty()) {
-      const torch::Tensor map = train::image_activation_map(m, image, cam_class);
-      const auto rgb = train::blend_heatmap(image.original, map);
-      write_file_atomic(
-          f->cam, data::encode_png_rgb(rgb.data(), image.original.width, image.original.height));
-      if (!f->json) {
+      if (!f->cam.empty()) {
         fmt::print("class activation map of {} written to {}\n", class_name(cam_class), f->cam);
       }
     }

@@ -219,6 +219,15 @@ TEST_F(EvalE2E, ListOfImagesPredictsAllAndScoresTheLabelledOnes) {
   for (int c = 0; c < data::kNumPathologies; ++c) {
     EXPECT_NEAR(listed[c].item<double>(), predicted.at(data::kPathologies[c]).get<double>(), 2e-6);
   }
+
+  // A heat map that cannot be written fails before any result is printed.
+  const auto bad_cam = run_chexscale(fmt::format("predict --checkpoint {} --image {}/images/{} "
+                                                 "--json --cam /etc/passwd/cam.png",
+                                                 ckpt, d.dir, d.unlisted),
+                                     tmp.path() + "/predict-cam.log");
+  EXPECT_EQ(bad_cam.status, 1) << bad_cam.output;
+  EXPECT_EQ(bad_cam.output.find("probabilities"), std::string::npos) << bad_cam.output;
+  EXPECT_NE(bad_cam.output.find("/etc/passwd"), std::string::npos) << bad_cam.output;
 }
 
 TEST_F(EvalE2E, ListWithEveryClassDefinedPrintsNoNaNote) {
