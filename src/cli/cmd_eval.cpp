@@ -87,10 +87,13 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
   write_file_atomic((dir / "predictions.csv").string(),
                     train::predictions_csv(names, out, list ? labelled : std::vector<bool>{}));
   const std::string what = list ? f.images : lo.split;
+  // Images that could not be read were warned about by name and left out of the outputs.
+  const int64_t skipped = source.size() - static_cast<int64_t>(names.size());
   nlohmann::json doc = {{"checkpoint", f.checkpoint},
                         {list ? "images" : "split", what},
                         {"ten_crop", lo.ten_crop},
                         {"examples", names.size()},
+                        {"skipped", skipped},
                         {"labelled", scored.logits.size(0)},
                         {"loss", nullptr},
                         {"auroc", nullptr}};
@@ -109,6 +112,10 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
   } else {
     fmt::print("{} images predicted; none has labels in the CSV, so there are no metrics\n",
                names.size());
+  }
+  if (skipped > 0) {
+    fmt::print("{} of {} images could not be read and were skipped (warnings above)\n", skipped,
+               source.size());
   }
   fmt::print("wrote {} and {}\n", (dir / "predictions.csv").string(),
              (dir / "metrics.json").string());

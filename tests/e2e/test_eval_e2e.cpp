@@ -230,6 +230,25 @@ TEST_F(EvalE2E, ListOfImagesPredictsAllAndScoresTheLabelledOnes) {
   EXPECT_NE(bad_cam.output.find("/etc/passwd"), std::string::npos) << bad_cam.output;
 }
 
+// An image that cannot be read is skipped, and the summary and metrics.json count it.
+TEST_F(EvalE2E, UnreadableImageIsCountedAsSkipped) {
+  const EvalData& d = *data_;
+  std::ofstream(d.dir + "/images/junk_0001.png", std::ios::binary) << "not a PNG at all";
+  const std::string list = write_list(tmp.path() + "/list.txt",
+                                      {d.records[0].image, "junk_0001.png", d.records[1].image});
+  const auto r =
+      run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval",
+                                checkpoint_, d.dir, list, tmp.path()),
+                    tmp.path() + "/eval.log");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("1 of 3 images could not be read and were skipped"), std::string::npos)
+      << r.output;
+  const auto metrics = nlohmann::json::parse(test_util::slurp(tmp.path() + "/eval/metrics.json"));
+  EXPECT_EQ(metrics.at("skipped"), 1);
+  EXPECT_EQ(metrics.at("examples"), 2);
+  EXPECT_EQ(read_predictions(tmp.path() + "/eval/predictions.csv").size(), 2u);
+}
+
 TEST_F(EvalE2E, ListWithEveryClassDefinedPrintsNoNaNote) {
   const EvalData& d = *data_;
   const std::string& ckpt = checkpoint_;
