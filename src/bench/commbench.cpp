@@ -10,7 +10,7 @@
 #include "bench/bench_document.h"
 #include "common/error.h"
 #include "common/timer.h"
-#include "dist/reducer.h"
+#include "distributed/reducer.h"
 
 namespace chexscale::bench {
 namespace {
@@ -34,10 +34,10 @@ torch::Tensor expected_sum(int64_t count, int n) {
 }
 
 // The largest value of a per-rank double across ranks, and the sum of a per-rank integer.
-double max_across_ranks(dist::DistContext& ctx, double value) {
+double max_across_ranks(distributed::DistContext& ctx, double value) {
   return ctx.all_gather(torch::tensor({value}, torch::kFloat64)).max().item<double>();
 }
-int64_t sum_across_ranks(dist::DistContext& ctx, int64_t value) {
+int64_t sum_across_ranks(distributed::DistContext& ctx, int64_t value) {
   return ctx.all_gather(torch::tensor({value}, torch::kInt64)).sum().item<int64_t>();
 }
 
@@ -48,7 +48,7 @@ void raw_allreduce(compat::CollectiveGroup& pg, torch::Tensor& buffer) {
 }
 
 // Times the raw path; returns (mean seconds, wrong elements on this rank or -1).
-std::pair<double, int64_t> time_raw(dist::DistContext& ctx, int64_t count,
+std::pair<double, int64_t> time_raw(distributed::DistContext& ctx, int64_t count,
                                     const CommOptions& options) {
   compat::CollectiveGroup& pg = *ctx.process_group();
   torch::Tensor buffer = fill_pattern(count, ctx.rank());
@@ -115,13 +115,13 @@ struct SyntheticGradients {
 };
 
 // Times the reducer path (overlap off: the whole reduction happens in finish()).
-std::pair<double, int64_t> time_reducer(const std::shared_ptr<dist::DistContext>& ctx,
+std::pair<double, int64_t> time_reducer(const std::shared_ptr<distributed::DistContext>& ctx,
                                         int64_t count, const CommOptions& options,
                                         size_t& buckets) {
   SyntheticGradients grads(count, ctx->rank());
-  dist::ReducerOptions reducer_options = options.reducer;
+  distributed::ReducerOptions reducer_options = options.reducer;
   reducer_options.overlap = false;
-  dist::GradientReducer reducer(ctx, grads.parameters, reducer_options);
+  distributed::GradientReducer reducer(ctx, grads.parameters, reducer_options);
   buckets = reducer.num_buckets();
   auto reduce_once = [&] {
     reducer.prepare_for_backward();
@@ -194,7 +194,7 @@ CommPath comm_path_from_string(const std::string& text) {
   throw UsageError("--path '" + text + "': choose raw or reducer");
 }
 
-CommRow measure_allreduce(const std::shared_ptr<dist::DistContext>& ctx, CommPath path,
+CommRow measure_allreduce(const std::shared_ptr<distributed::DistContext>& ctx, CommPath path,
                           int64_t size_bytes, const CommOptions& options) {
   CHX_CHECK(ctx->process_group() != nullptr, "commbench needs a process group (world size >= 2)");
   CHX_CHECK(options.iterations > 0 && options.warmup >= 0, "iterations {} warm-up {}",
@@ -221,8 +221,8 @@ double average_busbw(const std::vector<CommRow>& rows) {
   return sum / static_cast<double>(rows.size());
 }
 
-json commbench_document(const dist::DistContext& ctx, CommPath path, const CommOptions& options,
-                        const std::vector<CommRow>& rows,
+json commbench_document(const distributed::DistContext& ctx, CommPath path,
+                        const CommOptions& options, const std::vector<CommRow>& rows,
                         const std::vector<std::pair<CommRow, CommRow>>& compare) {
   json row_list = json::array();
   for (const auto& r : rows) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "dist/context.h"
-#include "dist/reducer.h"
+#include "distributed/context.h"
+#include "distributed/reducer.h"
 
 namespace chexscale::bench {
 
@@ -30,7 +30,7 @@ double bus_bandwidth(double algbw, int world_size);
 
 enum class CommPath {
   kRaw,     // one c10d allreduce of a contiguous float32 tensor
-  kReducer  // gradients of that many bytes averaged by dist::GradientReducer (overlap off)
+  kReducer  // gradients of that many bytes averaged by distributed::GradientReducer (overlap off)
 };
 
 const char* to_string(CommPath path);
@@ -40,7 +40,7 @@ struct CommOptions {
   int iterations = 20;
   int warmup = 5;
   bool check = true;
-  dist::ReducerOptions reducer;  // reducer path only (always run with overlap off)
+  distributed::ReducerOptions reducer;  // reducer path only (always run with overlap off)
 };
 
 struct CommRow {
@@ -55,11 +55,11 @@ struct CommRow {
 };
 
 // Measures one size on every rank (a collective: all ranks call it with the same arguments).
-CommRow measure_allreduce(const std::shared_ptr<dist::DistContext>& ctx, CommPath path,
+CommRow measure_allreduce(const std::shared_ptr<distributed::DistContext>& ctx, CommPath path,
                           int64_t size_bytes, const CommOptions& options);
 
 // The commbench JSON document; `compare` holds {raw, reducer} row pairs (may be empty).
-nlohmann::json commbench_document(const dist::DistContext& ctx, CommPath path,
+nlohmann::json commbench_document(const distributed::DistContext& ctx, CommPath path,
                                   const CommOptions& options, const std::vector<CommRow>& rows,
                                   const std::vector<std::pair<CommRow, CommRow>>& compare);
 

@@ -11,7 +11,7 @@
 #include "common/timeline.h"
 #include "common/timer.h"
 #include "data/loader.h"
-#include "dist/reducer.h"
+#include "distributed/reducer.h"
 #include "models/registry.h"
 #include "train/channels_last.h"
 #include "train/optimizer.h"
@@ -38,7 +38,8 @@ void validate(const ThroughputOptions& o) {
   }
 }
 
-data::LoaderOptions loader_options(const ThroughputOptions& o, const dist::DistContext& ctx) {
+data::LoaderOptions loader_options(const ThroughputOptions& o,
+                                   const distributed::DistContext& ctx) {
   data::LoaderOptions l;
   l.synthetic = o.data.empty();
   l.source = o.data;
@@ -116,7 +117,7 @@ class ResidentBatches : public BatchSource {
 };
 
 std::unique_ptr<BatchSource> make_batch_source(const ThroughputOptions& o,
-                                               const dist::DistContext& ctx) {
+                                               const distributed::DistContext& ctx) {
   const data::LoaderOptions loader = loader_options(o, ctx);
   if (!loader.synthetic) return std::make_unique<LoaderBatches>(loader);
   return std::make_unique<ResidentBatches>(
@@ -139,7 +140,7 @@ void record_step(TimelineWriter& timeline, int64_t step, int64_t wait_start_us,
   }
 }
 
-std::vector<RankMeasurement> gather_measurements(dist::DistContext& ctx, double elapsed,
+std::vector<RankMeasurement> gather_measurements(distributed::DistContext& ctx, double elapsed,
                                                  const std::vector<StepTimes>& steps) {
   std::vector<double> packed{elapsed};
   for (const auto& t : steps) {
@@ -170,7 +171,7 @@ std::vector<RankMeasurement> gather_measurements(dist::DistContext& ctx, double 
 
 }  // namespace
 
-nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
+nlohmann::json run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
                               const ThroughputOptions& options, TimelineWriter* timeline,
                               const StepProgress& progress) {
   validate(options);
@@ -182,16 +183,16 @@ nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
   model_options.arch = options.arch;
   models::Classifier model = models::make_model(model_options);
   model->to(ctx->device());
-  dist::broadcast_module(*ctx, *model);
+  distributed::broadcast_module(*ctx, *model);
   // The training recipe's optimizer (FusedAdam), as `chexscale train` builds it.
   train::OptimizerOptions optimizer_options;
   optimizer_options.lr = kLearningRate;
   const auto optimizer = train::make_optimizer(model->parameters(), optimizer_options);
 
-  std::unique_ptr<dist::GradientReducer> reducer;
+  std::unique_ptr<distributed::GradientReducer> reducer;
   if (ctx->world_size() > 1) {
-    reducer = std::make_unique<dist::GradientReducer>(ctx, model->parameters(), options.reducer,
-                                                      timeline);
+    reducer = std::make_unique<distributed::GradientReducer>(ctx, model->parameters(),
+                                                             options.reducer, timeline);
   }
   train::TrainStepOptions step_options;
   step_options.non_finite = train::NonFinitePolicy::kIgnore;

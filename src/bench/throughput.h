@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "dist/context.h"
-#include "dist/reducer.h"
+#include "distributed/context.h"
+#include "distributed/reducer.h"
 #include "train/precision.h"
 
 namespace chexscale {
@@ -23,14 +23,14 @@ namespace chexscale::bench {
 struct ThroughputOptions {
   std::string label;
   std::string arch = "densenet121";
-  int64_t image_size = 128;      // network input side
-  int64_t batch_size = 16;       // per worker
-  int64_t steps = 20;            // timed
-  int64_t warmup_steps = 3;      // run first, not timed
-  int threads = 1;               // intra-op threads of this process
-  dist::ReducerOptions reducer;  // buckets, overlap, compression
-  std::string data;              // empty: synthetic tensors kept on the device (no I/O)
-  int loader_threads = 2;        // decode threads for a data set (synthetic uses 1)
+  int64_t image_size = 128;             // network input side
+  int64_t batch_size = 16;              // per worker
+  int64_t steps = 20;                   // timed
+  int64_t warmup_steps = 3;             // run first, not timed
+  int threads = 1;                      // intra-op threads of this process
+  distributed::ReducerOptions reducer;  // buckets, overlap, compression
+  std::string data;                     // empty: synthetic tensors kept on the device (no I/O)
+  int loader_threads = 2;               // decode threads for a data set (synthetic uses 1)
   uint64_t seed = 0;
   train::AmpMode amp = train::AmpMode::kOff;  // mixed precision of the forward pass
   bool channels_last = false;                 // NHWC model and batches
@@ -41,7 +41,7 @@ using StepProgress = std::function<void(int64_t, int64_t, double)>;
 
 // Runs the benchmark on this rank (a collective: every rank of `ctx` calls it). Records each
 // step's phases on `timeline` when given. Returns the bench.json document (the same on every rank).
-nlohmann::json run_throughput(const std::shared_ptr<dist::DistContext>& ctx,
+nlohmann::json run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
                               const ThroughputOptions& options, TimelineWriter* timeline = nullptr,
                               const StepProgress& progress = {});
 

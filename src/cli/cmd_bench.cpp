@@ -11,7 +11,7 @@
 #include "bench/sweep.h"
 #include "bench/throughput.h"
 #include "cli/command.h"
-#include "cli/dist_flags.h"
+#include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -30,7 +30,7 @@ struct BenchFlags {
   std::string timeline;
   std::string workers;
   std::string amp = "off";
-  DistFlags dist;
+  DistributedFlags dist;
   ReducerFlags reducer;
 };
 
@@ -140,7 +140,7 @@ int run_sweep(const BenchFlags& f) {
 int run_job(BenchFlags f) {
   f.run.reducer = f.reducer.resolved();
   f.run.amp = train::parse_amp_mode(f.amp);
-  auto ctx = dist::DistContext::init(f.dist.resolved());
+  auto ctx = distributed::DistContext::init(f.dist.resolved());
   const std::string path = f.json_file.empty() ? f.out + "/bench.json" : f.json_file;
   if (ctx->is_main()) {  // an unwritable --out or --json fails before the measurement
     const std::string folder = std::filesystem::path(path).parent_path().string();
@@ -224,7 +224,7 @@ void add_bench_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--channels-last", r.channels_last,
                 "Channels-last (NHWC) layout of the model and batches");
   add_reducer_flags(*cmd, f->reducer);
-  add_dist_flags(*cmd, f->dist);
+  add_distributed_flags(*cmd, f->dist);
   registry.add(cmd,
                [f](const RunContext&) { return f->workers.empty() ? run_job(*f) : run_sweep(*f); });
 }

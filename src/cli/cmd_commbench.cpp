@@ -5,7 +5,7 @@
 
 #include "bench/commbench.h"
 #include "cli/command.h"
-#include "cli/dist_flags.h"
+#include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 
@@ -23,7 +23,7 @@ struct CommbenchFlags {
   bool compare = false;
   std::string json;
   double min_busbw = 0.0;
-  DistFlags dist;
+  DistributedFlags dist;
   ReducerFlags reducer;
 };
 
@@ -31,7 +31,8 @@ std::string wrong_cell(const bench::CommRow& row) {
   return row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
 }
 
-void print_header(const dist::DistContext& ctx, bench::CommPath path, const bench::CommOptions& o) {
+void print_header(const distributed::DistContext& ctx, bench::CommPath path,
+                  const bench::CommOptions& o) {
   fmt::print(
       "# chexscale commbench: allreduce, float32 sum, path {}, {} ranks ({}), {} iterations "
       "after {} warm-up, check {}\n#\n",
@@ -48,7 +49,7 @@ void print_row(const bench::CommRow& r) {
 }
 
 void print_compare(const std::vector<std::pair<bench::CommRow, bench::CommRow>>& pairs,
-                   const dist::ReducerOptions& options) {
+                   const distributed::ReducerOptions& options) {
   fmt::print(
       "#\n# raw c10d allreduce (one tensor) vs GradientReducer ({} MiB buckets, first {} "
       "MiB, compression {}; 4 MiB gradients; bucket copies and averaging included)\n",
@@ -75,7 +76,7 @@ int run(const CommbenchFlags& f) {
   options.check = f.check == 1;
   options.reducer = f.reducer.resolved();
 
-  auto ctx = dist::DistContext::init(f.dist.resolved());
+  auto ctx = distributed::DistContext::init(f.dist.resolved());
   if (ctx->world_size() < 2) {
     throw UsageError(
         "commbench needs at least 2 ranks: run it as 'chexscale launch --nproc-per-node 2 -- "
@@ -149,7 +150,7 @@ void add_commbench_command(CLI::App& app, CommandRegistry& registry) {
                   "Exit non-zero when the average bus bandwidth (GB/s) is below this (0: no gate)")
       ->capture_default_str();
   add_reducer_flags(*cmd, f->reducer);  // reducer path; --no-overlap has no effect here
-  add_dist_flags(*cmd, f->dist);
+  add_distributed_flags(*cmd, f->dist);
   registry.add(cmd, [f](const RunContext&) { return run(*f); });
 }
 

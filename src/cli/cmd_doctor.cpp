@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "dist/env.h"
+#include "distributed/env.h"
 #include "launch/doctor.h"
 
 namespace chexscale::cli {
@@ -22,7 +22,7 @@ void add_doctor_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--master-port", options->master_port,
                   "Rendezvous port to check (default: MASTER_PORT)");
   registry.add(cmd, [options](const RunContext&) {
-    const auto checks = launch::run_doctor(*options, dist::process_environment());
+    const auto checks = launch::run_doctor(*options, distributed::process_environment());
     for (const auto& c : checks) {
       fmt::print("{:<4} {:<9} {}\n", launch::to_string(c.status), c.topic, c.message);
     }

@@ -5,10 +5,10 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/dist_flags.h"
-#include "dist/device.h"
-#include "dist/env.h"
-#include "dist/process_group.h"
+#include "cli/distributed_flags.h"
+#include "distributed/device.h"
+#include "distributed/env.h"
+#include "distributed/process_group.h"
 
 namespace chexscale::cli {
 
@@ -18,15 +18,16 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
       "Print the distributed-job settings this process detects, and their sources: torchrun's\n"
       "names (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), else\n"
       "OpenMPI, MPICH/PMI, Slurm or a Kubernetes Indexed Job; flags override. Joins no job.");
-  auto flags = std::make_shared<DistFlags>();
-  add_dist_flags(*cmd, *flags);
+  auto flags = std::make_shared<DistributedFlags>();
+  add_distributed_flags(*cmd, *flags);
   registry.add(cmd, [flags](const RunContext&) {
-    const auto process_env = dist::process_environment();
-    const dist::RendezvousEnv e = dist::detect_environment(process_env, flags->resolved());
+    const auto process_env = distributed::process_environment();
+    const distributed::RendezvousEnv e =
+        distributed::detect_environment(process_env, flags->resolved());
     // Resolved before anything is printed, so a bad --device/--backend prints only its error.
-    const torch::Device device =
-        dist::resolve_device(flags->options.device, e.local_rank.value, e.local_world_size.value);
-    const std::string backend = dist::resolve_backend(flags->options.backend, device);
+    const torch::Device device = distributed::resolve_device(
+        flags->options.device, e.local_rank.value, e.local_world_size.value);
+    const std::string backend = distributed::resolve_backend(flags->options.backend, device);
     auto row = [](const char* name, const auto& field) {
       fmt::print("{:<17} {:<16} {}\n", name, field.value, field.source);
     };
@@ -41,7 +42,7 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
     fmt::print("{:<17} {:<16} requested {}\n", "device", device.str(), flags->options.device);
     fmt::print("{:<17} {:<16} requested {}\n", "backend", backend, flags->options.backend);
     if (backend == "gloo" && e.world_size.value > 1) {
-      const dist::GlooAddress gloo = dist::choose_gloo_address(e, process_env);
+      const distributed::GlooAddress gloo = distributed::choose_gloo_address(e, process_env);
       fmt::print("{:<17} {:<16} {}\n", "gloo binds",
                  gloo.interface.empty() ? gloo.address : "interface " + gloo.interface,
                  gloo.reason);

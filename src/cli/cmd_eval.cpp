@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "cli/command.h"
-#include "cli/dist_flags.h"
+#include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "data/example_source.h"
@@ -28,7 +28,7 @@ struct EvalFlags {
   std::string out_dir;
   std::string images;  // an image list instead of a split
   data::LoaderOptions data;
-  DistFlags dist;
+  DistributedFlags dist;
 };
 
 std::string auroc_cell(const std::optional<double>& v) {
@@ -153,12 +153,12 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--split-seed", f->data.split_seed, "As in training: seed of the splits")
       ->capture_default_str();
-  add_dist_flags(*cmd, f->dist);
+  add_distributed_flags(*cmd, f->dist);
   registry.add(cmd, [f](const RunContext&) {
     if (f->checkpoint.empty()) throw UsageError("eval: --checkpoint is required");
     if (f->data.source.empty()) throw UsageError("eval: --data is required");
     if (f->out_dir.empty()) throw UsageError("eval: --out is required");
-    auto ctx = dist::DistContext::init(f->dist.resolved());
+    auto ctx = distributed::DistContext::init(f->dist.resolved());
     if (ctx->is_main()) make_dirs(f->out_dir);  // an unwritable --out fails before the work
     const train::InferenceModel m = train::load_inference_model(f->checkpoint, ctx->device());
     data::LoaderOptions lo = f->data;

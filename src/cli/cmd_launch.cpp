@@ -9,7 +9,7 @@
 #include "cli/command.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "dist/env.h"
+#include "distributed/env.h"
 #include "launch/local_launcher.h"
 
 namespace chexscale::cli {
@@ -67,7 +67,7 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
       ->expected(-1);
   registry.add(cmd, [f](const RunContext& ctx) {
     launch::LaunchOptions options =
-        launch::resolve_topology(f->options, dist::process_environment());
+        launch::resolve_topology(f->options, distributed::process_environment());
     if (ctx.config.source("rdzv-timeout") != ConfigSource::kDefault) {
       options.extra_env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(f->rdzv_timeout_s);
     }

@@ -5,14 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "bench/report_charts.h"
-#include "bench/report_compare.h"
-#include "bench/report_cpu.h"
-#include "bench/report_result_set.h"
-#include "bench/report_text.h"
 #include "cli/command.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "report/charts.h"
+#include "report/compare.h"
+#include "report/cpu.h"
+#include "report/result_set.h"
+#include "report/text.h"
 
 namespace chexscale::cli {
 namespace {
@@ -31,27 +31,27 @@ int run_report(const ReportArgs& args) {
         "give at least two result sets: LABEL=DIR LABEL=DIR (e.g. bare-metal=runs/bm "
         "kubernetes=runs/k8s)");
   }
-  std::vector<bench::ResultSet> sets;
+  std::vector<report::ResultSet> sets;
   for (const auto& spec : args.sets)
-    sets.push_back(bench::load_result_set_spec(spec));
-  const bench::Comparison cmp = bench::compare_result_sets(sets, {args.force});
-  const bench::CpuAccounting cpu = bench::account_cpu(sets, cmp);
-  fmt::print("{}{}", bench::format_terminal_report(cmp), bench::format_cpu_terminal(cpu));
+    sets.push_back(report::load_result_set_spec(spec));
+  const report::Comparison cmp = report::compare_result_sets(sets, {args.force});
+  const report::CpuAccounting cpu = report::account_cpu(sets, cmp);
+  fmt::print("{}{}", report::format_terminal_report(cmp), report::format_cpu_terminal(cpu));
   make_dirs(args.out);
   write_file_atomic(args.out + "/report.md",
-                    bench::format_markdown_report(cmp) + bench::format_cpu_markdown(cpu));
+                    report::format_markdown_report(cmp) + report::format_cpu_markdown(cpu));
   write_file_atomic(args.out + "/report.json",
-                    bench::add_cpu_to_json_report(bench::format_json_report(cmp), cpu));
+                    report::add_cpu_to_json_report(report::format_json_report(cmp), cpu));
   if (args.charts) {
     try {
-      bench::write_charts(cmp, args.out, {args.gnuplot});
+      report::write_charts(cmp, args.out, {args.gnuplot});
     } catch (const Error& e) {
       throw Error(fmt::format("{} (report.md and report.json are in {})", e.what(), args.out));
     }
   }
   fmt::print("\nwrote {0}/report.md, {0}/report.json{1}\n", args.out,
              args.charts ? fmt::format(", {0}/{1}.png|svg, {0}/{2}.png|svg", args.out,
-                                       bench::kThroughputChart, bench::kBreakdownChart)
+                                       report::kThroughputChart, report::kBreakdownChart)
                          : "");
   return 0;
 }

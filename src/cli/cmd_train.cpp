@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/dist_flags.h"
+#include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/limits.h"
@@ -20,7 +20,7 @@ namespace {
 
 struct TrainFlags {
   train::TrainerOptions trainer;
-  DistFlags dist;
+  DistributedFlags dist;
   ReducerFlags reducer;
   std::string on_nan = "stop";
   std::string amp = "off";
@@ -146,7 +146,7 @@ void add_options(CLI::App& cmd, TrainFlags& f) {
   cmd.add_flag("--channels-last", t.channels_last,
                "Channels-last (NHWC) layout of the model and batches (faster convolutions on "
                "GPUs with tensor cores)");
-  add_dist_flags(cmd, f.dist);
+  add_distributed_flags(cmd, f.dist);
   add_reducer_flags(cmd, f.reducer);
 }
 
@@ -194,7 +194,7 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
           fmt::format("--intra-op-threads {} is not in [0, {}]", f->intra_op_threads, kMaxThreads));
     }
     if (f->intra_op_threads > 0) torch::set_num_threads(f->intra_op_threads);
-    auto ctx = dist::DistContext::init(f->dist.resolved());
+    auto ctx = distributed::DistContext::init(f->dist.resolved());
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything
     ProgressPrinter progress;
     train::TrainSummary summary;

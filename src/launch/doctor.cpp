@@ -17,9 +17,9 @@
 
 #include "common/error.h"
 #include "common/torch_compat.h"
-#include "dist/context.h"
-#include "dist/env.h"
-#include "dist/process_group.h"
+#include "distributed/context.h"
+#include "distributed/env.h"
+#include "distributed/process_group.h"
 #include "launch/network_interfaces.h"
 
 namespace chexscale::launch {
@@ -58,14 +58,14 @@ std::string try_connect(const addrinfo& target, std::chrono::milliseconds timeou
 }
 
 // Rank variables through the same detection the workers use; returns the rendezvous address.
-std::optional<dist::RendezvousEnv> check_rank(const DoctorOptions& o,
-                                              const std::map<std::string, std::string>& env,
-                                              std::vector<DoctorCheck>& out) {
-  dist::DistOptions overrides;
+std::optional<distributed::RendezvousEnv> check_rank(const DoctorOptions& o,
+                                                     const std::map<std::string, std::string>& env,
+                                                     std::vector<DoctorCheck>& out) {
+  distributed::DistOptions overrides;
   overrides.master_addr = o.master_addr;
   overrides.master_port = o.master_port;
   try {
-    const auto r = dist::detect_environment(env, overrides);
+    const auto r = distributed::detect_environment(env, overrides);
     out.push_back(
         {CheckStatus::kOk, "rank",
          fmt::format("rank {} of {} (local {} of {}) from {}: rank from {}, world size "
@@ -79,7 +79,7 @@ std::optional<dist::RendezvousEnv> check_rank(const DoctorOptions& o,
   }
 }
 
-void check_master(const dist::RendezvousEnv& r, std::chrono::milliseconds timeout,
+void check_master(const distributed::RendezvousEnv& r, std::chrono::milliseconds timeout,
                   std::vector<DoctorCheck>& out) {
   const std::string& addr = r.master_addr.value;
   const int port = r.master_port.value;
@@ -123,12 +123,12 @@ std::string describe(const NetworkInterface& i) {
   return s + ")";
 }
 
-// Where chexscale's Gloo group will bind (dist::choose_gloo_address), as an interface.
+// Where chexscale's Gloo group will bind (distributed::choose_gloo_address), as an interface.
 InterfaceChoice gloo_choice(const std::vector<NetworkInterface>& interfaces,
-                            const dist::RendezvousEnv& rendezvous,
+                            const distributed::RendezvousEnv& rendezvous,
                             const std::map<std::string, std::string>& env) {
   try {
-    const auto g = dist::choose_gloo_address(rendezvous, env);
+    const auto g = distributed::choose_gloo_address(rendezvous, env);
     if (!g.interface.empty()) {
       const std::string first = g.interface.substr(0, g.interface.find(','));
       const NetworkInterface* i = find_interface(interfaces, first);
@@ -143,7 +143,8 @@ InterfaceChoice gloo_choice(const std::vector<NetworkInterface>& interfaces,
   }
 }
 
-void check_interfaces(const DoctorOptions& o, const std::optional<dist::RendezvousEnv>& rendezvous,
+void check_interfaces(const DoctorOptions& o,
+                      const std::optional<distributed::RendezvousEnv>& rendezvous,
                       const std::map<std::string, std::string>& env,
                       std::vector<DoctorCheck>& out) {
   const auto interfaces = list_interfaces(o.sys_class_net);

@@ -23,7 +23,7 @@ struct DoctorCheck {
 };
 
 struct DoctorOptions {
-  // Overrides of the rendezvous address; "" / -1 = from the environment (dist/env.h).
+  // Overrides of the rendezvous address; "" / -1 = from the environment (distributed/env.h).
   std::string master_addr;
   int master_port = -1;
   std::chrono::milliseconds connect_timeout{2000};
@@ -33,7 +33,7 @@ struct DoctorOptions {
   std::uint64_t min_shm_bytes = std::uint64_t{512} << 20;
 };
 
-// Runs every check against `env` (normally dist::process_environment()).
+// Runs every check against `env` (normally distributed::process_environment()).
 std::vector<DoctorCheck> run_doctor(const DoctorOptions& options,
                                     const std::map<std::string, std::string>& env);
 

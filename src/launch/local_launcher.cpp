@@ -15,8 +15,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "dist/env.h"
-#include "dist/rendezvous.h"
+#include "distributed/env.h"
+#include "distributed/rendezvous.h"
 #include "launch/line_prefixer.h"
 #include "launch/worker_process.h"
 
@@ -201,7 +201,7 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
     if (addr != env.end() && !addr->second.empty()) {
       o.master_addr = addr->second;
     } else if (o.nnodes > 1 && nodes != env.end() && !nodes->second.empty()) {
-      o.master_addr = dist::first_host_of_nodelist(nodes->second);
+      o.master_addr = distributed::first_host_of_nodelist(nodes->second);
     } else if (o.nnodes == 1) {
       o.master_addr = "127.0.0.1";
     } else {
@@ -209,7 +209,7 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
     }
   }
   if (o.master_port == 0 && o.nnodes > 1) {
-    o.master_port = env_int(env, "MASTER_PORT").value_or(dist::kDefaultMasterPort);
+    o.master_port = env_int(env, "MASTER_PORT").value_or(distributed::kDefaultMasterPort);
   }
   if (o.master_port < 0 || o.master_port > 65535) {
     throw UsageError(fmt::format("--master-port {} must be in [0, 65535]", o.master_port));
@@ -228,7 +228,7 @@ LaunchResult run_local_group(const LaunchOptions& options) {
   SignalForwarding signals;
   LaunchResult result;
   for (int attempt = 0; attempt <= options.max_restarts; ++attempt) {
-    const int port = options.master_port > 0 ? options.master_port : dist::pick_free_port();
+    const int port = options.master_port > 0 ? options.master_port : distributed::pick_free_port();
     log::info("chexscale launch: starting {} worker(s), ranks {}..{} of {}, store {}:{}{}",
               options.nproc_per_node, options.node_rank * options.nproc_per_node,
               (options.node_rank + 1) * options.nproc_per_node - 1,

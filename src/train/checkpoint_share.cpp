@@ -12,7 +12,7 @@ namespace chexscale::train {
 namespace {
 
 // Rank 0's `bytes` on every rank (two broadcasts: the length, then the bytes).
-std::string broadcast_bytes(dist::DistContext& ctx, const std::string& bytes) {
+std::string broadcast_bytes(distributed::DistContext& ctx, const std::string& bytes) {
   std::vector<torch::Tensor> length{
       torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64).to(ctx.device())};
   ctx.broadcast_(length, 0);
@@ -61,7 +61,7 @@ nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read
 }  // namespace
 
 std::optional<Checkpoint> read_checkpoint_on_rank0(
-    dist::DistContext& ctx, const std::function<std::optional<Checkpoint>()>& read) {
+    distributed::DistContext& ctx, const std::function<std::optional<Checkpoint>()>& read) {
   if (ctx.world_size() == 1) return read();
   std::optional<Checkpoint> ckpt;
   std::exception_ptr failure;

@@ -6,7 +6,7 @@
 #include <functional>
 #include <optional>
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "train/checkpoint.h"
 
 namespace chexscale::train {
@@ -16,6 +16,6 @@ namespace chexscale::train {
 // rank throws the same kind of error (UsageError, DataError, IoError, else Error) with its
 // message. Collective: every rank calls it; on one rank it is just `read()`.
 std::optional<Checkpoint> read_checkpoint_on_rank0(
-    dist::DistContext& ctx, const std::function<std::optional<Checkpoint>()>& read);
+    distributed::DistContext& ctx, const std::function<std::optional<Checkpoint>()>& read);
 
 }  // namespace chexscale::train

@@ -9,7 +9,7 @@ namespace {
 
 // Gathers [n_r, ...] rows from every rank (n_r may differ: bad images are dropped) into
 // [sum n_r, ...], rank by rank.
-torch::Tensor gather_rows(dist::DistContext* ctx, const torch::Tensor& local) {
+torch::Tensor gather_rows(distributed::DistContext* ctx, const torch::Tensor& local) {
   if (ctx == nullptr || ctx->world_size() == 1) return local;
   const auto counts = ctx->all_gather(torch::tensor({local.size(0)}, torch::kInt64)).view(-1);
   const int64_t max_rows = counts.max().item<int64_t>();
@@ -41,7 +41,7 @@ torch::Tensor batch_logits(models::ClassifierImpl& model, const torch::Tensor& i
 }  // namespace
 
 SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
-                           dist::DistContext* ctx, torch::Device device) {
+                           distributed::DistContext* ctx, torch::Device device) {
   const torch::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();

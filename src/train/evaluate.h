@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/loader.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "models/classifier.h"
 #include "train/auroc.h"
 #include "train/loss.h"
@@ -27,7 +27,7 @@ struct SplitOutputs {
 // Runs the model (eval mode, no grad) over one epoch of `loader` (epoch 0, no shuffle expected)
 // and gathers the outputs across ranks; every rank gets the full result. `ctx` may be null.
 SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
-                           dist::DistContext* ctx, torch::Device device);
+                           distributed::DistContext* ctx, torch::Device device);
 
 struct EvalMetrics {
   double loss = 0;

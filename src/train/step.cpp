@@ -8,14 +8,14 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
-#include "dist/reducer.h"
+#include "distributed/reducer.h"
 #include "train/channels_last.h"
 #include "train/gradient_check.h"
 
 namespace chexscale::train {
 
 TrainStep::TrainStep(models::Classifier model, torch::optim::Optimizer& optimizer,
-                     BceWithLogitsLoss loss, dist::GradientReducer* reducer,
+                     BceWithLogitsLoss loss, distributed::GradientReducer* reducer,
                      TrainStepOptions options)
     : model_(std::move(model)),
       optimizer_(optimizer),

@@ -17,9 +17,9 @@
 #include "train/loss_scaler.h"
 #include "train/precision.h"
 
-namespace chexscale::dist {
+namespace chexscale::distributed {
 class GradientReducer;
-}  // namespace chexscale::dist
+}  // namespace chexscale::distributed
 
 namespace chexscale::train {
 
@@ -52,7 +52,7 @@ class TrainStep {
   // and reducer must outlive the TrainStep. The model must already be on options.device.
   // Throws UsageError when options.amp cannot run on options.device.
   TrainStep(models::Classifier model, torch::optim::Optimizer& optimizer, BceWithLogitsLoss loss,
-            dist::GradientReducer* reducer, TrainStepOptions options = {});
+            distributed::GradientReducer* reducer, TrainStepOptions options = {});
 
   // Runs one step on `batch`; `step` (global, 0-based) only names the step in errors.
   // With a reducer, every rank must call run() the same number of times.
@@ -83,7 +83,7 @@ class TrainStep {
   models::Classifier model_;
   torch::optim::Optimizer& optimizer_;
   BceWithLogitsLoss loss_;
-  dist::GradientReducer* reducer_;
+  distributed::GradientReducer* reducer_;
   TrainStepOptions options_;
   std::vector<torch::Tensor> parameters_;
   std::unique_ptr<DynamicLossScaler> scaler_;

@@ -9,7 +9,7 @@
 #include "common/timeline.h"
 #include "common/timer.h"
 #include "data/example_source.h"
-#include "dist/metrics.h"
+#include "distributed/metrics.h"
 #include "models/registry.h"
 #include "models/weights.h"
 #include "train/checkpoint.h"
@@ -44,7 +44,7 @@ BceWithLogitsLoss make_loss(const TrainerOptions& o) {
 
 class Trainer::Impl {
  public:
-  Impl(TrainerOptions o, std::shared_ptr<dist::DistContext> ctx, TrainerObserver* observer)
+  Impl(TrainerOptions o, std::shared_ptr<distributed::DistContext> ctx, TrainerObserver* observer)
       : opt_(std::move(o)), ctx_(std::move(ctx)), observer_(observer) {
     CHX_CHECK(ctx_ != nullptr, "the trainer needs a DistContext");
     if (opt_.epochs < 1) throw UsageError("train for at least one epoch (--epochs)");
@@ -59,7 +59,7 @@ class Trainer::Impl {
     model_ = models::make_model(opt_.model);
     if (!opt_.pretrained.empty()) models::load_weights(*model_, opt_.pretrained);
     model_->to(device_);
-    if (ctx_->world_size() > 1) dist::broadcast_module(*ctx_, *model_);
+    if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
     params_ = model_->parameters();
 
     opt_.data.rank = ctx_->rank();
@@ -84,8 +84,8 @@ class Trainer::Impl {
           timeline_path_for_rank(opt_.timeline, ctx_->rank()), TimelineOptions{ctx_->rank()});
     }
     if (ctx_->world_size() > 1) {
-      reducer_ =
-          std::make_unique<dist::GradientReducer>(ctx_, params_, opt_.reducer, timeline_.get());
+      reducer_ = std::make_unique<distributed::GradientReducer>(ctx_, params_, opt_.reducer,
+                                                                timeline_.get());
     }
     TrainStepOptions step_options;
     step_options.non_finite = opt_.non_finite;
@@ -167,10 +167,10 @@ class Trainer::Impl {
         best_mean_auroc_ ? (fs::path(store_->dir()) / "best.json").string() : "";
     summary.train_seconds = train_seconds;
     summary.images_per_second =
-        train_seconds > 0
-            ? dist::average_across_ranks(*ctx_, static_cast<double>(train_images) / train_seconds) *
-                  ctx_->world_size()
-            : 0;
+        train_seconds > 0 ? distributed::average_across_ranks(
+                                *ctx_, static_cast<double>(train_images) / train_seconds) *
+                                ctx_->world_size()
+                          : 0;
     if (steps_timed > 0) summary.mean_step = scaled(step_sum, 1.0 / steps_timed);
     summary.bad_images = train_loader_->stats().bad_images + val_loader_->stats().bad_images;
     summary.empty_batch_steps = empty_batch_steps_;
@@ -208,7 +208,7 @@ class Trainer::Impl {
   // on either way; a skipped step leaves the weights untouched.
   StepResult run_step(const data::Batch& batch) {
     const double empty_here = batch.indices.empty() ? 1.0 : 0.0;
-    const auto empty_ranks = std::lround(dist::average_across_ranks(*ctx_, empty_here) *
+    const auto empty_ranks = std::lround(distributed::average_across_ranks(*ctx_, empty_here) *
                                          static_cast<double>(ctx_->world_size()));
     if (empty_ranks > 0) {
       if (main_) {
@@ -254,7 +254,7 @@ class Trainer::Impl {
 
   void log_step(Window& w, double lr, int64_t bpe) {
     // Collective: every rank logs at the same steps.
-    const auto avg = dist::average_across_ranks(
+    const auto avg = distributed::average_across_ranks(
         *ctx_, {w.loss_sum, static_cast<double>(w.loss_steps), static_cast<double>(w.images)});
     StepLog log;
     log.step = pos_.global_step;
@@ -289,14 +289,15 @@ class Trainer::Impl {
     EpochLog log;
     log.epoch = pos_.epoch;
     log.step = pos_.global_step;
-    const auto loss = dist::average_across_ranks(
+    const auto loss = distributed::average_across_ranks(
         *ctx_, {pos_.epoch_loss_sum, static_cast<double>(pos_.epoch_loss_steps)});
     if (loss[1] > 0) log.train_loss = loss[0] / loss[1];
     log.skipped_steps = pos_.epoch_skipped_steps;
-    log.images_per_second = dist::average_across_ranks(*ctx_, static_cast<double>(epoch_images)) *
-                            ctx_->world_size() / std::max(1e-9, epoch_clock.seconds());
+    log.images_per_second =
+        distributed::average_across_ranks(*ctx_, static_cast<double>(epoch_images)) *
+        ctx_->world_size() / std::max(1e-9, epoch_clock.seconds());
     // Rank 0's BatchNorm statistics are the checkpointed ones: validate with them everywhere.
-    if (ctx_->world_size() > 1) dist::broadcast_module(*ctx_, *model_);
+    if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
     const EvalMetrics m =
         evaluate_outputs(predict_split(*model_, *val_loader_, ctx_.get(), device_), loss_);
     log.val_loss = m.loss;
@@ -381,7 +382,7 @@ class Trainer::Impl {
   }
 
   TrainerOptions opt_;
-  std::shared_ptr<dist::DistContext> ctx_;
+  std::shared_ptr<distributed::DistContext> ctx_;
   TrainerObserver* observer_;
   torch::Device device_{torch::kCPU};
   bool main_ = true;
@@ -393,7 +394,7 @@ class Trainer::Impl {
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<TimelineWriter> timeline_;
-  std::unique_ptr<dist::GradientReducer> reducer_;
+  std::unique_ptr<distributed::GradientReducer> reducer_;
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<MetricsLog> metrics_;
@@ -403,7 +404,7 @@ class Trainer::Impl {
   int64_t non_finite_steps_ = 0;   // steps skipped by this process: non-finite values
 };
 
-Trainer::Trainer(TrainerOptions options, std::shared_ptr<dist::DistContext> ctx,
+Trainer::Trainer(TrainerOptions options, std::shared_ptr<distributed::DistContext> ctx,
                  TrainerObserver* observer)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(ctx), observer)) {}
 Trainer::~Trainer() = default;

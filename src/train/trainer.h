@@ -9,8 +9,8 @@
 #include <string>
 
 #include "data/loader.h"
-#include "dist/context.h"
-#include "dist/reducer.h"
+#include "distributed/context.h"
+#include "distributed/reducer.h"
 #include "models/classifier.h"
 #include "train/auroc.h"
 #include "train/optimizer.h"
@@ -37,7 +37,7 @@ struct TrainerOptions {
   NonFinitePolicy non_finite = NonFinitePolicy::kStop;
   AmpMode amp = AmpMode::kOff;  // mixed precision of the training forward pass (--amp)
   bool channels_last = false;   // NHWC model and batches (--channels-last)
-  dist::ReducerOptions reducer;
+  distributed::ReducerOptions reducer;
   std::string timeline;  // Chrome trace path ("" = none)
   uint64_t seed = 0;     // model initialisation; the loader has its own seed
 };
@@ -98,7 +98,7 @@ struct TrainSummary {
 
 class Trainer {
  public:
-  Trainer(TrainerOptions options, std::shared_ptr<dist::DistContext> ctx,
+  Trainer(TrainerOptions options, std::shared_ptr<distributed::DistContext> ctx,
           TrainerObserver* observer = nullptr);
   ~Trainer();
   TrainSummary run();

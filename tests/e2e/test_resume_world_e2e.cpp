@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "data/chestxray14_dataset.h"
-#include "dist/rendezvous.h"
+#include "distributed/rendezvous.h"
 #include "e2e/e2e_util.h"
 #include "test_util/temp_dir.h"
 
@@ -61,7 +61,7 @@ std::string train_args(const Data& d, const std::string& out, int epochs) {
 // nodes without a shared file system); returns each rank's exit status and output.
 std::vector<test_util::CommandResult> run_two_ranks(const std::vector<std::string>& args,
                                                     const std::string& log_prefix) {
-  const int port = dist::pick_free_port();
+  const int port = distributed::pick_free_port();
   std::vector<pid_t> pids;
   std::vector<test_util::CommandResult> results(2);
   for (int r = 0; r < 2; ++r) {

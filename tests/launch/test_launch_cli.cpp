@@ -8,8 +8,8 @@
 #include <fstream>
 #include <thread>
 
-#include "dist/rendezvous.h"
-#include "dist/worker_processes.h"
+#include "distributed/rendezvous.h"
+#include "distributed/worker_processes.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -78,10 +78,11 @@ TEST(LaunchCli, ImplausibleValuesAreUsageErrorsBeforeAnyWorkerStarts) {
 
 TEST(LaunchCli, SigtermIsForwardedAndTheLauncherExitsWithIt) {
   test_util::TempDir dir;
-  test_util::WorkerGroup launcher(bin(),
-                                  {"launch", "--nproc-per-node", "2", "--program",
-                                   CHEXSCALE_DIST_WORKER, "--", "loop", dir.path(), "100000"},
-                                  1, dir.path());
+  test_util::WorkerGroup launcher(
+      bin(),
+      {"launch", "--nproc-per-node", "2", "--program", CHEXSCALE_DISTRIBUTED_WORKER, "--", "loop",
+       dir.path(), "100000"},
+      1, dir.path());
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   int steps = 0;
   while (steps < 2 && std::chrono::steady_clock::now() < until) {
@@ -102,8 +103,8 @@ TEST(LaunchCli, SigtermIsForwardedAndTheLauncherExitsWithIt) {
 
 TEST(Mpirun, TwoRanksRunAShortJobToCompletion) {
   test_util::TempDir dir;
-  const ShellRun run = shell(mpirun(2, dist::pick_free_port()) + CHEXSCALE_DIST_WORKER + " loop " +
-                             dir.path() + " 3");
+  const ShellRun run = shell(mpirun(2, distributed::pick_free_port()) +
+                             CHEXSCALE_DISTRIBUTED_WORKER + " loop " + dir.path() + " 3");
   EXPECT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("OpenMPI convention"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("rank 0 finished 3 steps"), std::string::npos) << run.output;

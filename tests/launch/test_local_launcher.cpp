@@ -28,7 +28,7 @@ Captured run_workers(const std::vector<std::string>& args, int nproc, int max_re
   launch::LaunchOptions o;
   o.nproc_per_node = nproc;
   o.max_restarts = max_restarts;
-  o.program = CHEXSCALE_DIST_WORKER;
+  o.program = CHEXSCALE_DISTRIBUTED_WORKER;
   o.args = args;
   o.grace_period = std::chrono::milliseconds(2000);
   const std::string log = dir.path() + "/launch.log";
@@ -119,7 +119,7 @@ TEST(LocalLauncher, ImplausibleValuesAreRejected) {
   o.nproc_per_node = 2;
   o.program = "/nonexistent/worker";
   EXPECT_THROW(launch::resolve_topology(o, {}), UsageError);
-  o.program = CHEXSCALE_DIST_WORKER;
+  o.program = CHEXSCALE_DISTRIBUTED_WORKER;
   EXPECT_EQ(launch::resolve_topology(o, {}).nproc_per_node, 2);
 }
 

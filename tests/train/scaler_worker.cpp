@@ -12,8 +12,8 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "dist/context.h"
-#include "dist/reducer.h"
+#include "distributed/context.h"
+#include "distributed/reducer.h"
 #include "test_util/worker_main.h"
 #include "train/random_batch.h"
 #include "train/step.h"
@@ -50,16 +50,16 @@ int run(int argc, char** argv) {
   if (argc != 3) throw UsageError("usage: scaler_worker DIR STEPS");
   const std::string dir = argv[1];
   const int steps = std::atoi(argv[2]);
-  dist::DistOptions options;
+  distributed::DistOptions options;
   options.collective_timeout = std::chrono::seconds(60);
   options.rdzv_timeout = std::chrono::seconds(60);
-  auto ctx = dist::DistContext::init(options);
+  auto ctx = distributed::DistContext::init(options);
   const int rank = ctx->rank();
 
   auto model = test_util::make_tiny_classifier(7);
-  dist::broadcast_module(*ctx, *model);
+  distributed::broadcast_module(*ctx, *model);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(1e-3));
-  dist::GradientReducer reducer(ctx, model->parameters(), dist::ReducerOptions{});
+  distributed::GradientReducer reducer(ctx, model->parameters(), distributed::ReducerOptions{});
   train::TrainStepOptions step_options;
   step_options.loss_scaling = true;
   step_options.loss_scaler.init_scale = kInitScale;

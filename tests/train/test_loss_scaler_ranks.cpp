@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
-#include "dist/worker_processes.h"
+#include "distributed/worker_processes.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {

@@ -1,0 +1,80 @@
+// The shared distributed-job flags (see distributed_flags.h).
+#include "cli/distributed_flags.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace chexscale::cli {
+
+distributed::DistOptions DistributedFlags::resolved() const {
+  if (rdzv_timeout_s < 1 || collective_timeout_s < 1) {
+    throw UsageError(
+        fmt::format("--rdzv-timeout {} and --collective-timeout {} must be at least 1 s",
+                    rdzv_timeout_s, collective_timeout_s));
+  }
+  distributed::DistOptions o = options;
+  o.rdzv_timeout = std::chrono::seconds(rdzv_timeout_s);
+  o.collective_timeout = std::chrono::seconds(collective_timeout_s);
+  return o;
+}
+
+void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
+  auto& o = f.options;
+  cmd.add_option("--backend", o.backend,
+                 "Collective backend: auto (nccl when the ranks are on GPUs, else gloo), gloo, "
+                 "nccl")
+      ->capture_default_str();
+  cmd.add_option("--device", o.device,
+                 "Where each rank computes: auto (cuda:LOCAL_RANK when the node has a GPU per "
+                 "local rank, else cpu), cpu, cuda")
+      ->capture_default_str();
+  cmd.add_option("--rdzv-timeout", f.rdzv_timeout_s,
+                 "Seconds to wait for the rendezvous store and every rank to join")
+      ->capture_default_str();
+  cmd.add_option("--collective-timeout", f.collective_timeout_s,
+                 "Seconds a collective may take before the watchdog ends the job, naming the "
+                 "ranks that did not arrive")
+      ->capture_default_str();
+  cmd.add_option("--rank", o.rank,
+                 "This process's rank; -1 = from the environment (RANK, "
+                 "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, ...)")
+      ->capture_default_str();
+  cmd.add_option("--world-size", o.world_size, "Processes in the job; -1 = from the environment")
+      ->capture_default_str();
+  cmd.add_option("--local-rank", o.local_rank, "Rank on this host; -1 = from the environment")
+      ->capture_default_str();
+  cmd.add_option("--local-world-size", o.local_world_size,
+                 "Processes on this host; -1 = from the environment")
+      ->capture_default_str();
+  cmd.add_option("--master-addr", o.master_addr,
+                 "Host of rank 0's rendezvous store; empty = MASTER_ADDR, Slurm's first node, or "
+                 "127.0.0.1 for a single-node job");
+  cmd.add_option("--master-port", o.master_port,
+                 "Port of the rendezvous store; -1 = MASTER_PORT, else 29500")
+      ->capture_default_str();
+}
+
+distributed::ReducerOptions ReducerFlags::resolved() const {
+  distributed::ReducerOptions o = options;
+  o.overlap = !no_overlap;
+  distributed::check_reducer_options(o);
+  return o;
+}
+
+void add_reducer_flags(CLI::App& cmd, ReducerFlags& f) {
+  cmd.add_option("--bucket-mb", f.options.bucket_mb,
+                 "Gradient bucket size in MiB (one allreduce per bucket)")
+      ->capture_default_str();
+  cmd.add_option("--first-bucket-mb", f.options.first_bucket_mb,
+                 "Size of the first (smallest) bucket in MiB, so communication starts early")
+      ->capture_default_str();
+  cmd.add_flag("--no-overlap", f.no_overlap,
+               "Allreduce all gradients after backward instead of overlapping it (comparison)");
+  cmd.add_option("--grad-compression", f.options.compression,
+                 "Gradient payload type on the wire: none, fp16 or bf16 (halves the bytes; see "
+                 "docs/bare-metal.md for accuracy)")
+      ->capture_default_str();
+}
+
+}  // namespace chexscale::cli

@@ -1,0 +1,37 @@
+// The distributed-job flags shared by every subcommand that joins a job (train, bench, commbench,
+// env): backend, timeouts, explicit overrides of the environment contract, and the gradient
+// reducer's options. Declared once here so every command spells and documents them the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "distributed/context.h"
+#include "distributed/reducer.h"
+
+namespace chexscale::cli {
+
+// Flags whose values need converting after parsing (seconds -> durations).
+struct DistributedFlags {
+  distributed::DistOptions options;
+  int rdzv_timeout_s = 300;
+  int collective_timeout_s = 300;
+
+  // The options with the timeouts filled in.
+  distributed::DistOptions resolved() const;
+};
+
+// Adds --backend, --device, --rdzv-timeout, --collective-timeout, --rank, --world-size,
+// --local-rank, --local-world-size, --master-addr, --master-port.
+void add_distributed_flags(CLI::App& cmd, DistributedFlags& flags);
+
+struct ReducerFlags {
+  distributed::ReducerOptions options;
+  bool no_overlap = false;
+
+  distributed::ReducerOptions resolved() const;
+};
+
+// Adds --bucket-mb, --first-bucket-mb, --no-overlap, --grad-compression.
+void add_reducer_flags(CLI::App& cmd, ReducerFlags& flags);
+
+}  // namespace chexscale::cli

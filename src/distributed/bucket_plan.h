@@ -1,0 +1,18 @@
+// Which gradients travel together: parameters in reverse registration order (roughly the order
+// backward produces their gradients), cut into buckets of at most cap bytes, the first bucket
+// smaller so that communication starts early; a parameter larger than the cap gets its own.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace chexscale::distributed {
+
+// Indices into `parameters`, one list per bucket, in launch order. A bucket never mixes dtypes
+// or devices.
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& parameters,
+                                              int64_t first_bucket_bytes, int64_t bucket_bytes);
+
+}  // namespace chexscale::distributed

@@ -1,0 +1,196 @@
+// DistContext: joins the job (environment contract, rendezvous, process group) and runs the
+// blocking, watchdog-guarded collectives used outside the gradient reducer.
+#include "distributed/context.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <csignal>
+#include <exception>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "distributed/device.h"
+#include "distributed/env.h"
+#include "distributed/process_group.h"
+#include "distributed/rendezvous.h"
+#include "distributed/watchdog.h"
+
+namespace chexscale::distributed {
+
+struct DistContext::State {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<compat::CollectiveGroup> group;
+  std::unique_ptr<CollectiveWatchdog> watchdog;
+
+  // Issues one collective and waits for it under the watchdog.
+  void run(const std::string& what,
+           const std::function<c10::intrusive_ptr<c10d::Work>()>& issue) const {
+    const uint64_t seq = watchdog->begin();
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = issue();
+    } catch (const c10::Error& e) {
+      throw DistError(fmt::format("{} could not start: {}", what, e.what_without_backtrace()));
+    }
+    watchdog->wait(*work, seq, what);
+  }
+};
+
+namespace {
+
+// Tensors grouped by (dtype, device): each group travels as one flat buffer, since c10d treats a
+// list of tensors in one call as copies on different devices, not as a batch.
+std::map<std::pair<int, std::string>, std::vector<torch::Tensor*>> group_by_type(
+    std::vector<torch::Tensor>& tensors) {
+  std::map<std::pair<int, std::string>, std::vector<torch::Tensor*>> groups;
+  for (auto& t : tensors) {
+    groups[{static_cast<int>(t.scalar_type()), t.device().str()}].push_back(&t);
+  }
+  return groups;
+}
+
+// Runs `collective` on each group's flat buffer, on `device` when it is given (NCCL only takes
+// GPU tensors), and copies the result back into the tensors.
+void for_each_flat_group(std::vector<torch::Tensor>& tensors, std::optional<torch::Device> device,
+                         const std::function<void(torch::Tensor&)>& collective) {
+  torch::NoGradGuard no_grad;
+  for (auto& [key, group] : group_by_type(tensors)) {
+    std::vector<torch::Tensor> flat_parts;
+    flat_parts.reserve(group.size());
+    for (torch::Tensor* t : group)
+      flat_parts.push_back(t->reshape(-1));
+    torch::Tensor flat = torch::cat(flat_parts);
+    if (device) flat = flat.to(*device);
+    collective(flat);
+    int64_t offset = 0;
+    for (torch::Tensor* t : group) {
+      t->copy_(flat.narrow(0, offset, t->numel()).view_as(*t));
+      offset += t->numel();
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
+  const auto process_env = process_environment();
+  const RendezvousEnv env = detect_environment(process_env, options);
+  std::shared_ptr<DistContext> ctx(new DistContext());
+  ctx->rank_ = env.rank.value;
+  ctx->world_size_ = env.world_size.value;
+  ctx->local_rank_ = env.local_rank.value;
+  ctx->local_world_size_ = env.local_world_size.value;
+  ctx->device_ = resolve_device(options.device, env.local_rank.value, env.local_world_size.value);
+  make_current_device(ctx->device_);
+  const std::string backend = resolve_backend(options.backend, ctx->device_);
+  if (env.world_size.value == 1) return ctx;
+
+  // A peer that vanishes must surface as an error on the next collective, not kill us silently.
+  std::signal(SIGPIPE, SIG_IGN);
+  const auto rdzv_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(options.rdzv_timeout);
+  const auto collective_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(options.collective_timeout);
+  GlooAddress gloo_address;
+  if (backend == "gloo") gloo_address = choose_gloo_address(env, process_env);
+  log::info("joining as rank {} of {} (local {} of {}, {} convention) through the store at {}",
+            env.rank.value, env.world_size.value, env.local_rank.value, env.local_world_size.value,
+            env.convention, store_address(env));
+
+  auto state = std::make_unique<State>();
+  state->store = rendezvous(env, rdzv_timeout);
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>("pg", state->store);
+  try {
+    state->group = backend == "nccl"
+                       ? make_nccl_group(group_store, env, collective_timeout)
+                       : make_gloo_group(group_store, env, gloo_address, collective_timeout);
+  } catch (const c10::Error& e) {
+    throw DistError(fmt::format("creating the {} process group failed on rank {}: {}", backend,
+                                env.rank.value, e.what_without_backtrace()));
+  }
+  state->watchdog = std::make_unique<CollectiveWatchdog>(
+      state->store, env.rank.value, env.world_size.value, collective_timeout, store_address(env));
+  ctx->backend_ = backend;
+  ctx->state_ = std::move(state);
+  log::debug("process group ready: {} ({})", backend,
+             backend == "gloo" ? gloo_address.reason : "one GPU per local rank");
+  return ctx;
+}
+
+DistContext::~DistContext() {
+  if (!state_) return;
+  const bool failing = state_->watchdog->failed() || std::uncaught_exceptions() > 0;
+  state_->watchdog.reset();
+  if (failing) {
+    // Collective threads may be stuck on a lost peer; joining them would hang the exit, so the
+    // group and the store are left to the end of the process on purpose.
+    state_->group.release();
+    state_->store.release();
+  }
+}
+
+compat::CollectiveGroup* DistContext::process_group() const {
+  return state_ ? state_->group.get() : nullptr;
+}
+
+CollectiveWatchdog* DistContext::watchdog() const {
+  return state_ ? state_->watchdog.get() : nullptr;
+}
+
+void DistContext::broadcast_(std::vector<torch::Tensor>& tensors, int root) {
+  if (!state_ || tensors.empty()) return;
+  for_each_flat_group(tensors, collective_device(), [&](torch::Tensor& flat) {
+    std::vector<torch::Tensor> io{flat};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    state_->run(fmt::format("broadcast from rank {}", root),
+                [&] { return state_->group->broadcast(io, opts); });
+  });
+}
+
+void DistContext::allreduce_sum_(std::vector<torch::Tensor>& tensors) {
+  if (!state_ || tensors.empty()) return;
+  for_each_flat_group(tensors, collective_device(), [&](torch::Tensor& flat) {
+    std::vector<torch::Tensor> io{flat};
+    state_->run("allreduce", [&] { return state_->group->allreduce(io); });
+  });
+}
+
+torch::Tensor DistContext::all_gather(const torch::Tensor& t) {
+  if (!state_) return t.unsqueeze(0).clone();
+  const auto device = collective_device();
+  std::vector<torch::Tensor> input{device ? t.to(*device).contiguous() : t.contiguous()};
+  std::vector<std::vector<torch::Tensor>> output(1);
+  for (int r = 0; r < world_size_; ++r)
+    output[0].push_back(torch::empty_like(input[0]));
+  state_->run("allgather", [&] { return state_->group->allgather(output, input); });
+  return torch::stack(output[0]).to(t.device());
+}
+
+std::optional<torch::Device> DistContext::collective_device() const {
+  if (backend_ == "nccl") return device_;
+  return std::nullopt;
+}
+
+void DistContext::barrier() {
+  if (!state_) return;
+  state_->run("barrier", [&] { return state_->group->barrier(); });
+}
+
+void broadcast_module(DistContext& ctx, torch::nn::Module& module) {
+  if (ctx.world_size() == 1) return;
+  std::vector<torch::Tensor> tensors;
+  for (auto& p : module.parameters())
+    tensors.push_back(p);
+  for (auto& b : module.buffers())
+    tensors.push_back(b);
+  ctx.broadcast_(tensors, 0);
+}
+
+}  // namespace chexscale::distributed

@@ -1,0 +1,77 @@
+// A joined distributed job: who we are (rank, world), and the process group for collectives.
+// World size 1 is a valid job with no process group; every collective helper is then a no-op.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/torch_compat.h"
+
+namespace chexscale::distributed {
+
+class CollectiveWatchdog;
+
+struct DistOptions {
+  std::string backend = "auto";                  // auto | gloo | nccl
+  std::string device = "auto";                   // auto | cpu | cuda (cuda:LOCAL_RANK)
+  std::chrono::seconds rdzv_timeout{300};        // wait for store/peers at start
+  std::chrono::seconds collective_timeout{300};  // watchdog for every collective
+  // Explicit overrides of the environment contract (-1 / "" = take from the environment).
+  int rank = -1;
+  int world_size = -1;
+  int local_rank = -1;
+  int local_world_size = -1;
+  std::string master_addr;
+  int master_port = -1;
+};
+
+class DistContext {
+ public:
+  // Reads the environment contract (torchrun names, else OpenMPI, PMI, Slurm, Indexed Job),
+  // rendezvous through the TCPStore served by rank 0, and creates the process group.
+  static std::shared_ptr<DistContext> init(const DistOptions& options);
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  int local_rank() const { return local_rank_; }
+  int local_world_size() const { return local_world_size_; }
+  bool is_main() const { return rank_ == 0; }
+  const std::string& backend() const { return backend_; }
+  torch::Device device() const { return device_; }  // cpu or cuda:LOCAL_RANK (--device)
+
+  // Collectives used outside the gradient reducer (blocking, watchdog-guarded). Tensors may be
+  // on the CPU with any backend: NCCL's copies travel through device() and come back.
+  void broadcast_(std::vector<torch::Tensor>& tensors, int root = 0);
+  void allreduce_sum_(std::vector<torch::Tensor>& tensors);
+  // Gathers a 1-D or N-D tensor with equal shape on every rank into [world, ...shape].
+  torch::Tensor all_gather(const torch::Tensor& t);
+  void barrier();
+
+  // The collective group (c10d::ProcessGroup on LibTorch 1.13, c10d::Backend on 2.x); nullptr
+  // when world_size == 1. Waiting on its Work objects directly bypasses the watchdog.
+  compat::CollectiveGroup* process_group() const;
+  // The watchdog guarding every collective, for code that issues its own (the reducer); nullptr
+  // when world_size == 1.
+  CollectiveWatchdog* watchdog() const;
+  ~DistContext();
+
+ private:
+  DistContext() = default;
+  // Where the helper collectives must put their buffers (the GPU with NCCL), nullopt = anywhere.
+  std::optional<torch::Device> collective_device() const;
+  int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_world_size_ = 1;
+  std::string backend_ = "none";
+  torch::Device device_{torch::kCPU};
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Copies rank 0's parameters and buffers to every rank.
+void broadcast_module(DistContext& ctx, torch::nn::Module& module);
+
+}  // namespace chexscale::distributed

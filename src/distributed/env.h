@@ -1,0 +1,55 @@
+// The environment contract between launchers and workers: who this process is in the job (rank,
+// world size, local rank) and where the rendezvous store is, read from torchrun's names, else
+// OpenMPI, MPICH/PMI, Slurm or a Kubernetes Indexed Job, with explicit overrides on top.
+// detect_environment() is a pure function of a name -> value map, so every convention is testable.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace chexscale::distributed {
+
+struct DistOptions;
+
+// One resolved value and where it came from ("RANK", "OMPI_COMM_WORLD_SIZE", "--rank",
+// "default: single process", ...).
+template <typename T>
+struct EnvField {
+  T value{};
+  std::string source;
+};
+
+struct RendezvousEnv {
+  std::string convention;  // torchrun | OpenMPI | MPICH/PMI | Slurm | Kubernetes Indexed Job | none
+  EnvField<int> rank;
+  EnvField<int> world_size;
+  EnvField<int> local_rank;
+  EnvField<int> local_world_size;
+  EnvField<int> node_rank;
+  EnvField<std::string> master_addr;
+  EnvField<int> master_port;
+
+  // True when every rank of the job runs on this host (then loopback is enough).
+  bool single_node() const { return local_world_size.value == world_size.value; }
+};
+
+// torchrun's default rendezvous port.
+constexpr int kDefaultMasterPort = 29500;
+
+// Resolves the contract from `env` (normally the process environment) and the explicit overrides
+// in `overrides` (rank, world_size, ..., master_addr, master_port; -1 / "" = not given).
+// Throws UsageError for partial or inconsistent settings (RANK without WORLD_SIZE, RANK >=
+// WORLD_SIZE, a non-integer value, a multi-node job without a master address, ...).
+RendezvousEnv detect_environment(const std::map<std::string, std::string>& env,
+                                 const DistOptions& overrides);
+
+// The current process environment as a map.
+std::map<std::string, std::string> process_environment();
+
+// First host of a Slurm host list: "node[03-05,9],gpu1" -> "node03".
+std::string first_host_of_nodelist(const std::string& nodelist);
+
+// Tasks on node `node_index` from Slurm's SLURM_TASKS_PER_NODE form "2(x3),1" (-1 if unknown).
+int tasks_on_node(const std::string& tasks_per_node, int node_index);
+
+}  // namespace chexscale::distributed

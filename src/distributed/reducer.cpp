@@ -1,0 +1,329 @@
+// GradientReducer: flat bucket buffers allocated once, filled from autograd post-hooks on each
+// parameter's gradient accumulator, reduced by asynchronous allreduces launched in bucket order.
+//
+// Why post-hooks on the accumulator (DDP's choice) rather than tensor.register_hook: a tensor
+// hook runs before the gradient is accumulated into .grad(), so the bucket would miss what was
+// already there; the accumulator's post-hook runs once .grad() is final for this backward.
+//
+// Gradients are bucket slots (DDP's gradient_as_bucket_view): before backward each parameter's
+// .grad() is pointed at its slot of the bucket, so autograd accumulates straight into the buffer
+// that is allreduced and averaged in place; no copy in, no copy back. A slot shares the bucket's
+// storage but is not an autograd view, so an optimizer may still detach_() and zero_() it. When
+// something replaces .grad() (zero_grad(set_to_none), create_graph accumulation), the gradient is
+// copied into its slot and .grad() re-pointed, so the result is the same, only slower.
+#include "distributed/reducer.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/strides.h>
+#include <fmt/format.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <functional>
+#include <mutex>
+
+#include "common/error.h"
+#include "common/timeline.h"
+#include "common/timer.h"
+#include "distributed/bucket_plan.h"
+#include "distributed/watchdog.h"
+
+namespace chexscale::distributed {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct Bucket {
+  std::vector<size_t> params;        // indices into the reducer's parameter list
+  torch::Tensor flat;                // the gradients, back to back, in the parameters' dtype
+  torch::Tensor wire;                // the compressed payload (fp16/bf16); undefined without
+  std::vector<torch::Tensor> slots;  // each parameter's gradient, stored inside `flat`
+  size_t pending = 0;                // parameters whose gradient is not in `flat` yet
+  c10::intrusive_ptr<c10d::Work> work;
+  uint64_t seq = 0;
+};
+
+c10::ScalarType wire_type(const std::string& compression) {
+  if (compression == "fp16") return torch::kHalf;
+  if (compression == "bf16") return torch::kBFloat16;
+  if (compression == "none") return torch::kFloat;
+  throw UsageError("--grad-compression '" + compression + "': choose none, fp16 or bf16");
+}
+
+}  // namespace
+
+class GradientReducer::Impl {
+ public:
+  Impl(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,
+       ReducerOptions options, TimelineWriter* timeline);
+  ~Impl();
+
+  void prepare_for_backward();
+  double finish();
+  void on_gradient_ready(size_t index);
+  size_t num_buckets() const { return buckets_.size(); }
+
+ private:
+  void launch_ready_buckets();
+  void launch(size_t b);
+  // Makes .grad() of parameter `index` its bucket slot, keeping the gradient's value.
+  void attach_slot(size_t index);
+  bool grad_in_slot(size_t index) const;
+  void check_wire_type_supported();
+
+  std::shared_ptr<DistContext> ctx_;
+  std::vector<torch::Tensor> params_;
+  ReducerOptions options_;
+  TimelineWriter* timeline_;
+  bool compress_ = false;
+  std::vector<Bucket> buckets_;
+  std::vector<std::pair<size_t, size_t>> slot_;  // parameter -> (bucket, position in bucket)
+  std::vector<char> ready_;
+  size_t next_launch_ = 0;
+  bool prepared_ = false;  // between prepare_for_backward() and finish()
+  bool armed_ = false;     // hooks fill buckets (overlap on, world > 1)
+  std::mutex mutex_;       // hooks may run on autograd worker threads (GPU)
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hook_keys_;
+};
+
+namespace {
+
+// Calls back when a parameter's gradient is final for this backward.
+class GradientReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  explicit GradientReadyHook(std::function<void()> ready) : ready_(std::move(ready)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    ready_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> ready_;
+};
+
+}  // namespace
+
+void check_reducer_options(const ReducerOptions& options) {
+  if (!(options.bucket_mb > 0) || !(options.first_bucket_mb > 0)) {
+    throw UsageError(fmt::format("bucket sizes must be positive (--bucket-mb {}, first {})",
+                                 options.bucket_mb, options.first_bucket_mb));
+  }
+  wire_type(options.compression);
+}
+
+GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,
+                            ReducerOptions options, TimelineWriter* timeline)
+    : ctx_(std::move(ctx)), options_(std::move(options)), timeline_(timeline) {
+  check_reducer_options(options_);
+  const c10::ScalarType wire = wire_type(options_.compression);
+  for (auto& p : parameters) {
+    if (p.requires_grad()) params_.push_back(p);
+  }
+  const double first_mb = std::min(options_.first_bucket_mb, options_.bucket_mb);
+  const auto plan = plan_buckets(params_, static_cast<int64_t>(first_mb * kMiB),
+                                 static_cast<int64_t>(options_.bucket_mb * kMiB));
+  slot_.resize(params_.size());
+  ready_.assign(params_.size(), 0);
+  torch::NoGradGuard no_grad;
+  for (const auto& members : plan) {
+    Bucket bucket;
+    bucket.params = members;
+    int64_t numel = 0;
+    for (size_t i : members)
+      numel += params_[i].numel();
+    const torch::Tensor& head = params_[members.front()];
+    bucket.flat = torch::zeros({numel}, head.options().requires_grad(false));
+    const bool float_payload =
+        head.scalar_type() == torch::kFloat || head.scalar_type() == torch::kDouble;
+    if (wire != torch::kFloat && float_payload) {
+      bucket.wire = torch::empty({numel}, bucket.flat.options().dtype(wire));
+      compress_ = true;
+    }
+    int64_t offset = 0;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const torch::Tensor& p = params_[members[k]];
+      // Same strides as the parameter (e.g. channels-last) when it is dense, so autograd adds
+      // into the slot without a layout change.
+      const c10::DimVector strides = p.is_non_overlapping_and_dense()
+                                         ? c10::DimVector(p.strides())
+                                         : c10::contiguous_strides(p.sizes());
+      torch::Tensor slot = torch::empty({0}, bucket.flat.options());
+      slot.set_(bucket.flat.storage(), offset, p.sizes(), strides);
+      bucket.slots.push_back(std::move(slot));
+      offset += p.numel();
+      slot_[members[k]] = {buckets_.size(), k};
+    }
+    bucket.pending = members.size();
+    buckets_.push_back(std::move(bucket));
+  }
+  if (ctx_->world_size() == 1) return;
+  if (compress_) check_wire_type_supported();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+    CHX_CHECK(accumulator != nullptr, "parameter {} is not a leaf tensor", i);
+    hook_keys_.push_back(accumulator->add_post_hook(
+        std::make_unique<GradientReadyHook>([this, i] { on_gradient_ready(i); })));
+    accumulators_.push_back(std::move(accumulator));
+  }
+}
+
+GradientReducer::Impl::~Impl() {
+  for (size_t i = 0; i < accumulators_.size(); ++i)
+    accumulators_[i]->del_post_hook(hook_keys_[i]);
+}
+
+// Gloo in LibTorch 1.13 cannot sum bfloat16: each rank's allreduce fails locally, before any
+// byte moves, so the probe is safe everywhere and the answer is a usage error, not a hang.
+void GradientReducer::Impl::check_wire_type_supported() {
+  std::vector<torch::Tensor> probe{torch::zeros({1}, buckets_.front().wire.options())};
+  ctx_->watchdog()->begin();  // keeps the collective numbering equal on every rank
+  try {
+    ctx_->process_group()->allreduce(probe)->wait(ctx_->watchdog()->timeout());
+  } catch (const c10::Error& e) {
+    throw UsageError(fmt::format(
+        "--grad-compression {}: the {} backend of this LibTorch ({}) cannot allreduce {} tensors "
+        "({}); use fp16",
+        options_.compression, ctx_->backend(), compat::torch_version(), options_.compression,
+        e.what_without_backtrace()));
+  }
+}
+
+void GradientReducer::Impl::prepare_for_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (prepared_) throw Error("GradientReducer: prepare_for_backward() twice without finish()");
+  prepared_ = true;
+  armed_ = options_.overlap && ctx_->world_size() > 1;
+  if (ctx_->world_size() == 1) return;
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!grad_in_slot(i)) attach_slot(i);
+  }
+}
+
+bool GradientReducer::Impl::grad_in_slot(size_t index) const {
+  const torch::Tensor& grad = params_[index].grad();
+  const auto [b, k] = slot_[index];
+  return grad.defined() && grad.data_ptr() == buckets_[b].slots[k].data_ptr();
+}
+
+void GradientReducer::Impl::attach_slot(size_t index) {
+  torch::Tensor& grad = params_[index].mutable_grad();
+  const auto [b, k] = slot_[index];
+  torch::Tensor& slot = buckets_[b].slots[k];
+  if (grad.defined()) {
+    slot.copy_(grad);
+  } else {
+    slot.zero_();
+  }
+  grad = slot;
+}
+
+void GradientReducer::Impl::on_gradient_ready(size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!armed_) return;
+  if (ready_[index]) {
+    throw Error(
+        fmt::format("GradientReducer: gradient of parameter {} ready twice in one iteration; call "
+                    "prepare_for_backward() and finish() around each backward",
+                    index));
+  }
+  ready_[index] = 1;
+  torch::NoGradGuard no_grad;
+  if (!grad_in_slot(index)) attach_slot(index);
+  if (--buckets_[slot_[index].first].pending == 0) launch_ready_buckets();
+}
+
+// Buckets start strictly in order on every rank, so the i-th allreduce is the same bucket
+// everywhere even when backward finishes them in a different order (e.g. unused parameters).
+void GradientReducer::Impl::launch_ready_buckets() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    launch(next_launch_++);
+  }
+}
+
+void GradientReducer::Impl::launch(size_t b) {
+  Bucket& bucket = buckets_[b];
+  std::vector<torch::Tensor> payload{bucket.flat};
+  if (bucket.wire.defined()) {
+    bucket.wire.copy_(bucket.flat);
+    payload[0] = bucket.wire;
+  }
+  bucket.seq = ctx_->watchdog()->begin();
+  const int64_t start_us = now_micros();
+  bucket.work = ctx_->process_group()->allreduce(payload);
+  if (timeline_ != nullptr) {
+    const int64_t bytes = payload[0].numel() * static_cast<int64_t>(payload[0].element_size());
+    TimelineWriter* timeline = timeline_;
+    std::string name = fmt::format("allreduce bucket {}", b);
+    bucket.work->getFuture()->addCallback([timeline, name = std::move(name), start_us,
+                                           bytes](c10::ivalue::Future&) {
+      timeline->record(name, TimelineLane::kAllreduce, start_us, now_micros(), {{"bytes", bytes}});
+    });
+  }
+}
+
+double GradientReducer::Impl::finish() {
+  Stopwatch watch;
+  torch::NoGradGuard no_grad;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!prepared_) throw Error("GradientReducer: finish() without prepare_for_backward()");
+    prepared_ = false;
+    armed_ = false;
+    if (ctx_->world_size() == 1) return 0.0;
+    // Gradients that no hook delivered: everything without overlap, unused parameters with it
+    // (they contribute zeros, so no rank waits for a gradient that will never come).
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (ready_[i]) continue;
+      const auto [b, k] = slot_[i];
+      if (options_.overlap) {
+        buckets_[b].slots[k].zero_();
+        params_[i].mutable_grad() = buckets_[b].slots[k];
+      } else if (!grad_in_slot(i)) {
+        attach_slot(i);
+      }
+      --buckets_[b].pending;
+    }
+    launch_ready_buckets();
+  }
+  // The gradients are the buckets' slots: averaging in place is the only pass left.
+  const double world = static_cast<double>(ctx_->world_size());
+  CollectiveWatchdog& watchdog = *ctx_->watchdog();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    watchdog.wait(*bucket.work, bucket.seq,
+                  fmt::format("allreduce of gradient bucket {} of {}", b + 1, buckets_.size()));
+    bucket.work.reset();
+    if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
+    bucket.flat.div_(world);
+    bucket.pending = bucket.params.size();
+  }
+  std::fill(ready_.begin(), ready_.end(), 0);
+  next_launch_ = 0;
+  return watch.seconds();
+}
+
+GradientReducer::GradientReducer(std::shared_ptr<DistContext> ctx,
+                                 std::vector<torch::Tensor> parameters, ReducerOptions options,
+                                 TimelineWriter* timeline)
+    : impl_(std::make_unique<Impl>(std::move(ctx), std::move(parameters), std::move(options),
+                                   timeline)) {}
+
+GradientReducer::~GradientReducer() = default;
+
+void GradientReducer::prepare_for_backward() {
+  impl_->prepare_for_backward();
+}
+
+double GradientReducer::finish() {
+  return impl_->finish();
+}
+
+size_t GradientReducer::num_buckets() const {
+  return impl_->num_buckets();
+}
+
+}  // namespace chexscale::distributed

@@ -1,0 +1,28 @@
+// Rendezvous: rank 0 serves a c10d TCPStore at MASTER_ADDR:MASTER_PORT, the others connect to it,
+// retrying while the host does not resolve or refuses (hosts and pods start in any order); then
+// every rank checks in and waits for the others, so a missing rank is named, not waited for
+// forever.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "distributed/env.h"
+
+namespace chexscale::distributed {
+
+// Joins the job described by `env` within `timeout`; returns the shared store. Throws DistError
+// naming the address, what was tried (resolution failures, refusals) and which ranks are missing.
+c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env,
+                                           std::chrono::milliseconds timeout);
+
+// "host:port" of the store, for messages.
+std::string store_address(const RendezvousEnv& env);
+
+// A TCP port that is free on this host right now (the kernel's pick for port 0), for single-node
+// jobs; another process may take it before the store binds it, so callers bind it soon.
+int pick_free_port();
+
+}  // namespace chexscale::distributed

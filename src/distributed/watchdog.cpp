@@ -1,0 +1,196 @@
+// The collective watchdog: heartbeats in the store and the diagnosis of failed collectives.
+#include "distributed/watchdog.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <exception>
+#include <sstream>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace chexscale::distributed {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Heartbeats come this often, and a rank whose heartbeat has not moved for kStaleBeats of them
+// is lost; both scale down with short collective timeouts (tests) so diagnosis fits in them.
+std::chrono::milliseconds heartbeat_interval(milliseconds timeout) {
+  return std::clamp(timeout / 10, milliseconds(100), milliseconds(1000));
+}
+constexpr int kStaleBeats = 3;
+
+const char* const kFailureKey = "watchdog/failure";
+std::string beat_key(int rank) {
+  return fmt::format("watchdog/beat/{}", rank);
+}
+
+std::vector<uint8_t> to_bytes(const std::string& s) {
+  return {s.begin(), s.end()};
+}
+
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
+
+}  // namespace
+
+CollectiveWatchdog::CollectiveWatchdog(c10::intrusive_ptr<c10d::Store> store, int rank,
+                                       int world_size, milliseconds timeout,
+                                       std::string store_address)
+    : store_(std::move(store)),
+      rank_(rank),
+      world_size_(world_size),
+      timeout_(timeout),
+      interval_(heartbeat_interval(timeout)),
+      store_address_(std::move(store_address)) {
+  publish("0 0");
+  heartbeat_ = std::thread([this] { heartbeat_loop(); });
+}
+
+CollectiveWatchdog::~CollectiveWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  heartbeat_.join();
+  // Unwinding means this rank is leaving because of an error: say so, so that the others
+  // report "rank r failed" instead of guessing from a stopped heartbeat.
+  const bool unwinding = std::uncaught_exceptions() > 0;
+  if (!failed_) publish(fmt::format("{} {}", unwinding ? "failed" : "exited", issued_.load()));
+}
+
+void CollectiveWatchdog::publish(const std::string& state) {
+  try {
+    store_->set(beat_key(rank_), to_bytes(state));
+  } catch (const std::exception&) {
+    // The store is gone (rank 0 ended); the next collective reports it.
+  }
+}
+
+void CollectiveWatchdog::heartbeat_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
+    ++beats_;
+    const std::string state = fmt::format("{} {}", beats_, issued_.load());
+    lock.unlock();
+    publish(state);
+    lock.lock();
+  }
+}
+
+uint64_t CollectiveWatchdog::begin() {
+  return ++issued_;
+}
+
+CollectiveWatchdog::Beat CollectiveWatchdog::read_beat(int rank) {
+  const std::string key = beat_key(rank);
+  if (!store_->check({key})) return {};
+  const auto bytes = store_->get(key);
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  std::string first;
+  Beat beat;
+  in >> first >> beat.seq;
+  beat.beats = first == "exited" ? kExited : first == "failed" ? kFailed : std::stoll(first);
+  return beat;
+}
+
+std::string CollectiveWatchdog::read_posted_failure() {
+  if (!store_->check({kFailureKey})) return "";
+  const auto bytes = store_->get(kFailureKey);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string CollectiveWatchdog::diagnose(uint64_t seq, const std::string& what,
+                                         const std::string& cause, bool timed_out) {
+  const std::string head =
+      fmt::format("{} (collective #{}) {} on rank {}", what, seq, cause, rank_);
+  try {
+    // Two looks at every heartbeat, kStaleBeats intervals apart; another rank's finding (posted
+    // in the store) wins, so every survivor names the same root cause.
+    std::vector<Beat> before(world_size_), after(world_size_);
+    for (int r = 0; r < world_size_; ++r)
+      before[r] = read_beat(r);
+    const auto until = std::chrono::steady_clock::now() + kStaleBeats * interval_;
+    while (std::chrono::steady_clock::now() < until) {
+      if (std::string posted = read_posted_failure(); !posted.empty()) return head + "; " + posted;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    for (int r = 0; r < world_size_; ++r)
+      after[r] = read_beat(r);
+    std::vector<int> lost, failed, exited, behind;
+    for (int r = 0; r < world_size_; ++r) {
+      if (r == rank_) continue;
+      if (after[r].beats == kFailed) {
+        failed.push_back(r);
+      } else if (after[r].beats == kExited) {
+        exited.push_back(r);
+      } else if (after[r].beats == before[r].beats) {
+        lost.push_back(r);
+      } else if (timed_out && after[r].seq < seq) {
+        behind.push_back(r);
+      }
+    }
+    std::string finding;
+    if (!lost.empty()) {
+      finding = fmt::format(
+          "lost rank{} {}: heartbeat stopped (the process died or its host is unreachable)",
+          lost.size() > 1 ? "s" : "", fmt::join(lost, ", "));
+    }
+    if (!failed.empty()) {
+      finding += fmt::format("{}rank{} {} failed (see its own error)", finding.empty() ? "" : "; ",
+                             failed.size() > 1 ? "s" : "", fmt::join(failed, ", "));
+    }
+    if (!exited.empty()) {
+      finding += fmt::format("{}rank{} {} already left the job", finding.empty() ? "" : "; ",
+                             exited.size() > 1 ? "s" : "", fmt::join(exited, ", "));
+    }
+    if (!behind.empty()) {
+      finding += fmt::format("{}ranks that did not arrive: {}", finding.empty() ? "" : "; ",
+                             fmt::join(behind, ", "));
+    }
+    if (finding.empty()) {
+      return head + "; every rank's heartbeat is alive and has arrived (a network fault?)";
+    }
+    if (!lost.empty() || !failed.empty()) {
+      store_->compareSet(kFailureKey, {},
+                         to_bytes(fmt::format("{} (found by rank {})", finding, rank_)));
+    }
+    return head + "; " + finding;
+  } catch (const std::exception& e) {
+    return head + fmt::format(
+                      "; the rendezvous store at {} served by rank 0 is unreachable ({}): lost "
+                      "rank 0",
+                      store_address_, first_line(e.what()));
+  }
+}
+
+void CollectiveWatchdog::wait(c10d::Work& work, uint64_t seq, const std::string& what) {
+  std::string cause;
+  try {
+    work.wait(timeout_);
+    return;
+  } catch (const c10::Error& e) {
+    cause = first_line(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    cause = first_line(e.what());
+  }
+  failed_ = true;
+  // Our wait ran out, or the backend's own timeout fired first (Gloo: "Operation timed out!"),
+  // which leaves the work completed with an error: both mean some rank has not arrived.
+  const bool timed_out = !work.isCompleted() || cause.find("timed out") != std::string::npos ||
+                         cause.find("Timed out") != std::string::npos ||
+                         cause.find("timeout") != std::string::npos;
+  const std::string how =
+      timed_out ? fmt::format("did not complete within {} s", timeout_.count() / 1000.0)
+                : "failed (" + cause + ")";
+  log::debug("collective #{} {}: diagnosing", seq, how);
+  throw DistError(diagnose(seq, what, how, timed_out));
+}
+
+}  // namespace chexscale::distributed

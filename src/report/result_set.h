@@ -1,0 +1,68 @@
+// Result sets for comparison reports: the bench.json files of one labelled system (a sweep over
+// worker counts), loaded and validated, with errors that name the file and the field at fault.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/step_times.h"
+
+namespace chexscale::report {
+
+// One bench.json (schema chexscale.bench/1): one worker count of one system.
+struct BenchRun {
+  std::string file;  // where it was read from
+  std::string label;
+  std::string arch;
+  int image_size = 0;
+  int batch_per_worker = 0;
+  int world_size = 0;
+  int nnodes = 0;
+  std::string backend;
+  bool overlap = true;
+  std::string compression;
+  double bucket_mb = 0;
+  std::string data;
+  int threads_per_worker = 0;
+  int warmup_steps = 0;
+  int steps = 0;
+  double images_per_sec = 0;
+  double images_per_sec_per_worker = 0;
+  double step_time_median_s = 0;
+  StepTimes breakdown;        // seconds per step, as bench.json's breakdown_s
+  bool has_breakdown = true;  // false: no breakdown_s (e.g. a peer's result); total = median
+  std::string hostname;
+  std::string timestamp;
+  int round = 0;  // K of a bench-w<N>-r<K>.json file (one round of several); 0 for a single run
+};
+
+// The runs of one system, one per worker count, sorted by worker count. A label has the form
+// SYSTEM[/VARIANT], e.g. "kubernetes/fp16"; variants of the baseline system are the references.
+// A worker count measured in rounds (bench-w<N>-r<K>.json) has its median run in `runs` and every
+// round in `round_runs`.
+struct ResultSet {
+  std::string label;
+  std::string system;
+  std::string variant;  // "" when the label has no "/VARIANT"
+  std::string source;   // the directory or file given
+  std::vector<BenchRun> runs;
+  std::vector<BenchRun> round_runs;  // sorted by worker count, then round; empty without rounds
+
+  // The run with `workers` workers, or nullptr.
+  const BenchRun* run_with(int workers) const;
+  // The rounds of the worker count `workers` (empty when it was measured once).
+  std::vector<BenchRun> rounds_with(int workers) const;
+};
+
+// Parses one bench.json text; `file` names it in errors (DataError).
+BenchRun parse_bench_json(const std::string& text, const std::string& file);
+
+// Loads a result set from a directory (sweep.json, else bench-w<N>.json and bench-w<N>-r<K>.json
+// files, else bench.json) or from a single bench.json file. Throws DataError naming missing or
+// invalid files, and for a worker count given both as a single run and in rounds.
+ResultSet load_result_set(const std::string& label, const std::string& path);
+
+// Splits "LABEL=PATH" (UsageError when malformed) and loads it.
+ResultSet load_result_set_spec(const std::string& spec);
+
+}  // namespace chexscale::report

@@ -1,0 +1,168 @@
+// The dist tests' worker process: joins a job through the environment contract (like any
+// chexscale worker) and runs one scenario on TinyNet, writing its results into a directory for
+// the test to check. Independent of the training code on purpose.
+//   distributed_worker grads DIR        one reduced step per reducer configuration, then 3 SGD
+//   steps distributed_worker loop DIR STEPS   STEPS reduced steps (rank 0 writes DIR/progress after
+//   each) distributed_worker stall DIR        rank 1 sleeps before its first collective
+//   distributed_worker fail-once DIR    rank 1 exits 3 before joining if DIR/failed-once is absent
+//                                (and creates it), else 3 steps of loop
+// Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/error.h"
+#include "distributed/context.h"
+#include "distributed/reducer.h"
+#include "distributed/tiny_net.h"
+#include "test_util/worker_main.h"
+
+namespace {
+
+using namespace chexscale;
+using test_util::TinyNet;
+
+struct Config {
+  std::string name;
+  distributed::ReducerOptions options;
+};
+
+std::vector<Config> configurations() {
+  std::vector<Config> configs;
+  for (bool overlap : {true, false}) {
+    // 200 bytes: about one parameter per bucket (many buckets); 4 KiB: a few; 25 MiB: one.
+    for (double mb : {0.0002, 0.004, 25.0}) {
+      distributed::ReducerOptions o;
+      o.overlap = overlap;
+      o.bucket_mb = mb;
+      o.first_bucket_mb = std::min(mb, 0.001);
+      configs.push_back({fmt::format("{}-{}", overlap ? "overlap" : "after", mb), o});
+    }
+  }
+  for (const char* compression : {"fp16", "bf16"}) {
+    distributed::ReducerOptions o;
+    o.bucket_mb = 0.004;
+    o.compression = compression;
+    configs.push_back({compression, o});
+  }
+  return configs;
+}
+
+TinyNet make_net(distributed::DistContext& ctx) {
+  torch::manual_seed(17 + ctx.rank());  // different on purpose: the broadcast must fix it
+  TinyNet net;
+  distributed::broadcast_module(ctx, *net);
+  return net;
+}
+
+std::vector<torch::Tensor> gradients(const TinyNet& net) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : net->parameters()) {
+    grads.push_back(p.grad().defined() ? p.grad().clone() : torch::full_like(p, NAN));
+  }
+  return grads;
+}
+
+void one_step(distributed::DistContext& ctx, TinyNet& net, distributed::GradientReducer& reducer,
+              int step) {
+  for (auto& p : net->parameters()) {
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+  auto [x, y] = test_util::tiny_batch(ctx.rank(), step);
+  reducer.prepare_for_backward();
+  net->loss(x, y, ctx.rank() == 0).backward();
+  reducer.finish();
+}
+
+void run_grads(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir) {
+  const std::string suffix = fmt::format(".rank{}.pt", ctx->rank());
+  for (const Config& config : configurations()) {
+    TinyNet net = make_net(*ctx);
+    if (config.name == configurations().front().name) {
+      auto params = net->parameters();
+      torch::save(params, dir + "/initial" + suffix);
+    }
+    try {
+      distributed::GradientReducer reducer(ctx, net->parameters(), config.options);
+      one_step(*ctx, net, reducer, 0);  // gradients undefined: the reducer attaches its slots
+      torch::save(gradients(net), dir + "/" + config.name + suffix);
+      for (auto& p : net->parameters())
+        p.mutable_grad().reset();  // zero_grad(set_to_none), LibTorch 2.x's default
+      one_step(*ctx, net, reducer, 0);
+      torch::save(gradients(net), dir + "/" + config.name + ".again" + suffix);
+    } catch (const UsageError& e) {
+      std::ofstream(dir + "/" + config.name + fmt::format(".rank{}.error", ctx->rank()))
+          << e.what();
+    }
+  }
+  TinyNet net = make_net(*ctx);
+  distributed::ReducerOptions o;
+  o.bucket_mb = 0.004;
+  distributed::GradientReducer reducer(ctx, net->parameters(), o);
+  torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.1));
+  for (int step = 0; step < 3; ++step) {
+    one_step(*ctx, net, reducer, step);
+    sgd.step();
+  }
+  auto params = net->parameters();
+  torch::save(params, dir + "/trained" + suffix);
+}
+
+void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir,
+              int steps) {
+  TinyNet net = make_net(*ctx);
+  distributed::ReducerOptions o;
+  o.bucket_mb = 0.004;
+  distributed::GradientReducer reducer(ctx, net->parameters(), o);
+  for (int step = 0; step < steps; ++step) {
+    one_step(*ctx, net, reducer, step);
+    if (ctx->rank() == 0) std::ofstream(dir + "/progress") << step + 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  fmt::print("rank {} finished {} steps\n", ctx->rank(), steps);
+}
+
+int run(int argc, char** argv) {
+  if (argc < 3)
+    throw UsageError("usage: distributed_worker grads|loop|stall|fail-once DIR [STEPS]");
+  const std::string mode = argv[1], dir = argv[2];
+  if (mode == "fail-once") {
+    // Fails before joining, so the other ranks wait in the rendezvous until torn down.
+    const std::string marker = dir + "/failed-once";
+    const char* rank = std::getenv("RANK");
+    if (rank != nullptr && std::string(rank) == "1" && !std::filesystem::exists(marker)) {
+      std::ofstream(marker) << "1";
+      fmt::print(stderr, "rank 1 fails on purpose (first attempt)\n");
+      return 3;
+    }
+  }
+  distributed::DistOptions options;
+  const char* timeout = std::getenv("CHEXSCALE_TEST_COLLECTIVE_TIMEOUT");
+  options.collective_timeout = std::chrono::seconds(timeout ? std::atoi(timeout) : 60);
+  options.rdzv_timeout = std::chrono::seconds(60);
+  auto ctx = distributed::DistContext::init(options);
+  if (mode == "grads") {
+    run_grads(ctx, dir);
+  } else if (mode == "loop") {
+    run_loop(ctx, dir, argc > 3 ? std::atoi(argv[3]) : 10);
+  } else if (mode == "stall") {
+    if (ctx->rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(8));
+    ctx->barrier();
+  } else if (mode == "fail-once") {
+    run_loop(ctx, dir, 3);
+  } else {
+    throw UsageError("unknown mode " + mode);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return chexscale::test_util::worker_main("distributed_worker", run, argc, argv);
+}
