@@ -155,7 +155,8 @@ PYEOF
   fi
   grep 'chexscale:' "$OUT/configure.log"
   grep -q 'CUDA ON' "$OUT/configure.log" || fail "configure: LibTorch without CUDA"
-  if ! cmake --build "$BUILD" -j "$JOBS" --target chexscale test_train test_train_precision test_distributed \
+  if ! cmake --build "$BUILD" -j "$JOBS" --target chexscale test_common test_train test_train_precision \
+    test_distributed \
     >"$OUT/build.log" 2>&1; then
     grep -E 'error|Error' "$OUT/build.log" | head -40
     fail "build (see build.log)"
@@ -163,7 +164,8 @@ PYEOF
   fi
   note "unit tests on the CUDA build"
   local t
-  for t in tests/train/test_train_precision tests/train/test_train tests/distributed/test_distributed; do
+  for t in tests/common/test_common tests/train/test_train_precision tests/train/test_train \
+    tests/distributed/test_distributed; do
     if run env OMP_NUM_THREADS=1 CHEXSCALE_BIN="$BIN" CHEXSCALE_SOURCE_DIR="$here" "$BUILD/$t" \
       >"$OUT/$(basename "$t").log" 2>&1; then
       echo "$t: $(grep -E '^\[  PASSED' "$OUT/$(basename "$t").log")"
