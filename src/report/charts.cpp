@@ -101,13 +101,16 @@ std::string terminals_and_plot(const std::string& name, const std::string& plot)
       name, plot);
 }
 
-// Settings both charts share: bars from the data file's rows, a y axis from 0, the title.
+// Settings both charts share: bars from the data file's rows, a y axis from 0, the title, and the
+// legend below the plot area, where it covers no bar however many sets there are (gnuplot adds
+// rows and makes room).
 std::string bar_chart_preamble(const Comparison& cmp, const std::string& what) {
   return fmt::format(
       "set style data histograms\n"
       "set style fill solid 0.85 border -1\n"
       "set grid ytics\n"
       "set yrange [0:*]\n"
+      "set key below height 1\n"
       "set title {}\n",
       quoted(fmt::format("{}: {} {}x{}, batch {} per worker", what, cmp.arch, cmp.image_size,
                          cmp.image_size, cmp.batch_per_worker)));
@@ -122,7 +125,6 @@ std::string throughput_script(const Comparison& cmp) {
          "set datafile missing '?'\n"
          "set style histogram clustered gap 1\n"
          "set boxwidth 0.9\n"
-         "set key top left box opaque\n"
          "set xlabel 'workers'\n"
          "set ylabel 'images/s'\n" +
          terminals_and_plot(kThroughputChart, plot);
@@ -137,7 +139,6 @@ std::string breakdown_script(const Comparison& cmp) {
          bar_chart_preamble(cmp, "Per-step breakdown") +
          "set style histogram rowstacked\n"
          "set boxwidth 0.7\n"
-         "set key outside right top\n"
          "set xtics rotate by -35\n"
          "set ylabel 'ms per step'\n" +
          terminals_and_plot(kBreakdownChart, plot);

@@ -1,8 +1,12 @@
-// Charts drawn by the real gnuplot: valid PNG and SVG files that show the sets, and a clear error
-// when gnuplot is missing.
+// Charts drawn by the real gnuplot: valid PNG and SVG files that show the sets, the legend off the
+// plot area however many sets there are, and a clear error when gnuplot is missing.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -63,6 +67,102 @@ TEST(ReportCharts, WritesValidPngAndSvgForBothCharts) {
   const std::string stack = read_file(out + "/breakdown.svg");
   EXPECT_NE(stack.find("exposed communication"), std::string::npos);
   EXPECT_NE(stack.find("kubernetes w2"), std::string::npos);
+}
+
+// Five systems whose one-worker bars are nearly as tall as the tallest, where a legend inside the
+// plot would cover them.
+Comparison five_systems(const TempDir& dir) {
+  std::vector<ResultSet> sets;
+  for (const char* label :
+       {"bare-metal", "kubernetes", "k8s-hostnet", "k8s-calico", "k8s-cilium"}) {
+    for (const auto& [workers, images_per_sec] : {std::pair{1, 30.0}, {2, 31.0}, {4, 32.0}})
+      write_bench(dir, label, run_spec(workers, images_per_sec));
+    sets.push_back(load_result_set(label, dir.path() + "/" + label));
+  }
+  return compare_result_sets(sets, {});
+}
+
+// A rectangle in SVG pixels (y grows downwards).
+struct Box {
+  double left, right, top, bottom;
+  bool contains(double x, double y) const { return x > left && x < right && y > top && y < bottom; }
+};
+
+// The plot area of a chart's SVG, from gnuplot's own layout: the chart's script is run again and
+// gnuplot prints GPVAL_TERM_{X,Y}{MIN,MAX} of its last terminal (the SVG; y grows upwards there).
+Box svg_plot_area(const std::string& report_dir, const std::string& chart) {
+  const std::string command = fmt::format(
+      "cd '{}' && gnuplot -e \"load 'plot/{}.gp'; set print 'plot/layout.txt'; print "
+      "GPVAL_TERM_XMIN, GPVAL_TERM_XMAX, GPVAL_TERM_YMIN, GPVAL_TERM_YMAX, "
+      "1.0 * GPVAL_TERM_YSIZE / GPVAL_TERM_SCALE\"",
+      report_dir, chart);
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  std::istringstream layout(read_file(report_dir + "/plot/layout.txt"));
+  double xmin = 0, xmax = 0, ymin = 0, ymax = 0, height = 0;
+  layout >> xmin >> xmax >> ymin >> ymax >> height;
+  EXPECT_TRUE(layout && xmin < xmax && ymin < ymax && height > ymax) << layout.str();
+  return {xmin, xmax, height - ymax, height - ymin};
+}
+
+// Where a chart's SVG draws the legend entry whose title starts with `title`: the anchor of its
+// text and the corners of its sample box (gnuplot writes the text, then the sample).
+std::vector<std::pair<double, double>> legend_entry_points(const std::string& svg,
+                                                           const std::string& title) {
+  const size_t text = svg.find("<text>" + title);
+  const size_t translate = svg.rfind("translate(", text);
+  const size_t sample = svg.find("points = '", text);
+  if (text == std::string::npos || translate == std::string::npos || sample == std::string::npos) {
+    ADD_FAILURE() << "no legend entry '" << title << "' in the SVG";
+    return {};
+  }
+  const auto numbers = [](std::string s) {
+    for (char& c : s) {
+      if (c == ',') c = ' ';
+    }
+    std::istringstream in(s);
+    std::vector<double> values;
+    for (double v; in >> v;)
+      values.push_back(v);
+    return values;
+  };
+  const size_t from = translate + 10, to = svg.find(')', from);
+  std::vector<double> values = numbers(svg.substr(from, to - from));
+  const size_t points_from = sample + 10, points_to = svg.find('\'', points_from);
+  const std::vector<double> corners = numbers(svg.substr(points_from, points_to - points_from));
+  values.insert(values.end(), corners.begin(), corners.end());
+  EXPECT_EQ(values.size(), 10u) << "anchor and 4 corners of '" << title << "'";
+  std::vector<std::pair<double, double>> points;
+  for (size_t i = 0; i + 1 < values.size(); i += 2)
+    points.emplace_back(values[i], values[i + 1]);
+  return points;
+}
+
+TEST(ReportCharts, LegendStaysOffThePlotAreaWithFiveSets) {
+  TempDir dir;
+  const Comparison cmp = five_systems(dir);
+  const std::string out = dir.path() + "/report";
+  write_charts(cmp, out, {});
+  const std::pair<const char*, std::vector<std::string>> charts[] = {
+      {"throughput", {"bare-metal", "kubernetes", "k8s-hostnet", "k8s-calico", "k8s-cilium"}},
+      {"breakdown", {"compute", "data wait", "exposed communication", "other"}},
+  };
+  const Box canvas{0, 1100, 0, 620};
+  for (const auto& [chart, titles] : charts) {
+    const Box plot = svg_plot_area(out, chart);
+    const std::string svg = read_file(out + "/" + chart + ".svg");
+    for (const std::string& title : titles) {
+      const auto points = legend_entry_points(svg, title);
+      ASSERT_FALSE(points.empty()) << chart << ": " << title;
+      for (const auto& [x, y] : points) {
+        EXPECT_FALSE(plot.contains(x, y))
+            << chart << ": legend entry '" << title << "' at (" << x << ", " << y
+            << ") lies on the plot area " << plot.left << ".." << plot.right << " x " << plot.top
+            << ".." << plot.bottom;
+        EXPECT_TRUE(canvas.contains(x, y))
+            << chart << ": legend entry '" << title << "' at (" << x << ", " << y << ") is cut off";
+      }
+    }
+  }
 }
 
 TEST(ReportCharts, MissingGnuplotIsAClearError) {
