@@ -4,18 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/parallel_for.h"
 #include "data/chestxray14_dataset.h"
 #include "data/png_io.h"
 #include "data/resize.h"
@@ -93,9 +92,7 @@ void clean_out_dir(const std::string& dir, int64_t planned_shards) {
   }
 }
 
-}  // namespace
-
-PrepareResult prepare_shards(const PrepareOptions& opt) {
+void check_options(const PrepareOptions& opt) {
   if (opt.data_dir.empty() || opt.out_dir.empty())
     throw UsageError("prepare needs a data and an output folder");
   if (opt.image_size < 8) throw UsageError(fmt::format("--size {} is too small", opt.image_size));
@@ -106,94 +103,139 @@ PrepareResult prepare_shards(const PrepareOptions& opt) {
   if (opt.threads < 0 || opt.threads > kMaxThreads) {
     throw UsageError(fmt::format("--threads {} is not in [0, {}]", opt.threads, kMaxThreads));
   }
-  DataIssues issues(opt.strict);
+}
+
+// The examples of the data folder that are in some split, in index order.
+std::vector<Example> split_examples(const PrepareOptions& opt, DataIssues& issues) {
   std::vector<Example> examples = index_chestxray14(opt.data_dir, opt.splits, issues);
   issues.log_warnings();
   examples.erase(std::remove_if(examples.begin(), examples.end(),
                                 [](const Example& e) { return e.split == Split::kNone; }),
                  examples.end());
   if (examples.empty()) throw DataError(fmt::format("{}: no images in any split", opt.data_dir));
+  return examples;
+}
 
-  make_dirs(opt.out_dir);
-  const auto total = static_cast<int64_t>(examples.size());
-  const int64_t shard_count = (total + opt.records_per_shard - 1) / opt.records_per_shard;
-  clean_out_dir(opt.out_dir, shard_count);
-  const int threads = opt.threads > 0
-                          ? opt.threads
-                          : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-
-  PrepareResult result;
-  result.data_warnings = static_cast<int64_t>(issues.warnings().size());
-  ShardManifest& m = result.manifest;
+// A manifest without shards yet: what the shards are made from and how.
+ShardManifest empty_manifest(const PrepareOptions& opt) {
+  ShardManifest m;
   m.image_size = opt.image_size;
   m.records_per_shard = opt.records_per_shard;
   m.source = opt.data_dir;
   m.split_seed = opt.splits.seed;
   m.val_fraction = opt.splits.val_fraction;
   m.test_fraction = opt.splits.test_fraction;
-  std::atomic<int64_t> done{0};
-  std::mutex bad_mutex;
+  return m;
+}
 
-  for (int64_t s = 0; s < shard_count; ++s) {
-    const size_t first = static_cast<size_t>(s * opt.records_per_shard);
-    const size_t last =
-        std::min(examples.size(), first + static_cast<size_t>(opt.records_per_shard));
-    const std::string name = shard_file_name(s);
-    const std::string path = (fs::path(opt.out_dir) / name).string();
-    const uint64_t hash = plan_hash(examples, first, last, opt.image_size);
-    int64_t records = 0;
-    if (const auto held = reusable_shard(path, hash, opt.image_size)) {
-      ++result.shards_reused;
-      records = static_cast<int64_t>(held->size());
-      done += static_cast<int64_t>(last - first);
-      for (size_t i = first; i < last; ++i) {  // bad images of the earlier run
-        if (std::find(held->begin(), held->end(), i) == held->end()) {
-          m.bad_images.push_back(examples[i].path + ": left out by an earlier run (bad image)");
-        }
-      }
-    } else {
-      ShardWriter writer(opt.image_size, opt.image_size, static_cast<int64_t>(last - first));
-      std::atomic<size_t> next{first};
-      auto work = [&](bool report) {
-        GrayImage decoded;
-        std::vector<uint8_t> file;
-        for (size_t i = next++; i < last; i = next++) {
-          const Example& e = examples[i];
-          const int64_t slot = static_cast<int64_t>(i - first);
-          try {
-            read_png_gray(e.path, decoded, file);
-            resize_gray(decoded.pixels.data(), decoded.width, decoded.height,
-                        writer.slot_pixels(slot), opt.image_size, opt.image_size);
-            writer.commit(slot, {e.name, e.patient_id, e.labels, e.split, 0, i});
-          } catch (const DataError& err) {
-            const std::lock_guard<std::mutex> lock(bad_mutex);
-            m.bad_images.emplace_back(err.what());
-          }
-          const int64_t n = ++done;
-          if (report && opt.progress) opt.progress(n, total);
-        }
-      };
-      std::vector<std::thread> pool;
-      for (int t = 1; t < threads; ++t)
-        pool.emplace_back(work, false);
-      work(true);
-      for (auto& t : pool)
-        t.join();
-      if (opt.strict && !m.bad_images.empty()) {
-        throw DataError(m.bad_images.front() + " (strict mode)");
-      }
-      records = writer.write(path, hash);
-      ++result.shards_written;
+// Shard number `number` of the plan: examples [first, last) in out_dir/name.
+struct PlannedShard {
+  size_t first = 0;
+  size_t last = 0;
+  std::string name;
+  std::string path;
+  uint64_t hash = 0;
+};
+
+PlannedShard plan_shard(const std::vector<Example>& examples, int64_t number,
+                        const PrepareOptions& opt) {
+  PlannedShard shard;
+  shard.first = static_cast<size_t>(number * opt.records_per_shard);
+  shard.last = std::min(examples.size(), shard.first + static_cast<size_t>(opt.records_per_shard));
+  shard.name = shard_file_name(number);
+  shard.path = (fs::path(opt.out_dir) / shard.name).string();
+  shard.hash = plan_hash(examples, shard.first, shard.last, opt.image_size);
+  return shard;
+}
+
+// The planned images that a reused shard of an earlier run does not hold: its bad images.
+void note_left_out(const PlannedShard& shard, const std::vector<uint64_t>& held,
+                   const std::vector<Example>& examples, std::vector<std::string>& bad_images) {
+  for (size_t i = shard.first; i < shard.last; ++i) {
+    if (std::find(held.begin(), held.end(), i) == held.end()) {
+      bad_images.push_back(examples[i].path + ": left out by an earlier run (bad image)");
     }
-    m.shard_files.push_back(name);
-    m.shard_records.push_back(records);
-    if (opt.progress) opt.progress(done, total);
   }
-  for (size_t s = 0; s < m.shard_files.size(); ++s) {
-    const ShardReader shard((fs::path(opt.out_dir) / m.shard_files[s]).string());
+}
+
+// Decodes and resizes the shard's images on all threads and writes the shard; a bad image is
+// added to `bad_images` and left out. `done_before` images of earlier shards count in progress.
+// Returns the shard's record count.
+int64_t write_shard(const PlannedShard& shard, const std::vector<Example>& examples,
+                    const PrepareOptions& opt, int64_t done_before, int64_t total,
+                    std::vector<std::string>& bad_images) {
+  ShardWriter writer(opt.image_size, opt.image_size,
+                     static_cast<int64_t>(shard.last - shard.first));
+  std::mutex bad_mutex;
+  parallel_for(
+      shard.first, shard.last, opt.threads,
+      [&](size_t i) {
+        struct DecodeScratch {  // one per thread, reused across its images
+          GrayImage decoded;
+          std::vector<uint8_t> file;
+        };
+        thread_local DecodeScratch scratch;
+        const Example& e = examples[i];
+        const auto slot = static_cast<int64_t>(i - shard.first);
+        try {
+          read_png_gray(e.path, scratch.decoded, scratch.file);
+          resize_gray(scratch.decoded.pixels.data(), scratch.decoded.width, scratch.decoded.height,
+                      writer.slot_pixels(slot), opt.image_size, opt.image_size);
+          writer.commit(slot, {e.name, e.patient_id, e.labels, e.split, 0, i});
+        } catch (const DataError& err) {
+          const std::lock_guard<std::mutex> lock(bad_mutex);
+          bad_images.emplace_back(err.what());
+        }
+      },
+      [&](size_t done) {
+        if (opt.progress) opt.progress(done_before + static_cast<int64_t>(done), total);
+      });
+  if (opt.strict && !bad_images.empty()) throw DataError(bad_images.front() + " (strict mode)");
+  return writer.write(shard.path, shard.hash);
+}
+
+// Train, val and test record counts, read back from the finished shards.
+void count_split_records(const std::string& dir, ShardManifest& m) {
+  for (const auto& file : m.shard_files) {
+    const ShardReader shard((fs::path(dir) / file).string());
     for (const auto& e : shard.entries())
       ++m.split_records[static_cast<size_t>(e.split)];
   }
+}
+
+}  // namespace
+
+PrepareResult prepare_shards(const PrepareOptions& opt) {
+  check_options(opt);
+  DataIssues issues(opt.strict);
+  const std::vector<Example> examples = split_examples(opt, issues);
+  make_dirs(opt.out_dir);
+  const auto total = static_cast<int64_t>(examples.size());
+  const int64_t shard_count = (total + opt.records_per_shard - 1) / opt.records_per_shard;
+  clean_out_dir(opt.out_dir, shard_count);
+
+  PrepareResult result;
+  result.data_warnings = static_cast<int64_t>(issues.warnings().size());
+  ShardManifest& m = result.manifest;
+  m = empty_manifest(opt);
+  int64_t done = 0;
+  for (int64_t s = 0; s < shard_count; ++s) {
+    const PlannedShard shard = plan_shard(examples, s, opt);
+    int64_t records = 0;
+    if (const auto held = reusable_shard(shard.path, shard.hash, opt.image_size)) {
+      ++result.shards_reused;
+      records = static_cast<int64_t>(held->size());
+      note_left_out(shard, *held, examples, m.bad_images);
+    } else {
+      records = write_shard(shard, examples, opt, done, total, m.bad_images);
+      ++result.shards_written;
+    }
+    done += static_cast<int64_t>(shard.last - shard.first);
+    m.shard_files.push_back(shard.name);
+    m.shard_records.push_back(records);
+    if (opt.progress) opt.progress(done, total);
+  }
+  count_split_records(opt.out_dir, m);
   std::sort(m.bad_images.begin(), m.bad_images.end());
   write_shard_manifest(opt.out_dir, m);
   return result;

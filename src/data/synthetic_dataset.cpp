@@ -6,12 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/parallel_for.h"
 #include "data/chestxray14_csv.h"
 #include "data/random.h"
 #include "data/resize.h"
@@ -47,9 +46,12 @@ void assign_labels(const std::vector<size_t>& members, uint64_t seed,
   }
 }
 
-}  // namespace
+// --patients, or one patient per three images (at least one).
+int64_t patient_count(const SynthOptions& opt) {
+  return opt.patients > 0 ? opt.patients : std::max<int64_t>(1, opt.images / 3);
+}
 
-SynthResult write_synthetic_dataset(const SynthOptions& opt) {
+void check_options(const SynthOptions& opt) {
   if (opt.out_dir.empty()) throw UsageError("synth needs an output folder (--out)");
   // Never write over a data set (a real ChestX-ray14 folder would lose its CSV and images).
   for (const char* held : {"Data_Entry_2017.csv", "images"}) {
@@ -68,13 +70,15 @@ SynthResult write_synthetic_dataset(const SynthOptions& opt) {
   if (opt.image_size < 16 || opt.image_size > kMaxImageSize) {
     throw UsageError(fmt::format("--size {} is not in [16, {}]", opt.image_size, kMaxImageSize));
   }
-  const int64_t patients = opt.patients > 0 ? opt.patients : std::max<int64_t>(1, opt.images / 3);
+  const int64_t patients = patient_count(opt);
   if (patients > opt.images) {
     throw UsageError(fmt::format("--patients {} exceeds --images {}", patients, opt.images));
   }
   if (patients > 99999999) throw UsageError("at most 99999999 patients");
+}
 
-  // Images per patient: one each, the rest spread at random; names as ChestX-ray14's.
+// Images per patient: one each, the rest spread at random; names as ChestX-ray14's.
+std::vector<CsvRecord> plan_images(const SynthOptions& opt, int64_t patients) {
   SplitMix64 rng(mix_seed({opt.seed, 0xDA7A}));
   std::vector<int64_t> per_patient(static_cast<size_t>(patients), 1);
   for (int64_t i = patients; i < opt.images; ++i)
@@ -88,39 +92,53 @@ SynthResult write_synthetic_dataset(const SynthOptions& opt) {
       records.push_back(std::move(r));
     }
   }
-  // Official-style lists (test by patient), then the default validation carve-out, so that
-  // labels can be balanced within each split a default loader will see.
+  return records;
+}
+
+// The official-style lists: a test set chosen by patient, every other image in train_val.
+struct OfficialLists {
+  std::unordered_set<std::string> train_val;
+  std::unordered_set<std::string> test;
+  std::string train_val_text;  // train_val_list.txt
+  std::string test_text;       // test_list.txt
+};
+
+OfficialLists official_lists(const std::vector<CsvRecord>& records, int64_t patients,
+                             uint64_t seed) {
   std::vector<int64_t> ids;
   for (int64_t p = 1; p <= patients; ++p)
     ids.push_back(p);
-  const auto test_patients =
-      choose_patients(ids, kTestPatientFraction, mix_seed({opt.seed, 0x7E57}));
-  std::unordered_set<std::string> train_val;
-  std::unordered_set<std::string> test;
-  std::string train_val_text;
-  std::string test_text;
+  const auto test_patients = choose_patients(ids, kTestPatientFraction, mix_seed({seed, 0x7E57}));
+  OfficialLists lists;
   for (const auto& r : records) {
     const bool is_test = test_patients.count(r.patient_id) != 0;
-    (is_test ? test : train_val).insert(r.image);
-    (is_test ? test_text : train_val_text) += r.image + "\n";
+    (is_test ? lists.test : lists.train_val).insert(r.image);
+    (is_test ? lists.test_text : lists.train_val_text) += r.image + "\n";
   }
+  return lists;
+}
+
+// Labels balanced within each split a default loader will see: the official lists, then the
+// default validation carve-out.
+std::vector<LabelBits> balanced_labels(const std::vector<CsvRecord>& records,
+                                       const OfficialLists& lists, uint64_t seed) {
   DataIssues issues;
   const std::vector<Split> splits =
-      assign_splits(records, true, train_val, test, SplitOptions{}, issues);
+      assign_splits(records, true, lists.train_val, lists.test, SplitOptions{}, issues);
   std::vector<LabelBits> labels(records.size(), 0);
   for (Split s : {Split::kTrain, Split::kVal, Split::kTest}) {
     std::vector<size_t> members;
     for (size_t i = 0; i < records.size(); ++i) {
       if (splits[i] == s) members.push_back(i);
     }
-    assign_labels(members, mix_seed({opt.seed, static_cast<uint64_t>(s)}), labels);
+    assign_labels(members, mix_seed({seed, static_cast<uint64_t>(s)}), labels);
   }
+  return labels;
+}
 
-  const fs::path out(opt.out_dir);
-  make_dirs((out / "images").string());
-  SynthResult result;
-  result.images = opt.images;
-  result.patients = patients;
+// Data_Entry_2017.csv, with age, gender and view drawn per patient.
+std::string entry_csv(const std::vector<CsvRecord>& records, const std::vector<LabelBits>& labels,
+                      const SynthOptions& opt) {
   std::string csv =
       "Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Gender,"
       "View Position,OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y],\n";
@@ -134,46 +152,52 @@ SynthResult write_synthetic_dataset(const SynthOptions& opt) {
     csv += fmt::format("{},{},{},{},{},{},{},{},{},0.143,0.143,\n", r.image,
                        format_finding_labels(labels[i]), follow_up, r.patient_id, age, gender, view,
                        opt.image_size, opt.image_size);
-    for (int c = 0; c < kNumPathologies; ++c)
-      result.positives[c] += has_label(labels[i], c);
   }
+  return csv;
+}
 
-  const int threads = opt.threads > 0
-                          ? opt.threads
-                          : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  std::atomic<int64_t> done{0};
+// Renders and writes every image on all threads; returns the PNG bytes written.
+int64_t write_images(const std::vector<CsvRecord>& records, const std::vector<LabelBits>& labels,
+                     const SynthOptions& opt, const fs::path& image_dir) {
   std::atomic<int64_t> bytes{0};
-  std::mutex error_mutex;
-  std::exception_ptr error;
-  auto work = [&](bool report) {
-    try {
-      for (size_t i = next++; i < records.size(); i = next++) {
+  parallel_for(
+      0, records.size(), opt.threads,
+      [&](size_t i) {
         const GrayImage img = render_synthetic_image(
             labels[i], opt.image_size, mix_seed({opt.seed, static_cast<uint64_t>(i), 0x1A6E}));
         const std::string png = encode_png_gray(img.pixels.data(), img.width, img.height);
-        write_image_file((out / "images" / records[i].image).string(), png);
+        write_image_file((image_dir / records[i].image).string(), png);
         bytes += static_cast<int64_t>(png.size());
-        const int64_t n = ++done;
-        if (report && opt.progress) opt.progress(n, opt.images);
-      }
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(error_mutex);
-      error = std::current_exception();
-      next = records.size();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back(work, false);
-  work(true);
-  for (auto& t : pool)
-    t.join();
-  if (error) std::rethrow_exception(error);
-  result.png_bytes = bytes;
+      },
+      [&](size_t done) {
+        if (opt.progress) opt.progress(static_cast<int64_t>(done), opt.images);
+      });
+  return bytes;
+}
 
-  write_file_atomic((out / "train_val_list.txt").string(), train_val_text);
-  write_file_atomic((out / "test_list.txt").string(), test_text);
+}  // namespace
+
+SynthResult write_synthetic_dataset(const SynthOptions& opt) {
+  check_options(opt);
+  const int64_t patients = patient_count(opt);
+  const std::vector<CsvRecord> records = plan_images(opt, patients);
+  const OfficialLists lists = official_lists(records, patients, opt.seed);
+  const std::vector<LabelBits> labels = balanced_labels(records, lists, opt.seed);
+
+  const fs::path out(opt.out_dir);
+  make_dirs((out / "images").string());
+  SynthResult result;
+  result.images = opt.images;
+  result.patients = patients;
+  for (const LabelBits bits : labels) {
+    for (int c = 0; c < kNumPathologies; ++c)
+      result.positives[c] += has_label(bits, c);
+  }
+  const std::string csv = entry_csv(records, labels, opt);
+  result.png_bytes = write_images(records, labels, opt, out / "images");
+
+  write_file_atomic((out / "train_val_list.txt").string(), lists.train_val_text);
+  write_file_atomic((out / "test_list.txt").string(), lists.test_text);
   write_file_atomic((out / "Data_Entry_2017.csv").string(), csv);  // last: marks completion
   return result;
 }

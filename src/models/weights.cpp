@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -56,6 +57,115 @@ bool is_replaceable_head(const std::string& name, const std::string& head,
   return true;
 }
 
+// The file's tensors under the model's names: a legacy DenseNet name is mapped when that resolves
+// it. A name stored twice or unknown to the model is a problem.
+struct StoredTensors {
+  std::unordered_map<std::string, const torch::Tensor*> by_name;
+  int64_t renamed = 0;  // legacy DenseNet names mapped
+};
+
+StoredTensors stored_by_model_name(const std::vector<NamedTensor>& tensors,
+                                   const std::vector<NamedTensor>& expected,
+                                   std::vector<std::string>& problems) {
+  std::unordered_set<std::string> wanted;
+  for (const auto& t : expected)
+    wanted.insert(t.name);
+  StoredTensors stored;
+  for (const auto& [name, tensor] : tensors) {
+    std::string key = name;
+    if (wanted.count(key) == 0) {
+      const std::string current = current_densenet_name(name);
+      if (current != name && wanted.count(current) != 0) {
+        key = current;
+        ++stored.renamed;
+      }
+    }
+    if (!stored.by_name.emplace(key, &tensor).second) {
+      problems.push_back(fmt::format("tensor '{}' appears twice (as '{}')", key, name));
+    }
+    if (wanted.count(key) == 0) problems.push_back(fmt::format("unexpected tensor '{}'", name));
+  }
+  return stored;
+}
+
+// What a load copies, and what it does besides.
+struct LoadPlan {
+  std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;  // model <- file
+  std::vector<std::string> replaced_heads;                             // report notes
+  std::map<std::string, int64_t> conversions;  // "F16 to F32" -> tensor count
+  int64_t defaulted = 0;                       // num_batches_tracked absent from the file
+};
+
+// Matches every model tensor with its file tensor by shape and dtype; a mismatch is a problem.
+LoadPlan plan_load(const std::vector<NamedTensor>& expected, const StoredTensors& stored,
+                   const std::string& head, const LoadOptions& options,
+                   std::vector<std::string>& problems) {
+  LoadPlan plan;
+  for (const auto& [name, target] : expected) {
+    auto it = stored.by_name.find(name);
+    if (it == stored.by_name.end()) {
+      if (ends_with(name, ".num_batches_tracked")) {
+        ++plan.defaulted;
+      } else {
+        problems.push_back(fmt::format("missing tensor '{}'", name));
+      }
+      continue;
+    }
+    const torch::Tensor& source = *it->second;
+    if (!source.sizes().equals(target.sizes())) {
+      if (options.replace_head && is_replaceable_head(name, head, target, source)) {
+        plan.replaced_heads.push_back(fmt::format("replaced head {} {} -> {}", name,
+                                                  shape_string(source), shape_string(target)));
+      } else {
+        problems.push_back(fmt::format("tensor '{}' has shape {}, the model needs {}", name,
+                                       shape_string(source), shape_string(target)));
+      }
+      continue;
+    }
+    if (!compatible_kind(source.scalar_type(), target.scalar_type())) {
+      problems.push_back(fmt::format("tensor '{}' has dtype {}, the model needs {}", name,
+                                     dtype_string(source.scalar_type()),
+                                     dtype_string(target.scalar_type())));
+      continue;
+    }
+    if (source.scalar_type() != target.scalar_type()) {
+      ++plan.conversions[fmt::format("{} to {}", dtype_string(source.scalar_type()),
+                                     dtype_string(target.scalar_type()))];
+    }
+    plan.copies.emplace_back(target, &source);
+  }
+  return plan;
+}
+
+// One DataError listing the first few problems, when there are any.
+void throw_if_problems(const std::vector<std::string>& problems, const std::string& arch) {
+  if (problems.empty()) return;
+  std::string message = fmt::format(
+      "weights do not match {}: {}", arch,
+      fmt::join(problems.begin(),
+                problems.begin() + std::min(problems.size(), kMaxProblemsInMessage), "; "));
+  if (problems.size() > kMaxProblemsInMessage) {
+    message += fmt::format(" (and {} more)", problems.size() - kMaxProblemsInMessage);
+  }
+  throw DataError(message);
+}
+
+// The report's notes, in this order: replaced heads, conversions, renames, defaults.
+std::vector<std::string> load_notes(const LoadPlan& plan, int64_t renamed) {
+  std::vector<std::string> notes = plan.replaced_heads;
+  for (const auto& [what, count] : plan.conversions) {
+    notes.push_back(fmt::format("converted {} tensors from {}", count, what));
+  }
+  if (renamed > 0) {
+    notes.push_back(fmt::format("mapped {} legacy DenseNet names (norm.1 -> norm1)", renamed));
+  }
+  if (plan.defaulted > 0) {
+    notes.push_back(fmt::format("{} num_batches_tracked buffers absent from the file, left at 0",
+                                plan.defaulted));
+  }
+  return notes;
+}
+
 }  // namespace
 
 std::vector<NamedTensor> state_dict(const torch::nn::Module& model) {
@@ -75,93 +185,17 @@ std::vector<NamedTensor> state_dict(const torch::nn::Module& model) {
 LoadReport load_state_dict(ClassifierImpl& model, const std::vector<NamedTensor>& tensors,
                            const LoadOptions& options) {
   const std::vector<NamedTensor> expected = state_dict(model);
-  std::unordered_map<std::string, const NamedTensor*> wanted;
-  for (const auto& t : expected)
-    wanted[t.name] = &t;
-
-  // File tensors by their current name; legacy DenseNet names are mapped when that resolves them.
-  std::unordered_map<std::string, const torch::Tensor*> stored;
   std::vector<std::string> problems;
-  int64_t renamed = 0;
-  for (const auto& [name, tensor] : tensors) {
-    std::string key = name;
-    if (wanted.count(key) == 0) {
-      const std::string current = current_densenet_name(name);
-      if (current != name && wanted.count(current) != 0) {
-        key = current;
-        ++renamed;
-      }
-    }
-    if (!stored.emplace(key, &tensor).second) {
-      problems.push_back(fmt::format("tensor '{}' appears twice (as '{}')", key, name));
-    }
-    if (wanted.count(key) == 0) problems.push_back(fmt::format("unexpected tensor '{}'", name));
-  }
-
-  LoadReport report;
-  std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
-  std::map<std::string, int64_t> conversions;
-  int64_t defaulted = 0;
-  for (const auto& [name, target] : expected) {
-    auto it = stored.find(name);
-    if (it == stored.end()) {
-      if (ends_with(name, ".num_batches_tracked")) {
-        ++defaulted;
-      } else {
-        problems.push_back(fmt::format("missing tensor '{}'", name));
-      }
-      continue;
-    }
-    const torch::Tensor& source = *it->second;
-    if (!source.sizes().equals(target.sizes())) {
-      if (options.replace_head && is_replaceable_head(name, model.head_name(), target, source)) {
-        report.notes.push_back(fmt::format("replaced head {} {} -> {}", name, shape_string(source),
-                                           shape_string(target)));
-      } else {
-        problems.push_back(fmt::format("tensor '{}' has shape {}, the model needs {}", name,
-                                       shape_string(source), shape_string(target)));
-      }
-      continue;
-    }
-    if (!compatible_kind(source.scalar_type(), target.scalar_type())) {
-      problems.push_back(fmt::format("tensor '{}' has dtype {}, the model needs {}", name,
-                                     dtype_string(source.scalar_type()),
-                                     dtype_string(target.scalar_type())));
-      continue;
-    }
-    if (source.scalar_type() != target.scalar_type()) {
-      ++conversions[fmt::format("{} to {}", dtype_string(source.scalar_type()),
-                                dtype_string(target.scalar_type()))];
-    }
-    copies.emplace_back(target, &source);
-  }
-
-  if (!problems.empty()) {
-    std::string message = fmt::format(
-        "weights do not match {}: {}", model.options().arch,
-        fmt::join(problems.begin(),
-                  problems.begin() + std::min(problems.size(), kMaxProblemsInMessage), "; "));
-    if (problems.size() > kMaxProblemsInMessage) {
-      message += fmt::format(" (and {} more)", problems.size() - kMaxProblemsInMessage);
-    }
-    throw DataError(message);
-  }
+  const StoredTensors stored = stored_by_model_name(tensors, expected, problems);
+  const LoadPlan plan = plan_load(expected, stored, model.head_name(), options, problems);
+  throw_if_problems(problems, model.options().arch);
 
   torch::NoGradGuard no_grad;
-  for (auto& [target, source] : copies)
+  for (const auto& [target, source] : plan.copies)
     target.copy_(*source);
-  report.loaded = static_cast<int64_t>(copies.size());
-  for (const auto& [what, count] : conversions) {
-    report.notes.push_back(fmt::format("converted {} tensors from {}", count, what));
-  }
-  if (renamed > 0) {
-    report.notes.push_back(
-        fmt::format("mapped {} legacy DenseNet names (norm.1 -> norm1)", renamed));
-  }
-  if (defaulted > 0) {
-    report.notes.push_back(
-        fmt::format("{} num_batches_tracked buffers absent from the file, left at 0", defaulted));
-  }
+  LoadReport report;
+  report.loaded = static_cast<int64_t>(plan.copies.size());
+  report.notes = load_notes(plan, stored.renamed);
   return report;
 }
 

@@ -129,6 +129,108 @@ constexpr const char* kRoundsDefinition =
     "measured in rounds: images/s and step phases are medians over the rounds, and the gap is the "
     "median of the per-round gaps (round K against the reference's round K)";
 
+// The markdown report's sections, in the order it shows them.
+
+std::string markdown_intro(const Comparison& cmp) {
+  std::string md = "# Throughput comparison\n\n";
+  md += fmt::format("{}. Baseline: **{}**.\n\n", header_line(cmp), cmp.baseline);
+  md += fmt::format("- {}\n- {}\n", kGapDefinition, kEfficiencyDefinition);
+  if (std::any_of(cmp.sets.begin(), cmp.sets.end(), [](const auto& s) {
+        return std::any_of(s.runs.begin(), s.runs.end(),
+                           [](const auto& r) { return r.rounds > 1; });
+      })) {
+    md += fmt::format("- {}\n", kRoundsDefinition);
+  }
+  return md + "\n";
+}
+
+std::string markdown_sets(const Comparison& cmp) {
+  std::string md =
+      "## Sets\n\n| set | configuration | backend | reference | source |\n|---|---|---|---|---|\n";
+  for (const auto& s : cmp.sets) {
+    md += fmt::format("| {} | {} | {} | {} | `{}` |\n", s.label, config_of(s), s.backend,
+                      s.reference.empty() ? "-" : s.reference, s.source);
+  }
+  return md;
+}
+
+std::string markdown_throughput(const Comparison& cmp) {
+  std::string md =
+      "\n## Throughput\n\n| set | workers | nodes | images/s | images/s per worker | scaling "
+      "efficiency | gap vs reference |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& s : cmp.sets) {
+    for (const auto& r : s.runs) {
+      md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {} | {} |\n", s.label, r.workers,
+                        r.nnodes, r.images_per_sec, r.images_per_sec_per_worker,
+                        fmt::format("{:.3f}", r.efficiency), opt_fixed(r.gap_pct, "{:+.1f} %"));
+    }
+  }
+  return md + fmt::format("\n![images/s against workers]({}.svg)\n", kThroughputChart);
+}
+
+std::string markdown_variant_gaps(const Comparison& cmp) {
+  if (cmp.variant_gaps.empty()) return "";
+  std::string md =
+      "\n## Each set's gap and where it comes from\n\nAt the largest worker count a set "
+      "shares with its reference; per-step phase times minus the reference's, in ms.\n\n"
+      "| set | vs | workers | gap | step | compute | data wait | exposed comm | other | "
+      "mostly | exposed comm, % of step |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+      "\n";
+  for (const auto& g : cmp.variant_gaps) {
+    md += fmt::format("| {} | {} | {} | {:+.1f} % | {:+.1f} |", g.label, g.reference, g.workers,
+                      g.gap_pct, g.gap_split.total * 1e3);
+    for (int p = 0; p < 4; ++p)
+      md += fmt::format(" {:+.1f} |", phase_value(g.gap_split, p) * 1e3);
+    md +=
+        fmt::format(" {} | {} |\n", g.dominant_phase.empty() ? "-" : phase_title(g.dominant_phase),
+                    opt_fixed(g.comm_penalty_pct, "{:+.1f} %"));
+  }
+  return md;
+}
+
+std::string markdown_rounds(const Comparison& cmp) {
+  std::string md;
+  for_each_run_in_rounds(cmp, [&](const SetComparison& s, const RunComparison& r) {
+    if (md.empty()) {
+      md += fmt::format(
+          "\n## Rounds\n\nEach round's run against the reference's run of the same round ({}); "
+          "exposed comm = exposed communication minus the reference's, in % of the reference's "
+          "step.\n\n| set | vs | workers | rounds | gap per round | median gap "
+          "(range) | exposed comm per round | median (range) |\n"
+          "|---|---|---:|---:|---|---|---|---|\n",
+          kRoundsDefinition);
+    }
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", s.label, s.reference,
+                      r.workers, r.round_gaps.size(), per_round(r.round_gaps, false),
+                      spread_text(r.round_gaps, false), per_round(r.round_gaps, true),
+                      spread_text(r.round_gaps, true));
+  });
+  return md;
+}
+
+std::string markdown_step_breakdown(const Comparison& cmp) {
+  std::string md =
+      "\n## Step breakdown\n\n| set | workers | step ms | compute | data wait | exposed comm | "
+      "other |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& s : cmp.sets) {
+    for (const auto& r : s.runs) {
+      md += fmt::format("| {} | {} | {:.1f} |", s.label, r.workers, r.split.total * 1e3);
+      for (int p = 0; p < 4; ++p)
+        md += fmt::format(" {:.1f} |", phase_value(r.split, p) * 1e3);
+      md += "\n";
+    }
+  }
+  return md + fmt::format("\n![per-step breakdown]({}.svg)\n", kBreakdownChart);
+}
+
+std::string markdown_notes(const Comparison& cmp) {
+  if (cmp.notes.empty()) return "";
+  std::string md = "\n## Notes\n\n";
+  for (const auto& n : cmp.notes)
+    md += "- " + n + "\n";
+  return md;
+}
+
 }  // namespace
 
 std::string format_terminal_report(const Comparison& cmp) {
@@ -180,85 +282,9 @@ std::string format_terminal_report(const Comparison& cmp) {
 }
 
 std::string format_markdown_report(const Comparison& cmp) {
-  std::string md = "# Throughput comparison\n\n";
-  md += fmt::format("{}. Baseline: **{}**.\n\n", header_line(cmp), cmp.baseline);
-  md += fmt::format("- {}\n- {}\n", kGapDefinition, kEfficiencyDefinition);
-  if (std::any_of(cmp.sets.begin(), cmp.sets.end(), [](const auto& s) {
-        return std::any_of(s.runs.begin(), s.runs.end(),
-                           [](const auto& r) { return r.rounds > 1; });
-      })) {
-    md += fmt::format("- {}\n", kRoundsDefinition);
-  }
-  md += "\n";
-  md +=
-      "## Sets\n\n| set | configuration | backend | reference | source |\n|---|---|---|---|---|\n";
-  for (const auto& s : cmp.sets) {
-    md += fmt::format("| {} | {} | {} | {} | `{}` |\n", s.label, config_of(s), s.backend,
-                      s.reference.empty() ? "-" : s.reference, s.source);
-  }
-  md +=
-      "\n## Throughput\n\n| set | workers | nodes | images/s | images/s per worker | scaling "
-      "efficiency | gap vs reference |\n|---|---:|---:|---:|---:|---:|---:|\n";
-  for (const auto& s : cmp.sets) {
-    for (const auto& r : s.runs) {
-      md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {} | {} |\n", s.label, r.workers,
-                        r.nnodes, r.images_per_sec, r.images_per_sec_per_worker,
-                        fmt::format("{:.3f}", r.efficiency), opt_fixed(r.gap_pct, "{:+.1f} %"));
-    }
-  }
-  md += fmt::format("\n![images/s against workers]({}.svg)\n", kThroughputChart);
-  if (!cmp.variant_gaps.empty()) {
-    md +=
-        "\n## Each set's gap and where it comes from\n\nAt the largest worker count a set "
-        "shares with its reference; per-step phase times minus the reference's, in ms.\n\n"
-        "| set | vs | workers | gap | step | compute | data wait | exposed comm | other | "
-        "mostly | exposed comm, % of step |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
-        "\n";
-    for (const auto& g : cmp.variant_gaps) {
-      md += fmt::format("| {} | {} | {} | {:+.1f} % | {:+.1f} |", g.label, g.reference, g.workers,
-                        g.gap_pct, g.gap_split.total * 1e3);
-      for (int p = 0; p < 4; ++p)
-        md += fmt::format(" {:+.1f} |", phase_value(g.gap_split, p) * 1e3);
-      md += fmt::format(" {} | {} |\n",
-                        g.dominant_phase.empty() ? "-" : phase_title(g.dominant_phase),
-                        opt_fixed(g.comm_penalty_pct, "{:+.1f} %"));
-    }
-  }
-  bool rounds_header = false;
-  for_each_run_in_rounds(cmp, [&](const SetComparison& s, const RunComparison& r) {
-    if (!rounds_header) {
-      md += fmt::format(
-          "\n## Rounds\n\nEach round's run against the reference's run of the same round ({}); "
-          "exposed comm = exposed communication minus the reference's, in % of the reference's "
-          "step.\n\n| set | vs | workers | rounds | gap per round | median gap "
-          "(range) | exposed comm per round | median (range) |\n"
-          "|---|---|---:|---:|---|---|---|---|\n",
-          kRoundsDefinition);
-      rounds_header = true;
-    }
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", s.label, s.reference,
-                      r.workers, r.round_gaps.size(), per_round(r.round_gaps, false),
-                      spread_text(r.round_gaps, false), per_round(r.round_gaps, true),
-                      spread_text(r.round_gaps, true));
-  });
-  md +=
-      "\n## Step breakdown\n\n| set | workers | step ms | compute | data wait | exposed comm | "
-      "other |\n|---|---:|---:|---:|---:|---:|---:|\n";
-  for (const auto& s : cmp.sets) {
-    for (const auto& r : s.runs) {
-      md += fmt::format("| {} | {} | {:.1f} |", s.label, r.workers, r.split.total * 1e3);
-      for (int p = 0; p < 4; ++p)
-        md += fmt::format(" {:.1f} |", phase_value(r.split, p) * 1e3);
-      md += "\n";
-    }
-  }
-  md += fmt::format("\n![per-step breakdown]({}.svg)\n", kBreakdownChart);
-  if (!cmp.notes.empty()) {
-    md += "\n## Notes\n\n";
-    for (const auto& n : cmp.notes)
-      md += "- " + n + "\n";
-  }
-  return md;
+  return markdown_intro(cmp) + markdown_sets(cmp) + markdown_throughput(cmp) +
+         markdown_variant_gaps(cmp) + markdown_rounds(cmp) + markdown_step_breakdown(cmp) +
+         markdown_notes(cmp);
 }
 
 std::string format_json_report(const Comparison& cmp) {

@@ -103,80 +103,17 @@ class Trainer::Impl {
     TrainSummary summary;
     summary.resumed_from_step = resume();
     const int64_t bpe = train_loader_->batches_per_epoch();
-    const int64_t global_batch = opt_.data.batch_size * ctx_->world_size();
-    Stopwatch train_clock;
-    double train_seconds = 0;
-    int64_t train_images = 0;
-    StepTimes step_sum;
-    int64_t steps_timed = 0;
+    TrainTotals totals;
     bool stop = false;
     for (; pos_.epoch < opt_.epochs && !stop; ++pos_.epoch) {
       Stopwatch epoch_clock;
-      int64_t epoch_images = 0;
       if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);
-      train_loader_->start_epoch(pos_.epoch, pos_.batches_done);
-      Window window;
-      train_clock.reset();
-      while (auto batch = train_loader_->next()) {
-        const double lr = schedule_->lr_at(pos_.epoch + static_cast<double>(pos_.batches_done + 1) /
-                                                            static_cast<double>(bpe));
-        set_learning_rate(*optimizer_, lr);
-        const int64_t start_us = now_micros();
-        StepResult r = run_step(*batch);
-        r.times.data_wait = train_loader_->last_wait_seconds();
-        record_timeline(start_us, r.times);
-        ++pos_.global_step;
-        ++pos_.batches_done;
-        pos_.samples_done += global_batch;
-        if (r.skipped) {
-          ++pos_.epoch_skipped_steps;
-        } else {
-          pos_.epoch_loss_sum += r.loss;
-          ++pos_.epoch_loss_steps;
-        }
-        window.add(r);
-        step_sum += r.times;
-        ++steps_timed;
-        epoch_images += r.images;
-        const bool epoch_end = pos_.batches_done == bpe;
-        stop = opt_.max_steps > 0 && pos_.global_step >= opt_.max_steps;
-        if (pos_.global_step % opt_.log_every == 0 || epoch_end || stop) log_step(window, lr, bpe);
-        if ((opt_.checkpoint_every > 0 && pos_.global_step % opt_.checkpoint_every == 0) || stop) {
-          summary.last_checkpoint = save_checkpoint(false);
-        }
-        if (stop) break;
-      }
-      train_seconds += train_clock.seconds();
-      train_images += epoch_images;
+      const EpochSteps steps = train_epoch(bpe, totals, summary);
+      stop = steps.stop;
       if (stop && pos_.batches_done < bpe) break;  // max_steps mid-epoch: no validation
-      const EpochLog log = validate(epoch_clock, epoch_images, bpe);
-      summary.epochs_done = pos_.epoch + 1;
-      if (observer_ && main_) observer_->on_epoch_end(log);
-      pos_.batches_done = 0;
-      pos_.samples_done = 0;
-      pos_.epoch_loss_sum = 0;
-      pos_.epoch_loss_steps = 0;
-      pos_.epoch_skipped_steps = 0;
-      ++pos_.epoch;  // the checkpoint names the next epoch
-      summary.last_checkpoint = save_checkpoint(log.best);
-      --pos_.epoch;
+      end_epoch(epoch_clock, steps.images, bpe, summary);
     }
-    summary.steps = pos_.global_step;
-    summary.best_mean_auroc = best_mean_auroc_;
-    summary.best_checkpoint =
-        best_mean_auroc_ ? (fs::path(store_->dir()) / "best.json").string() : "";
-    summary.train_seconds = train_seconds;
-    summary.images_per_second =
-        train_seconds > 0 ? distributed::average_across_ranks(
-                                *ctx_, static_cast<double>(train_images) / train_seconds) *
-                                ctx_->world_size()
-                          : 0;
-    if (steps_timed > 0) summary.mean_step = scaled(step_sum, 1.0 / steps_timed);
-    summary.bad_images = train_loader_->stats().bad_images + val_loader_->stats().bad_images;
-    summary.empty_batch_steps = empty_batch_steps_;
-    summary.non_finite_steps = non_finite_steps_;
-    if (timeline_) timeline_->flush();
-    return summary;
+    return finish(summary, totals);
   }
 
  private:
@@ -201,6 +138,105 @@ class Trainer::Impl {
       times += r.times;
     }
   };
+
+  // The run's training steps over all epochs (validation excluded).
+  struct TrainTotals {
+    double seconds = 0;
+    int64_t images = 0;
+    StepTimes step_sum;
+    int64_t steps = 0;
+  };
+
+  // What one epoch's training loop did.
+  struct EpochSteps {
+    int64_t images = 0;
+    bool stop = false;  // --max-steps reached
+  };
+
+  // Trains the rest of epoch pos_.epoch, or up to --max-steps; logs a step record every
+  // --log-every steps and at the end, checkpoints every --checkpoint-every steps and at a stop.
+  EpochSteps train_epoch(int64_t bpe, TrainTotals& totals, TrainSummary& summary) {
+    EpochSteps epoch;
+    train_loader_->start_epoch(pos_.epoch, pos_.batches_done);
+    Window window;
+    Stopwatch train_clock;
+    while (auto batch = train_loader_->next()) {
+      const double lr = schedule_->lr_at(pos_.epoch + static_cast<double>(pos_.batches_done + 1) /
+                                                          static_cast<double>(bpe));
+      set_learning_rate(*optimizer_, lr);
+      const int64_t start_us = now_micros();
+      StepResult r = run_step(*batch);
+      r.times.data_wait = train_loader_->last_wait_seconds();
+      record_timeline(start_us, r.times);
+      advance_position(r);
+      window.add(r);
+      totals.step_sum += r.times;
+      ++totals.steps;
+      epoch.images += r.images;
+      const bool epoch_end = pos_.batches_done == bpe;
+      epoch.stop = opt_.max_steps > 0 && pos_.global_step >= opt_.max_steps;
+      if (pos_.global_step % opt_.log_every == 0 || epoch_end || epoch.stop) {
+        log_step(window, lr, bpe);
+      }
+      if ((opt_.checkpoint_every > 0 && pos_.global_step % opt_.checkpoint_every == 0) ||
+          epoch.stop) {
+        summary.last_checkpoint = save_checkpoint(pos_, false);
+      }
+      if (epoch.stop) break;
+    }
+    totals.seconds += train_clock.seconds();
+    totals.images += epoch.images;
+    return epoch;
+  }
+
+  // The data position and the epoch's loss after a step (skipped or not).
+  void advance_position(const StepResult& r) {
+    ++pos_.global_step;
+    ++pos_.batches_done;
+    pos_.samples_done += opt_.data.batch_size * ctx_->world_size();
+    if (r.skipped) {
+      ++pos_.epoch_skipped_steps;
+    } else {
+      pos_.epoch_loss_sum += r.loss;
+      ++pos_.epoch_loss_steps;
+    }
+  }
+
+  // Validates the finished epoch pos_.epoch and checkpoints the start of the next one.
+  void end_epoch(const Stopwatch& epoch_clock, int64_t epoch_images, int64_t bpe,
+                 TrainSummary& summary) {
+    const EpochLog log = validate(epoch_clock, epoch_images, bpe);
+    summary.epochs_done = pos_.epoch + 1;
+    if (observer_ && main_) observer_->on_epoch_end(log);
+    pos_.batches_done = 0;
+    pos_.samples_done = 0;
+    pos_.epoch_loss_sum = 0;
+    pos_.epoch_loss_steps = 0;
+    pos_.epoch_skipped_steps = 0;
+    RunPosition next_epoch = pos_;  // a resume from this checkpoint starts the next epoch
+    ++next_epoch.epoch;
+    summary.last_checkpoint = save_checkpoint(next_epoch, log.best);
+  }
+
+  // The summary's totals, once the last epoch is done.
+  TrainSummary finish(TrainSummary summary, const TrainTotals& totals) {
+    summary.steps = pos_.global_step;
+    summary.best_mean_auroc = best_mean_auroc_;
+    summary.best_checkpoint =
+        best_mean_auroc_ ? (fs::path(store_->dir()) / "best.json").string() : "";
+    summary.train_seconds = totals.seconds;
+    summary.images_per_second =
+        totals.seconds > 0 ? distributed::average_across_ranks(
+                                 *ctx_, static_cast<double>(totals.images) / totals.seconds) *
+                                 ctx_->world_size()
+                           : 0;
+    if (totals.steps > 0) summary.mean_step = scaled(totals.step_sum, 1.0 / totals.steps);
+    summary.bad_images = train_loader_->stats().bad_images + val_loader_->stats().bad_images;
+    summary.empty_batch_steps = empty_batch_steps_;
+    summary.non_finite_steps = non_finite_steps_;
+    if (timeline_) timeline_->flush();
+    return summary;
+  }
 
   // One training step, or none on any rank when the batch of some rank lost every image (its
   // loss would be NaN, and the others would wait for it in the gradient allreduce). Deciding
@@ -327,9 +363,9 @@ class Trainer::Impl {
     return log;
   }
 
-  nlohmann::json state_json() const {
+  nlohmann::json state_json(const RunPosition& position) const {
     RunState s;
-    s.position = pos_;
+    s.position = position;
     s.world_size = ctx_->world_size();
     s.batch_size = opt_.data.batch_size;
     s.plateau = schedule_->state();
@@ -340,13 +376,14 @@ class Trainer::Impl {
     return run_state_json(s);
   }
 
-  std::string save_checkpoint(bool best) {
+  // Rank 0: a checkpoint from which a resume continues at `position`.
+  std::string save_checkpoint(const RunPosition& position, bool best) {
     if (!main_) return "";
     const auto tensors = run_checkpoint_tensors(*model_, *optimizer_, params_);
-    nlohmann::json state = state_json();
+    nlohmann::json state = state_json(position);
     add_loss_scaler_state(state, step_->loss_scaler());
     if (best) store_->save_best(state, tensors);
-    return store_->save(pos_.global_step, state, tensors);
+    return store_->save(position.global_step, state, tensors);
   }
 
   // Rank 0: the checkpoint named by --resume, verified (nullopt: start fresh).
