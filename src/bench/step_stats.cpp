@@ -19,22 +19,14 @@ double quantile(std::vector<double> values, double q) {
   return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
 }
 
-TimeSummary summarise(const std::vector<double>& values) {
+report::TimeSummary summarise(const std::vector<double>& values) {
   CHX_CHECK(!values.empty(), "summary of an empty sample");
-  TimeSummary s;
+  report::TimeSummary s;
   s.median = quantile(values, 0.5);
   s.p10 = quantile(values, 0.1);
   s.p90 = quantile(values, 0.9);
   s.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   return s;
-}
-
-StepTimes divided(StepTimes t, double by) {
-  for (double* field :
-       {&t.data_wait, &t.forward, &t.backward, &t.comm_exposed, &t.optimizer, &t.total}) {
-    *field /= by;
-  }
-  return t;
 }
 
 StepTimes median_step(const std::vector<StepTimes>& steps) {
@@ -47,7 +39,7 @@ StepTimes median_step(const std::vector<StepTimes>& steps) {
   if (n % 2 == 1) return steps[order[n / 2]];
   StepTimes sum = steps[order[n / 2 - 1]];
   sum += steps[order[n / 2]];
-  return divided(sum, 2.0);
+  return sum.scaled(0.5);
 }
 
 }  // namespace chexscale::bench

@@ -10,7 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include "bench/bench_document.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -63,14 +62,14 @@ std::vector<int> parse_worker_counts(const std::string& text) {
       used = 0;
     }
     if (used == 0 || used != item.size() || n < 1) {
-      throw UsageError("--workers '" + text + "': expected worker counts >= 1 like 1,2,4");
+      throw UsageError("workers '" + text + "': expected worker counts >= 1 like 1,2,4");
     }
     if (!seen.insert(n).second) {
-      throw UsageError("--workers '" + text + "' lists " + std::to_string(n) + " twice");
+      throw UsageError("workers '" + text + "' lists " + std::to_string(n) + " twice");
     }
     counts.push_back(n);
   }
-  if (counts.empty()) throw UsageError("--workers '" + text + "': no worker counts");
+  if (counts.empty()) throw UsageError("workers '" + text + "': no worker counts");
   return counts;
 }
 
@@ -90,9 +89,9 @@ std::vector<std::string> sweep_run_command(const SweepOptions& options, int work
   return argv;
 }
 
-nlohmann::json run_sweep(const SweepOptions& options) {
+SweepResult run_sweep(const SweepOptions& options) {
   make_dirs(options.out_dir);
-  std::vector<nlohmann::json> runs;
+  std::vector<report::BenchResult> runs;
   for (int workers : options.workers) {
     log::info("sweep: {} worker(s)", workers);
     const std::string path = sweep_run_path(options.out_dir, workers);
@@ -102,14 +101,16 @@ nlohmann::json run_sweep(const SweepOptions& options) {
       throw Error("bench with " + std::to_string(workers) + " worker(s) failed (exit status " +
                   std::to_string(status) + "); its output is above");
     }
+    nlohmann::json run;
     try {
-      runs.push_back(nlohmann::json::parse(read_file(path)));
+      run = nlohmann::json::parse(read_file(path));
     } catch (const nlohmann::json::exception& e) {
       throw IoError("sweep result " + path + " is not valid JSON: " + e.what());
     }
+    runs.push_back(report::from_json(run, path));
   }
-  nlohmann::json sweep = sweep_document(options.label, runs);
-  write_file_atomic(options.out_dir + "/sweep.json", sweep.dump(2) + "\n");
+  SweepResult sweep = sweep_document(options.label, std::move(runs));
+  write_file_atomic(options.out_dir + "/sweep.json", to_json(sweep).dump(2) + "\n");
   return sweep;
 }
 

@@ -3,10 +3,10 @@
 // bench.json files are joined into sweep.json with the scaling efficiency.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
+
+#include "bench/bench_document.h"
 
 namespace chexscale::bench {
 
@@ -24,7 +24,7 @@ struct SweepOptions {
 
 // Runs every worker count (children inherit stdout/stderr), writes OUT/sweep.json and returns
 // it. Error naming the worker count and exit status when a run fails.
-nlohmann::json run_sweep(const SweepOptions& options);
+SweepResult run_sweep(const SweepOptions& options);
 
 // argv of the run with `workers` workers (exposed for tests).
 std::vector<std::string> sweep_run_command(const SweepOptions& options, int workers);

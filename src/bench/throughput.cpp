@@ -20,8 +20,8 @@
 namespace chexscale::bench {
 namespace {
 
-constexpr double kLearningRate = 1e-3;   // CheXNet's Adam rate; irrelevant to speed
-constexpr int kTimesPerStep = 6;         // the fields of StepTimes, packed for all_gather
+constexpr double kLearningRate = 1e-3;  // CheXNet's Adam rate; irrelevant to speed
+constexpr size_t kTimesPerStep = kStepPhases.size() + 1;  // phases and total, for all_gather
 constexpr int64_t kResidentBatches = 4;  // synthetic batches kept on the device, as the peer
 
 void validate(const ThroughputOptions& o) {
@@ -124,28 +124,13 @@ std::unique_ptr<BatchSource> make_batch_source(const ThroughputOptions& o,
       loader, std::min(kResidentBatches, o.warmup_steps + o.steps), ctx.device(), o.channels_last);
 }
 
-// Each phase of one step as a span, laid end to end from the step's start.
-void record_step(TimelineWriter& timeline, int64_t step, int64_t wait_start_us,
-                 const StepTimes& t) {
-  const std::pair<const char*, double> phases[] = {{"data_wait", t.data_wait},
-                                                   {"forward", t.forward},
-                                                   {"backward", t.backward},
-                                                   {"comm_exposed", t.comm_exposed},
-                                                   {"optimizer", t.optimizer}};
-  int64_t at = wait_start_us;
-  for (const auto& [name, seconds] : phases) {
-    const auto end = at + static_cast<int64_t>(seconds * 1e6);
-    timeline.record(name, TimelineLane::kStep, at, end, {{"step", step}});
-    at = end;
-  }
-}
-
 std::vector<RankMeasurement> gather_measurements(distributed::DistContext& ctx, double elapsed,
                                                  const std::vector<StepTimes>& steps) {
   std::vector<double> packed{elapsed};
   for (const auto& t : steps) {
-    packed.insert(packed.end(),
-                  {t.data_wait, t.forward, t.backward, t.comm_exposed, t.optimizer, t.total});
+    for (const StepPhase& p : kStepPhases)
+      packed.push_back(t.*p.seconds);
+    packed.push_back(t.total);
   }
   const torch::Tensor all =
       ctx.all_gather(torch::tensor(packed, torch::kFloat64)).reshape({ctx.world_size(), -1});
@@ -157,12 +142,9 @@ std::vector<RankMeasurement> gather_measurements(distributed::DistContext& ctx, 
     for (size_t i = 0; i < steps.size(); ++i) {
       const double* f = v + 1 + i * kTimesPerStep;
       StepTimes t;
-      t.data_wait = f[0];
-      t.forward = f[1];
-      t.backward = f[2];
-      t.comm_exposed = f[3];
-      t.optimizer = f[4];
-      t.total = f[5];
+      for (const StepPhase& p : kStepPhases)
+        t.*p.seconds = *f++;
+      t.total = *f;
       ranks[r].steps.push_back(t);
     }
   }
@@ -171,9 +153,9 @@ std::vector<RankMeasurement> gather_measurements(distributed::DistContext& ctx, 
 
 }  // namespace
 
-nlohmann::json run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
-                              const ThroughputOptions& options, TimelineWriter* timeline,
-                              const StepProgress& progress) {
+report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
+                                   const ThroughputOptions& options, TimelineWriter* timeline,
+                                   const StepProgress& progress) {
   validate(options);
   train::check_amp_supported(options.amp, ctx->device());
   at::set_num_threads(options.threads);
@@ -216,13 +198,13 @@ nlohmann::json run_throughput(const std::shared_ptr<distributed::DistContext>& c
     StepTimes t = step.run(batch, i).times;
     t.data_wait = wait_s;
     t.total += wait_s;
-    if (timeline != nullptr) record_step(*timeline, i, wait_start_us, t);
+    if (timeline != nullptr) record_step_phases(*timeline, i, wait_start_us, t);
     if (i >= options.warmup_steps) timed.push_back(t);
     if (progress) progress(i + 1, total_steps, t.total);
   }
   const double elapsed_s = elapsed.seconds();
 
-  BenchConfig config;
+  report::BenchConfig config;
   config.label = options.label;
   config.arch = options.arch;
   config.image_size = options.image_size;

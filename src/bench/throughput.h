@@ -1,9 +1,7 @@
 // The training-throughput benchmark: warm-up steps, then timed steps of the real training step
 // (model, loss, bucketed allreduce, Adam) on synthetic tensors or a data set, with each step's
-// phases; returns the bench.json document built from every rank's measurements.
+// phases; returns the bench.json result built from every rank's measurements.
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -12,6 +10,7 @@
 
 #include "distributed/context.h"
 #include "distributed/reducer.h"
+#include "report/bench_result.h"
 #include "train/precision.h"
 
 namespace chexscale {
@@ -40,9 +39,10 @@ struct ThroughputOptions {
 using StepProgress = std::function<void(int64_t, int64_t, double)>;
 
 // Runs the benchmark on this rank (a collective: every rank of `ctx` calls it). Records each
-// step's phases on `timeline` when given. Returns the bench.json document (the same on every rank).
-nlohmann::json run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
-                              const ThroughputOptions& options, TimelineWriter* timeline = nullptr,
-                              const StepProgress& progress = {});
+// step's phases on `timeline` when given. Returns the bench.json result (the same on every rank).
+report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
+                                   const ThroughputOptions& options,
+                                   TimelineWriter* timeline = nullptr,
+                                   const StepProgress& progress = {});
 
 }  // namespace chexscale::bench

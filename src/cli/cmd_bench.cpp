@@ -21,8 +21,6 @@
 namespace chexscale::cli {
 namespace {
 
-using nlohmann::json;
-
 struct BenchFlags {
   bench::ThroughputOptions run;
   std::string out = "runs/bench";
@@ -38,56 +36,40 @@ double percent(double part, double whole) {
   return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
-void print_run(const json& r) {
-  const json& b = r["breakdown_s"];
-  const json& s = r["step_time_s"];
-  const std::string label = r["label"].get<std::string>();
+void print_run(const report::BenchResult& r) {
+  const StepTimes& b = r.breakdown;
+  const report::TimeSummary& s = r.step_time_s;
   fmt::print(
       "\nchexscale bench{}: {} {}x{}, batch {}/worker, {} worker(s) ({}, {} node(s)), {} "
       "thread(s)/worker, data {}, overlap {}, buckets {} MiB, compression {}, device {}, amp "
       "{}{}\n",
-      label.empty() ? "" : " [" + label + "]", r["arch"].get<std::string>(),
-      r["image_size"].get<int>(), r["image_size"].get<int>(), r["batch_per_worker"].get<int>(),
-      r["world_size"].get<int>(), r["backend"].get<std::string>(), r["nnodes"].get<int>(),
-      r["threads_per_worker"].get<int>(), r["data"].get<std::string>(),
-      r["overlap"].get<bool>() ? "on" : "off", r["bucket_mb"].get<double>(),
-      r["compression"].get<std::string>(), r["device"].get<std::string>(),
-      r["amp"].get<std::string>(), r["channels_last"].get<bool>() ? ", channels-last" : "");
+      r.label.empty() ? "" : " [" + r.label + "]", r.arch, r.image_size, r.image_size,
+      r.batch_per_worker, r.world_size, r.backend, r.nnodes, r.threads_per_worker, r.data,
+      r.overlap ? "on" : "off", r.bucket_mb, r.compression, r.device, r.amp,
+      r.channels_last ? ", channels-last" : "");
   fmt::print(
       "  images/s      {:9.2f} total {:9.2f} per worker   ({} timed steps after {} warm-up)\n",
-      r["images_per_sec"].get<double>(), r["images_per_sec_per_worker"].get<double>(),
-      r["steps"].get<int>(), r["warmup_steps"].get<int>());
-  fmt::print("  step time     median {:.3f} s   p10 {:.3f}   p90 {:.3f}   mean {:.3f}\n",
-             s["median"].get<double>(), s["p10"].get<double>(), s["p90"].get<double>(),
-             s["mean"].get<double>());
-  const double total = b["total"].get<double>();
+      r.images_per_sec, r.images_per_sec_per_worker, r.steps, r.warmup_steps);
+  fmt::print("  step time     median {:.3f} s   p10 {:.3f}   p90 {:.3f}   mean {:.3f}\n", s.median,
+             s.p10, s.p90, s.mean);
   fmt::print("  breakdown (median step, mean over ranks)\n");
-  for (const auto& [key, name] : {std::pair{"data_wait", "data wait"},
-                                  {"forward", "forward"},
-                                  {"backward", "backward"},
-                                  {"comm_exposed", "exposed comm"},
-                                  {"optimizer", "optimizer"}}) {
-    const double v = b[key].get<double>();
-    fmt::print("    {:<13} {:8.3f} s {:6.1f} %\n", name, v, percent(v, total));
+  for (const StepPhase& p : kStepPhases) {
+    const double v = b.*p.seconds;
+    fmt::print("    {:<13} {:8.3f} s {:6.1f} %\n", p.label, v, percent(v, b.total));
   }
-  fmt::print("    {:<13} {:8.3f} s\n", "total", total);
+  fmt::print("    {:<13} {:8.3f} s\n", "total", b.total);
 }
 
-void print_sweep(const json& sweep) {
-  const std::string label = sweep["label"].get<std::string>();
-  fmt::print("\nchexscale bench sweep{}\n", label.empty() ? "" : " [" + label + "]");
+void print_sweep(const bench::SweepResult& sweep) {
+  fmt::print("\nchexscale bench sweep{}\n", sweep.label.empty() ? "" : " [" + sweep.label + "]");
   fmt::print("  {:>7} {:>10} {:>11} {:>16} {:>13} {:>11}\n", "workers", "images/s", "per worker",
              "step median (s)", "exposed comm", "efficiency");
-  for (size_t i = 0; i < sweep["runs"].size(); ++i) {
-    const json& r = sweep["runs"][i];
-    const json& p = sweep["scaling"][i];
-    const json& b = r["breakdown_s"];
-    fmt::print("  {:>7} {:>10.2f} {:>11.2f} {:>16.3f} {:>11.1f} % {:>11.3f}\n",
-               p["workers"].get<int>(), p["images_per_sec"].get<double>(),
-               r["images_per_sec_per_worker"].get<double>(),
-               r["step_time_s"]["median"].get<double>(),
-               percent(b["comm_exposed"].get<double>(), b["total"].get<double>()),
-               p["efficiency"].get<double>());
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    const report::BenchResult& r = sweep.runs[i];
+    const bench::ScalingPoint& p = sweep.scaling[i];
+    fmt::print("  {:>7} {:>10.2f} {:>11.2f} {:>16.3f} {:>11.1f} % {:>11.3f}\n", p.workers,
+               p.images_per_sec, r.images_per_sec_per_worker, r.step_time_s.median,
+               percent(r.breakdown.comm_exposed, r.breakdown.total), p.efficiency);
   }
 }
 
@@ -131,8 +113,7 @@ int run_sweep(const BenchFlags& f) {
   s.out_dir = f.out;
   s.label = f.run.label;
   s.timeline = f.timeline;
-  const json sweep = bench::run_sweep(s);
-  print_sweep(sweep);
+  print_sweep(bench::run_sweep(s));
   fmt::print("  wrote {}/sweep.json and bench-w<N>.json\n", f.out);
   return 0;
 }
@@ -156,7 +137,7 @@ int run_job(BenchFlags f) {
     progress =
         std::make_unique<ProgressReporter>("bench", f.run.warmup_steps + f.run.steps, "steps");
   }
-  const json result = bench::run_throughput(
+  const report::BenchResult result = bench::run_throughput(
       ctx, f.run, timeline.get(), [&](int64_t done, int64_t total, double step_s) {
         if (progress) {
           progress->update(done, fmt::format("step {:.3f} s{}", step_s,
@@ -171,7 +152,7 @@ int run_job(BenchFlags f) {
   }
   if (!ctx->is_main()) return 0;
   print_run(result);
-  write_file_atomic(path, result.dump(2) + "\n");
+  write_file_atomic(path, report::to_json(result).dump(2) + "\n");
   fmt::print("  wrote {}{}\n", path, f.timeline.empty() ? "" : " and " + f.timeline);
   return 0;
 }

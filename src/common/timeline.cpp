@@ -163,6 +163,16 @@ const std::string& TimelineWriter::path() const {
   return impl_->path();
 }
 
+void record_step_phases(TimelineWriter& timeline, int64_t step, int64_t start_us,
+                        const StepTimes& times) {
+  int64_t at = start_us;
+  for (const StepPhase& p : kStepPhases) {
+    const auto end = at + static_cast<int64_t>(times.*p.seconds * 1e6);
+    timeline.record(p.name, TimelineLane::kStep, at, end, {{"step", step}});
+    at = end;
+  }
+}
+
 std::string timeline_path_for_rank(const std::string& path, int rank) {
   if (rank == 0) return path;
   const std::string suffix = ".json";

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/step_times.h"
+
 namespace chexscale {
 
 // Rows of the trace ("threads" in Chrome's terms) within one rank's process.
@@ -54,6 +56,11 @@ class TimelineWriter {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Records the phases of step `step` on the step lane, laid end to end from `start_us` (when its
+// data wait began), each with the argument "step".
+void record_step_phases(TimelineWriter& timeline, int64_t step, int64_t start_us,
+                        const StepTimes& times);
 
 // The file rank `rank` writes for a job-wide `--timeline path`: rank 0 writes `path`, rank r
 // writes "<path without .json>.rank<r>.json".

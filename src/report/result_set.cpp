@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "report/json_fields.h"
 #include "report/rounds.h"
 
 namespace chexscale::report {
@@ -18,88 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kBenchSchemaPrefix = "chexscale.bench/";
 constexpr const char* kSweepSchemaPrefix = "chexscale.sweep/";
 
-const json& field(const json& j, const char* name, const std::string& file) {
-  auto it = j.find(name);
-  if (it == j.end() || it->is_null()) {
-    throw DataError(fmt::format("{}: missing field '{}'", file, name));
-  }
-  return *it;
-}
-
-template <typename T>
-T get_field(const json& j, const char* name, const std::string& file) {
-  const json& v = field(j, name, file);
-  try {
-    return v.get<T>();
-  } catch (const json::exception&) {
-    throw DataError(fmt::format("{}: field '{}' has the wrong type ({})", file, name, v.dump()));
-  }
-}
-
-template <typename T>
-T get_optional(const json& j, const char* name, const std::string& file, T fallback) {
-  if (!j.contains(name) || j.at(name).is_null()) return fallback;
-  return get_field<T>(j, name, file);
-}
-
-void check_schema(const json& j, const char* prefix, const std::string& file) {
-  if (!j.contains("schema")) return;
-  const auto schema = get_field<std::string>(j, "schema", file);
-  if (schema.rfind(prefix, 0) != 0) {
-    throw DataError(fmt::format("{}: schema '{}' is not {}1", file, schema, prefix));
-  }
-}
-
-void check_positive(double value, const char* name, const std::string& file) {
-  if (!(value > 0))
-    throw DataError(fmt::format("{}: field '{}' must be > 0, is {}", file, name, value));
-}
-
 BenchRun parse_bench_object(const json& j, const std::string& file) {
-  if (!j.is_object()) throw DataError(fmt::format("{}: not a JSON object", file));
-  check_schema(j, kBenchSchemaPrefix, file);
-  BenchRun r;
-  r.file = file;
-  r.label = get_optional<std::string>(j, "label", file, "");
-  r.arch = get_field<std::string>(j, "arch", file);
-  r.image_size = get_field<int>(j, "image_size", file);
-  r.batch_per_worker = get_field<int>(j, "batch_per_worker", file);
-  r.world_size = get_field<int>(j, "world_size", file);
-  r.nnodes = get_optional<int>(j, "nnodes", file, 1);
-  r.backend = get_optional<std::string>(j, "backend", file, "");
-  r.overlap = get_optional<bool>(j, "overlap", file, true);
-  r.compression = get_optional<std::string>(j, "compression", file, "none");
-  r.bucket_mb = get_optional<double>(j, "bucket_mb", file, 0.0);
-  r.data = get_optional<std::string>(j, "data", file, "");
-  r.threads_per_worker = get_optional<int>(j, "threads_per_worker", file, 0);
-  r.warmup_steps = get_optional<int>(j, "warmup_steps", file, 0);
-  r.steps = get_optional<int>(j, "steps", file, 0);
-  r.images_per_sec = get_field<double>(j, "images_per_sec", file);
-  r.images_per_sec_per_worker = get_optional<double>(j, "images_per_sec_per_worker", file,
-                                                     r.images_per_sec / std::max(1, r.world_size));
-  r.step_time_median_s = get_field<double>(field(j, "step_time_s", file), "median", file);
-  if (j.contains("breakdown_s")) {
-    const json& b = field(j, "breakdown_s", file);
-    r.breakdown.data_wait = get_field<double>(b, "data_wait", file);
-    r.breakdown.forward = get_field<double>(b, "forward", file);
-    r.breakdown.backward = get_field<double>(b, "backward", file);
-    r.breakdown.comm_exposed = get_field<double>(b, "comm_exposed", file);
-    r.breakdown.optimizer = get_field<double>(b, "optimizer", file);
-    r.breakdown.total = get_field<double>(b, "total", file);
-  } else {
-    r.has_breakdown = false;
-    r.breakdown.total = r.step_time_median_s;
-  }
-  r.hostname = get_optional<std::string>(j, "hostname", file, "");
-  r.timestamp = get_optional<std::string>(j, "timestamp", file, "");
-  check_positive(r.image_size, "image_size", file);
-  check_positive(r.batch_per_worker, "batch_per_worker", file);
-  check_positive(r.world_size, "world_size", file);
-  check_positive(r.images_per_sec, "images_per_sec", file);
-  return r;
+  return BenchRun{from_json(j, file), file, 0};
 }
 
 json parse_json_file(const std::string& file) {

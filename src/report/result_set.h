@@ -5,35 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "common/step_times.h"
+#include "report/bench_result.h"
 
 namespace chexscale::report {
 
-// One bench.json (schema chexscale.bench/1): one worker count of one system.
-struct BenchRun {
+// One bench.json (schema chexscale.bench/1): one worker count of one system, and where it was read.
+struct BenchRun : BenchResult {
   std::string file;  // where it was read from
-  std::string label;
-  std::string arch;
-  int image_size = 0;
-  int batch_per_worker = 0;
-  int world_size = 0;
-  int nnodes = 0;
-  std::string backend;
-  bool overlap = true;
-  std::string compression;
-  double bucket_mb = 0;
-  std::string data;
-  int threads_per_worker = 0;
-  int warmup_steps = 0;
-  int steps = 0;
-  double images_per_sec = 0;
-  double images_per_sec_per_worker = 0;
-  double step_time_median_s = 0;
-  StepTimes breakdown;        // seconds per step, as bench.json's breakdown_s
-  bool has_breakdown = true;  // false: no breakdown_s (e.g. a peer's result); total = median
-  std::string hostname;
-  std::string timestamp;
-  int round = 0;  // K of a bench-w<N>-r<K>.json file (one round of several); 0 for a single run
+  int round = 0;     // K of a bench-w<N>-r<K>.json file (one round of several); 0 for a single run
 };
 
 // The runs of one system, one per worker count, sorted by worker count. A label has the form

@@ -44,14 +44,12 @@ BenchRun median_run(const std::vector<BenchRun>& rounds) {
   m.images_per_sec = median_of(rounds, [](const BenchRun& r) { return r.images_per_sec; });
   m.images_per_sec_per_worker =
       median_of(rounds, [](const BenchRun& r) { return r.images_per_sec_per_worker; });
-  m.step_time_median_s = median_of(rounds, [](const BenchRun& r) { return r.step_time_median_s; });
-  StepTimes& b = m.breakdown;
-  b.data_wait = median_of(rounds, [](const BenchRun& r) { return r.breakdown.data_wait; });
-  b.forward = median_of(rounds, [](const BenchRun& r) { return r.breakdown.forward; });
-  b.backward = median_of(rounds, [](const BenchRun& r) { return r.breakdown.backward; });
-  b.comm_exposed = median_of(rounds, [](const BenchRun& r) { return r.breakdown.comm_exposed; });
-  b.optimizer = median_of(rounds, [](const BenchRun& r) { return r.breakdown.optimizer; });
-  b.total = median_of(rounds, [](const BenchRun& r) { return r.breakdown.total; });
+  m.step_time_s.median = median_of(rounds, [](const BenchRun& r) { return r.step_time_s.median; });
+  for (const StepPhase& p : kStepPhases) {
+    m.breakdown.*p.seconds =
+        median_of(rounds, [&p](const BenchRun& r) { return r.breakdown.*p.seconds; });
+  }
+  m.breakdown.total = median_of(rounds, [](const BenchRun& r) { return r.breakdown.total; });
   return m;
 }
 

@@ -230,7 +230,7 @@ class Trainer::Impl {
                                  *ctx_, static_cast<double>(totals.images) / totals.seconds) *
                                  ctx_->world_size()
                            : 0;
-    if (totals.steps > 0) summary.mean_step = scaled(totals.step_sum, 1.0 / totals.steps);
+    if (totals.steps > 0) summary.mean_step = totals.step_sum.scaled(1.0 / totals.steps);
     summary.bad_images = train_loader_->stats().bad_images + val_loader_->stats().bad_images;
     summary.empty_batch_steps = empty_batch_steps_;
     summary.non_finite_steps = non_finite_steps_;
@@ -263,29 +263,11 @@ class Trainer::Impl {
     return r;
   }
 
-  static StepTimes scaled(StepTimes t, double k) {
-    t.data_wait *= k;
-    t.forward *= k;
-    t.backward *= k;
-    t.comm_exposed *= k;
-    t.optimizer *= k;
-    t.total *= k;
-    return t;
-  }
-
+  // The loader's wait ended when the step began (`start_us`), so the phases start before it.
   void record_timeline(int64_t start_us, const StepTimes& t) {
     if (!timeline_) return;
-    int64_t at = start_us - static_cast<int64_t>(t.data_wait * 1e6);
-    const std::pair<const char*, double> phases[] = {{"data_wait", t.data_wait},
-                                                     {"forward", t.forward},
-                                                     {"backward", t.backward},
-                                                     {"comm_exposed", t.comm_exposed},
-                                                     {"optimizer", t.optimizer}};
-    for (const auto& [name, seconds] : phases) {
-      const auto end = at + static_cast<int64_t>(seconds * 1e6);
-      timeline_->record(name, TimelineLane::kStep, at, end, {{"step", pos_.global_step}});
-      at = end;
-    }
+    record_step_phases(*timeline_, pos_.global_step,
+                       start_us - static_cast<int64_t>(t.data_wait * 1e6), t);
   }
 
   void log_step(Window& w, double lr, int64_t bpe) {
@@ -301,23 +283,21 @@ class Trainer::Impl {
     log.skipped_steps = w.skipped;  // equal on every rank: skips are decided together
     log.lr = lr;
     log.images_per_second = avg[2] * ctx_->world_size() / std::max(1e-9, w.clock.seconds());
-    log.times = scaled(w.times, 1.0 / static_cast<double>(w.steps));
+    log.times = w.times.scaled(1.0 / static_cast<double>(w.steps));
     w = Window();
     if (!main_) return;
-    metrics_->append({{"type", "step"},
-                      {"step", log.step},
-                      {"epoch", log.epoch},
-                      {"batch", log.batch_in_epoch},
-                      {"loss", optional_json(log.loss)},
-                      {"skipped_steps", log.skipped_steps},
-                      {"lr", log.lr},
-                      {"images_per_second", log.images_per_second},
-                      {"data_wait_s", log.times.data_wait},
-                      {"forward_s", log.times.forward},
-                      {"backward_s", log.times.backward},
-                      {"comm_exposed_s", log.times.comm_exposed},
-                      {"optimizer_s", log.times.optimizer},
-                      {"step_s", log.times.total}});
+    nlohmann::json record{{"type", "step"},
+                          {"step", log.step},
+                          {"epoch", log.epoch},
+                          {"batch", log.batch_in_epoch},
+                          {"loss", optional_json(log.loss)},
+                          {"skipped_steps", log.skipped_steps},
+                          {"lr", log.lr},
+                          {"images_per_second", log.images_per_second},
+                          {"step_s", log.times.total}};
+    for (const StepPhase& p : kStepPhases)
+      record[std::string(p.name) + "_s"] = log.times.*p.seconds;
+    metrics_->append(record);
     if (observer_) observer_->on_step(log);
   }
 

@@ -15,7 +15,7 @@ TEST(StepStats, QuantilesInterpolateBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(quantile(v, 0.9), 7.6);  // 4 + 0.6 * (10 - 4)
   EXPECT_DOUBLE_EQ(quantile(v, 0.0), 1.0);
   EXPECT_DOUBLE_EQ(quantile(v, 1.0), 10.0);
-  const TimeSummary s = summarise(v);
+  const report::TimeSummary s = summarise(v);
   EXPECT_DOUBLE_EQ(s.mean, 4.0);
   EXPECT_DOUBLE_EQ(s.median, 3.0);
   EXPECT_THROW(quantile({}, 0.5), Error);

@@ -131,5 +131,37 @@ TEST(Timeline, MergeRejectsAFileThatIsNotATrace) {
   EXPECT_THROW(merge_timelines({bad}, dir.path() + "/out.json"), IoError);
 }
 
+TEST(Timeline, StepPhasesAreLaidEndToEndFromTheWaitStart) {
+  test_util::TempDir dir;
+  const std::string path = dir.path() + "/t.json";
+  StepTimes t;
+  t.data_wait = 0.001;
+  t.forward = 0.002;
+  t.backward = 0.004;
+  t.comm_exposed = 0.0005;
+  t.optimizer = 0.003;
+  t.total = 1.0;  // not a phase: no span
+  {
+    TimelineWriter writer(path);
+    record_step_phases(writer, 12, 5000, t);
+  }
+  const auto events = complete_events(json::parse(read_file(path)));
+  ASSERT_EQ(events.size(), 5u);
+  const std::vector<std::pair<std::string, int64_t>> expected{{"data_wait", 1000},
+                                                              {"forward", 2000},
+                                                              {"backward", 4000},
+                                                              {"comm_exposed", 500},
+                                                              {"optimizer", 3000}};
+  int64_t at = 5000;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i]["name"], expected[i].first);
+    EXPECT_EQ(events[i]["tid"], 0);
+    EXPECT_EQ(events[i]["ts"], at) << expected[i].first;
+    EXPECT_EQ(events[i]["dur"], expected[i].second) << expected[i].first;
+    EXPECT_EQ(events[i]["args"]["step"], 12);
+    at += expected[i].second;
+  }
+}
+
 }  // namespace
 }  // namespace chexscale
