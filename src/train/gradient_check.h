@@ -1,5 +1,5 @@
-// Whether a model's gradients are all finite: the check behind --on-nan and the fp16 loss
-// scaler's overflow detection, in a few kernels whatever the number of parameters.
+// A model's gradients: the defined ones, and whether they are all finite (the check behind --on-nan
+// and the fp16 loss scaler's overflow detection, in a few kernels whatever the parameter count).
 #pragma once
 
 #include <torch/torch.h>
@@ -7,6 +7,9 @@
 #include <vector>
 
 namespace chexscale::train {
+
+// The gradients of `params` that are defined, in parameter order (they alias the gradients).
+std::vector<torch::Tensor> defined_gradients(const std::vector<torch::Tensor>& params);
 
 // True when no defined gradient of `params` holds an inf or a NaN (parameters without a gradient
 // are ignored; no gradient at all is finite). One multi-tensor L2 norm (torch's _foreach_norm:

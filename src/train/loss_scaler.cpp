@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "train/gradient_check.h"
 
 namespace chexscale::train {
 
@@ -32,11 +33,7 @@ torch::Tensor DynamicLossScaler::scale(const torch::Tensor& loss) const {
 
 void DynamicLossScaler::unscale(const std::vector<torch::Tensor>& params) const {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> grads;
-  grads.reserve(params.size());
-  for (const auto& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
-  }
+  std::vector<torch::Tensor> grads = defined_gradients(params);
   // One fused multi-tensor kernel where the device has one; the reciprocal is computed in
   // double and applied as a scalar, so a power-of-two scale unscales exactly.
   if (!grads.empty()) torch::_foreach_mul_(grads, 1.0 / state_.scale);
