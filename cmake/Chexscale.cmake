@@ -2,7 +2,8 @@
 
 # One precompiled header for LibTorch, compiled once and reused by every target.
 add_library(chexscale_pch OBJECT ${CMAKE_SOURCE_DIR}/src/common/pch.cpp)
-# Same compile definitions as every module (fmt/spdlog add -D flags), so the PCH stays valid.
+# Same compile definitions as the targets that reuse it (fmt/spdlog add -D flags), so the PCH stays
+# valid for all of them; CLI11 (header-only, no definitions) is for the cli's targets.
 target_link_libraries(chexscale_pch PUBLIC chexscale_torch CLI11::CLI11 nlohmann_json::nlohmann_json
   spdlog::spdlog fmt::fmt yaml-cpp)
 target_precompile_headers(chexscale_pch PRIVATE ${CMAKE_SOURCE_DIR}/src/common/pch.h)

@@ -13,4 +13,10 @@ if(LLD_LINKER)
   add_link_options(-fuse-ld=lld)
 endif()
 
-add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+# The warnings every target of ours is built with (the fuzz targets' clang commands too); with
+# CHEXSCALE_WERROR (CI) a warning fails the build.
+set(CHEXSCALE_WARNING_FLAGS -Wall -Wextra -Wno-unused-parameter)
+if(CHEXSCALE_WERROR)
+  list(APPEND CHEXSCALE_WARNING_FLAGS -Werror)
+endif()
+add_compile_options(${CHEXSCALE_WARNING_FLAGS})

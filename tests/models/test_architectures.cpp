@@ -92,8 +92,12 @@ TEST(Architectures, InitialisationFollowsTorchvision) {
   EXPECT_GT(resnet->head()->bias.abs().sum().item<double>(), 0.0);
   EXPECT_LE(resnet->head()->bias.abs().max().item<double>(), 1.0 / std::sqrt(2048.0));
   for (const auto& [name, t] : r) {
-    if (name == "bn1.weight") EXPECT_TRUE(torch::all(t == 1).item<bool>());
-    if (name == "bn1.bias") EXPECT_TRUE(torch::all(t == 0).item<bool>());
+    if (name == "bn1.weight") {
+      EXPECT_TRUE(torch::all(t == 1).item<bool>());
+    }
+    if (name == "bn1.bias") {
+      EXPECT_TRUE(torch::all(t == 0).item<bool>());
+    }
   }
 }
 

@@ -101,7 +101,9 @@ TEST(TrainStep, NonFiniteStepIsSkippedWhenAsked) {
   for (const auto& p : model->parameters())
     before.push_back(p.detach().clone());
   auto opt = make_adam(model);
-  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr, {NonFinitePolicy::kSkip});
+  TrainStepOptions options;
+  options.non_finite = NonFinitePolicy::kSkip;
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr, options);
   const StepResult r = step.run(nan_batch(), 0);
   EXPECT_TRUE(r.skipped);
   const auto after = model->parameters();
