@@ -97,7 +97,9 @@ TEST(ParallelFor, AnExceptionInOneItemIsRethrownAfterAllThreadsStop) {
       EXPECT_STREQ(e.what(), "item 10 failed");
     }
     EXPECT_EQ(running.load(), 0) << "a body still ran after parallel_for returned";
-    if (threads == 1) EXPECT_EQ(after.load(), 10) << "the failure did not stop the loop";
+    if (threads == 1) {
+      EXPECT_EQ(after.load(), 10) << "the failure did not stop the loop";
+    }
   }
 }
 
