@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
-#include "distributed/worker_processes.h"
 #include "test_util/temp_dir.h"
+#include "test_util/worker_group.h"
 
 namespace chexscale {
 namespace {
@@ -26,7 +26,7 @@ TEST(LossScalerRanks, OneRanksOverflowSkipsTheStepOnEveryRank) {
                                {{"OMP_NUM_THREADS", "1"}});
   const auto exits = group.wait_all(std::chrono::seconds(120));
   for (const auto& e : exits)
-    ASSERT_EQ(e.status, 0) << e.output;
+    ASSERT_EQ(e.exit_code, 0) << e.output;
 
   const json r0 = json::parse(read_file(dir.path() + "/rank0.json"));
   const json r1 = json::parse(read_file(dir.path() + "/rank1.json"));

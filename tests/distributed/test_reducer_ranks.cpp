@@ -1,4 +1,4 @@
-// Multi-process correctness of the gradient reducer: 2 and 3 real ranks over Gloo on loopback.
+// The gradient reducer with real ranks: 2 and 3 processes over Gloo on loopback (the test worker).
 // After one step each averaged gradient must equal the single-process gradient of the
 // concatenated batch (computed here, independently of the reducer), for overlap on/off, several
 // bucket sizes and fp16 compression; after 3 SGD steps every rank holds identical weights.
@@ -10,8 +10,9 @@
 
 #include "common/torch_compat.h"
 #include "distributed/tiny_net.h"
-#include "distributed/worker_processes.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
+#include "test_util/worker_group.h"
 
 namespace chexscale {
 namespace {
@@ -80,7 +81,7 @@ void check_job(int world) {
                              dir.path());
   const auto exits = job.wait_all(std::chrono::seconds(120));
   for (int r = 0; r < world; ++r)
-    ASSERT_EQ(exits[r].status, 0) << exits[r].output;
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
 
   const std::string rank0 = ".rank0.pt";
   const auto initial = load(dir.path() + "/initial" + rank0);
@@ -121,8 +122,7 @@ void check_job(int world) {
     }
   } else {
     // LibTorch 1.13's Gloo cannot sum bfloat16: a usage error that says so on every rank.
-    std::ifstream in(bf16_error);
-    std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string message = test_util::file_contents(bf16_error);
     EXPECT_NE(message.find("cannot allreduce bf16"), std::string::npos) << message;
   }
 

@@ -1,0 +1,52 @@
+// Runs N real worker processes as one single-node job (torchrun's environment, a free port) for
+// the multi-process tests; each rank's stdout and stderr go to <log_dir>/rank<N>.log.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/rendezvous.h"
+#include "test_util/process.h"
+
+namespace chexscale::test_util {
+
+class WorkerGroup {
+ public:
+  WorkerGroup(const std::string& program, const std::vector<std::string>& args, int world,
+              const std::string& log_dir, const std::map<std::string, std::string>& env = {})
+      : start_(std::chrono::steady_clock::now()) {
+    const int port = distributed::pick_free_port();
+    std::vector<std::string> argv{program};
+    argv.insert(argv.end(), args.begin(), args.end());
+    for (int rank = 0; rank < world; ++rank) {
+      std::vector<std::string> vars;
+      for (const auto& [name, value] : env)
+        vars.push_back(name + "=" + value);
+      vars.insert(vars.end(), {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+                               "WORLD_SIZE=" + std::to_string(world),
+                               "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
+                               "LOCAL_WORLD_SIZE=" + std::to_string(world)});
+      ranks_.push_back(std::make_unique<Process>(ProcessSpec{
+          argv, environment_with(vars), log_dir + "/rank" + std::to_string(rank) + ".log"}));
+    }
+  }
+
+  pid_t pid(int rank) const { return ranks_[rank]->pid(); }
+
+  // Waits for every rank up to `timeout` from the start; stragglers are killed (timed_out).
+  std::vector<ProcessResult> wait_all(std::chrono::seconds timeout) {
+    std::vector<Process*> ranks;
+    for (auto& r : ranks_)
+      ranks.push_back(r.get());
+    return test_util::wait_all(ranks, start_ + timeout);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::vector<std::unique_ptr<Process>> ranks_;
+};
+
+}  // namespace chexscale::test_util
