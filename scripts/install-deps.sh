@@ -37,7 +37,8 @@ fi
 
 # Offline Kubernetes schema validation for rendered manifests (tests only).
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [ -f "$here/tests/k8s/package.json" ] && [ ! -d "$here/tests/k8s/node_modules" ]; then
-  echo "install-deps: npm install in tests/k8s"
-  (cd "$here/tests/k8s" && npm install --silent --no-audit --no-fund >/dev/null)
+schemas="$here/tests/launch/k8s_schema"
+if [ -f "$schemas/package.json" ] && [ ! -d "$schemas/node_modules" ]; then
+  echo "install-deps: npm install in tests/launch/k8s_schema"
+  (cd "$schemas" && npm install --silent --no-audit --no-fund >/dev/null)
 fi

@@ -2,7 +2,8 @@
 # Renders the example manifests in deploy/k8s from experiment.yaml: the default overlay set-up
 # (Indexed Job and PyTorchJob) and the bare-metal-like one (host network + RDMA).
 # Usage: deploy/k8s/render-examples.sh CHEXSCALE_BIN [OUT_DIR]   (OUT_DIR defaults to deploy/k8s)
-# tests/k8s checks that the committed examples are what this script renders today.
+# tests/launch/test_k8s_schema.cpp checks that the committed examples are what this script
+# renders today.
 set -euo pipefail
 bin="$1"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -25,7 +25,7 @@ function schemaValidator(name) {
     const file = path.join(dir, name + '.js');
     if (fs.existsSync(file)) return require(file).validate;
   }
-  throw new Error('schema ' + name + ' not found: run scripts/install-deps.sh (npm install in tests/k8s)');
+  throw new Error('schema ' + name + ' not found: run scripts/install-deps.sh (npm install in tests/launch/k8s_schema)');
 }
 
 const VALIDATORS = {

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "launch/k8s_render.h"
 #include "launch/k8s_yaml.h"
+#include "test_util/error_message.h"
 
 namespace chexscale::launch {
 namespace {
@@ -276,19 +277,27 @@ TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
       EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
     }
   };
-  rejects([](auto& o) { o.job_name = "CXR_job"; }, "--job-name");
-  rejects([](auto& o) { o.image = "chexscale:latest"; }, "--image");
-  rejects([](auto& o) { o.image = "registry:5000/chexscale"; }, "--image");
-  rejects([](auto& o) { o.rdma_resource = "rdma/hca=zero"; }, "--rdma-resource");
-  rejects([](auto& o) { o.rdma_resource = "hca=1"; }, "--rdma-resource");
-  rejects([](auto& o) { o.tolerations = {"gpu:Sometimes"}; }, "--toleration");
-  rejects([](auto& o) { o.node_selector = {"no-value"}; }, "--node-selector");
-  rejects([](auto& o) { o.memory = "8 GB"; }, "--memory");
-  rejects([](auto& o) { o.nnodes = 0; }, "--nnodes");
+  rejects([](auto& o) { o.job_name = "CXR_job"; }, "job_name 'CXR_job'");
+  rejects([](auto& o) { o.job_name = std::string(51, 'a'); }, "at most 50 characters");
+  rejects([](auto& o) { o.namespace_name = "Prod"; }, "namespace_name 'Prod'");
+  rejects([](auto& o) { o.image = ""; }, "image: required");
+  rejects([](auto& o) { o.image = "chexscale:latest"; }, "image 'chexscale:latest'");
+  rejects([](auto& o) { o.image = "registry:5000/chexscale"; }, "image 'registry:5000");
+  rejects([](auto& o) { o.rdma_resource = "rdma/hca=zero"; }, "rdma_resource 'rdma/hca=zero'");
+  rejects([](auto& o) { o.rdma_resource = "hca=1"; }, "rdma_resource 'hca=1'");
+  rejects([](auto& o) { o.tolerations = {"gpu:Sometimes"}; }, "tolerations 'gpu:Sometimes'");
+  rejects([](auto& o) { o.node_selector = {"no-value"}; }, "node_selector 'no-value'");
+  rejects([](auto& o) { o.cpu = "two"; }, "cpu 'two'");
+  rejects([](auto& o) { o.memory = "8 GB"; }, "memory '8 GB'");
+  rejects([](auto& o) { o.shm_size = "-1"; }, "shm_size '-1'");
+  rejects([](auto& o) { o.data_mount = "data"; }, "data_mount 'data'");
+  rejects([](auto& o) { o.output_mount = "/"; }, "output_mount '/'");
+  rejects([](auto& o) { o.nnodes = 0; }, "nnodes 0 must be at least 1");
+  rejects([](auto& o) { o.nproc_per_node = 0; }, "nproc_per_node 0 must be at least 1");
+  rejects([](auto& o) { o.master_port = 65536; }, "master_port 65536 must be in [1, 65535]");
   rejects([](auto& o) { o.command = {}; }, "worker command");
   rejects([](auto& o) { o.command = {"launch", "--", "bench"}; }, "chexscale subcommand");
-  rejects([](auto& o) { o.run_as_user = 0; }, "--run-as-user");
-  EXPECT_THROW(parse_flavor("mpijob"), UsageError);
+  rejects([](auto& o) { o.run_as_user = 0; }, "run_as_user 0 must be a non-root uid");
   EXPECT_NO_THROW({
     auto o = base_options();
     o.image = "registry:5000/chexscale@sha256:0123";
@@ -296,24 +305,19 @@ TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
   });
 }
 
-TEST(K8sYaml, StringsThatLookLikeOtherTypesStayStrings) {
-  K8sObject o = {{"one", "1"},
-                 {"yes", "true"},
-                 {"empty", ""},
-                 {"null", "~"},
-                 {"num", 1},
-                 {"flag", false},
-                 {"float", 0.5},
-                 {"multi", "a: 1\nb: [2]\n"},
-                 {"ref", "$(X)"},
-                 {"dashes", "--"},
-                 {"list", K8sObject::array()},
-                 {"map", K8sObject::object()}};
-  const auto back = parse_yaml_stream(to_yaml_stream({o, o}));
-  ASSERT_EQ(back.size(), 2u);
-  EXPECT_EQ(back[0], o);
-  EXPECT_EQ(back[1], o);
-  EXPECT_THROW(parse_yaml_stream("a: [1, 2\n"), DataError);
+TEST(K8sRenderNames, FlavorAndImagePullPolicyRoundTrip) {
+  for (K8sFlavor f : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob}) {
+    EXPECT_EQ(parse_k8s_flavor(to_string(f)), f) << to_string(f);
+  }
+  EXPECT_EQ(test_util::message_of<UsageError>([] { parse_k8s_flavor("mpijob"); }),
+            "flavor 'mpijob': choose indexed-job or pytorchjob");
+  for (ImagePullPolicy p :
+       {ImagePullPolicy::kAlways, ImagePullPolicy::kIfNotPresent, ImagePullPolicy::kNever}) {
+    EXPECT_EQ(parse_image_pull_policy(to_string(p)), p) << to_string(p);
+  }
+  EXPECT_STREQ(to_string(ImagePullPolicy::kIfNotPresent), "IfNotPresent");
+  EXPECT_EQ(test_util::message_of<UsageError>([] { parse_image_pull_policy("always"); }),
+            "image_pull_policy 'always': choose Always, IfNotPresent or Never");
 }
 
 }  // namespace

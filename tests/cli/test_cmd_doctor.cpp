@@ -10,21 +10,16 @@
 #include <regex>
 
 #include "common/torch_compat.h"
-#include "k8s/subprocess.h"
-#include "launch/network_interfaces.h"
-#include "test_util/temp_dir.h"
+#include "test_util/chexscale_cli.h"
 
-namespace chexscale::launch {
+namespace chexscale {
 namespace {
 
-std::string chexscale_bin() {
-  const char* bin = std::getenv("CHEXSCALE_BIN");
-  return bin ? bin : "chexscale";
-}
-
-test_util::ProcessResult run(const test_util::TempDir& tmp, std::vector<std::string> argv,
+// Runs a command with `env` ("NAME=VALUE") added to this environment.
+test_util::ProcessResult run(std::vector<std::string> argv,
                              const std::vector<std::string>& env = {}) {
-  return test_util::run_process(argv, test_util::environment_with(env), tmp.path() + "/out.log");
+  return test_util::run_process({std::move(argv), test_util::environment_with(env), ""},
+                                std::chrono::seconds(60));
 }
 
 // A TCP listener on 127.0.0.1 with a kernel-chosen port.
@@ -53,7 +48,7 @@ struct NetNamespace {
     name = "chx-doctor-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
     ip({"netns", "add", name});
   }
-  ~NetNamespace() { std::system(("ip netns delete " + name + " 2>/dev/null").c_str()); }
+  ~NetNamespace() { test_util::run_shell("ip netns delete " + name); }
   // Runs `ip ARGS` inside the namespace; throws when it fails.
   void exec_ip(const std::vector<std::string>& args) const {
     std::vector<std::string> full = {"netns", "exec", name, "ip"};
@@ -64,7 +59,8 @@ struct NetNamespace {
     std::string cmd = "ip";
     for (const auto& a : args)
       cmd += " '" + a + "'";
-    if (std::system((cmd + " >/dev/null").c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+    const auto r = test_util::run_shell(cmd);
+    if (r.exit_code != 0) throw std::runtime_error("failed: " + cmd + ": " + r.output);
   }
 };
 
@@ -73,8 +69,7 @@ bool has_line(const std::string& output, const std::string& pattern) {
 }
 
 TEST(Doctor, ReportsThisMachineWithoutFailures) {
-  test_util::TempDir tmp;
-  const auto r = run(tmp, {chexscale_bin(), "doctor"}, {"MASTER_ADDR=", "MASTER_PORT="});
+  const auto r = run({test_util::chexscale_bin(), "doctor"}, {"MASTER_ADDR=", "MASTER_PORT="});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_line(r.output, R"(^OK +interface +lo \(loopback: loopback, MTU \d+, up)"))
       << r.output;
@@ -88,9 +83,8 @@ TEST(Doctor, ReportsThisMachineWithoutFailures) {
 }
 
 TEST(Doctor, ChecksTheStorePortAndFailsOnAnUnresolvableMaster) {
-  test_util::TempDir tmp;
   Listener store;
-  auto r = run(tmp, {chexscale_bin(), "doctor"},
+  auto r = run({test_util::chexscale_bin(), "doctor"},
                {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(store.port)});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(
@@ -105,14 +99,14 @@ TEST(Doctor, ChecksTheStorePortAndFailsOnAnUnresolvableMaster) {
     Listener gone;  // bound then closed: nothing listens there any more
     closed_port = gone.port;
   }
-  r = run(tmp, {chexscale_bin(), "doctor", "--master-addr", "localhost", "--master-port",
-                std::to_string(closed_port)});
+  r = run({test_util::chexscale_bin(), "doctor", "--master-addr", "localhost", "--master-port",
+           std::to_string(closed_port)});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_line(
       r.output, "^WARN +store +localhost:" + std::to_string(closed_port) + " is not reachable"))
       << r.output;
 
-  r = run(tmp, {chexscale_bin(), "doctor"},
+  r = run({test_util::chexscale_bin(), "doctor"},
           {"MASTER_ADDR=cxr-0.cxr.no-such-namespace.invalid", "MASTER_PORT=29500"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has_line(r.output,
@@ -122,7 +116,6 @@ TEST(Doctor, ChecksTheStorePortAndFailsOnAnUnresolvableMaster) {
 }
 
 TEST(Doctor, SpotsVxlanOverlaysInsideANetworkNamespace) {
-  test_util::TempDir tmp;
   NetNamespace ns;
   ns.exec_ip({"link", "set", "lo", "up"});
   // flannel's VXLAN device (VNI 1, port 8472, MTU 1450) and a plain VXLAN device with an address
@@ -134,10 +127,9 @@ TEST(Doctor, SpotsVxlanOverlaysInsideANetworkNamespace) {
   ns.exec_ip({"addr", "add", "192.0.2.10/24", "dev", "vx0"});
   ns.exec_ip({"link", "set", "vx0", "up"});
 
-  const std::vector<std::string> doctor = {"/usr/bin/env",  "ip",    "netns", "exec", ns.name,
-                                           chexscale_bin(), "doctor"};
-  auto r =
-      run(tmp, doctor, {"GLOO_SOCKET_IFNAME=flannel.1", "NCCL_SOCKET_IFNAME=vx", "MASTER_ADDR="});
+  const std::vector<std::string> doctor = {
+      "/usr/bin/env", "ip", "netns", "exec", ns.name, test_util::chexscale_bin(), "doctor"};
+  auto r = run(doctor, {"GLOO_SOCKET_IFNAME=flannel.1", "NCCL_SOCKET_IFNAME=vx", "MASTER_ADDR="});
   EXPECT_EQ(r.exit_code, 0) << r.output;  // overlays are warnings, not failures
   EXPECT_TRUE(has_line(
       r.output,
@@ -158,22 +150,12 @@ TEST(Doctor, SpotsVxlanOverlaysInsideANetworkNamespace) {
       << r.output;
   EXPECT_FALSE(has_line(r.output, "interface +eth0")) << "host devices leaked in:\n" << r.output;
 
-  r = run(tmp, doctor, {"GLOO_SOCKET_IFNAME=ib0", "MASTER_ADDR="});
+  r = run(doctor, {"GLOO_SOCKET_IFNAME=ib0", "MASTER_ADDR="});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(
       has_line(r.output, "^FAIL +gloo +no interface: GLOO_SOCKET_IFNAME=ib0 names no interface"))
       << r.output;
 }
 
-TEST(Doctor, ClassifiesDevicesItCannotCreateHere) {
-  std::string why;
-  EXPECT_EQ(classify_interface("ib0", 32, "", &why), InterfaceKind::kIPoIB);
-  EXPECT_EQ(classify_interface("tunl0", 768, "", &why), InterfaceKind::kOverlay);
-  EXPECT_EQ(classify_interface("cni0", 1, "bridge", &why), InterfaceKind::kBridge);
-  EXPECT_EQ(classify_interface("eth0", 1, "veth", &why), InterfaceKind::kVeth);
-  EXPECT_EQ(classify_interface("genev_sys_6081", 1, "geneve", &why), InterfaceKind::kOverlay);
-  EXPECT_EQ(classify_interface("enp1s0", 1, "", &why), InterfaceKind::kEthernet);
-}
-
 }  // namespace
-}  // namespace chexscale::launch
+}  // namespace chexscale

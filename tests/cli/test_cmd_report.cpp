@@ -1,13 +1,12 @@
 // `chexscale report` as a user runs it: files written, exit codes and one-line errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
+
+#include <filesystem>
 
 #include "common/atomic_file.h"
 #include "report/bench_fixture.h"
+#include "test_util/chexscale_cli.h"
 
 namespace chexscale {
 namespace {
@@ -16,17 +15,8 @@ using test_util::BenchSpec;
 using test_util::run_spec;
 using test_util::TempDir;
 
-struct CliResult {
-  int status;
-  std::string output;
-};
-
-CliResult run_cli(const TempDir& dir, const std::string& args) {
-  const char* bin = std::getenv("CHEXSCALE_BIN");
-  EXPECT_NE(bin, nullptr) << "CHEXSCALE_BIN is not set (run through ctest)";
-  const std::string log = dir.path() + "/cli.log";
-  const int rc = std::system((std::string(bin) + " report " + args + " >" + log + " 2>&1").c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(log)};
+test_util::ProcessResult run_report(const std::string& args) {
+  return test_util::run_chexscale("report " + args);
 }
 
 TEST(ReportCli, WritesTableMarkdownJsonAndCharts) {
@@ -36,9 +26,9 @@ TEST(ReportCli, WritesTableMarkdownJsonAndCharts) {
   write_bench(dir, "k8s", run_spec(1, 10.0));
   write_bench(dir, "k8s", run_spec(2, 18.5));
   const std::string out = dir.path() + "/out";
-  const CliResult r = run_cli(
-      dir, "bare-metal=" + dir.path() + "/bm kubernetes=" + dir.path() + "/k8s --out " + out);
-  ASSERT_EQ(r.status, 0) << r.output;
+  const auto r =
+      run_report("bare-metal=" + dir.path() + "/bm kubernetes=" + dir.path() + "/k8s --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("+7.5 %"), std::string::npos) << r.output;
   for (const char* f : {"report.md", "report.json", "throughput.png", "throughput.svg",
                         "breakdown.png", "breakdown.svg"}) {
@@ -57,12 +47,12 @@ TEST(ReportCli, MismatchExitsTwoUnlessForced) {
   write_bench(dir, "b", resnet);
   const std::string sets =
       "a=" + dir.path() + "/a b=" + dir.path() + "/b --no-charts --out " + dir.path() + "/out";
-  const CliResult bad = run_cli(dir, sets);
-  EXPECT_EQ(bad.status, 2) << bad.output;
+  const auto bad = run_report(sets);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("arch differs"), std::string::npos) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out/report.json"));
-  const CliResult forced = run_cli(dir, sets + " --force");
-  EXPECT_EQ(forced.status, 0) << forced.output;
+  const auto forced = run_report(sets + " --force");
+  EXPECT_EQ(forced.exit_code, 0) << forced.output;
   EXPECT_NE(forced.output.find("note: forced: arch differs"), std::string::npos) << forced.output;
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out/throughput.png"));  // --no-charts
 }
@@ -70,14 +60,14 @@ TEST(ReportCli, MismatchExitsTwoUnlessForced) {
 TEST(ReportCli, MissingFilesAndBadArgumentsAreNamed) {
   TempDir dir;
   write_bench(dir, "a", run_spec(1));
-  const CliResult missing = run_cli(dir, "a=" + dir.path() + "/a b=" + dir.path() + "/gone");
-  EXPECT_EQ(missing.status, 1) << missing.output;
+  const auto missing = run_report("a=" + dir.path() + "/a b=" + dir.path() + "/gone");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find(dir.path() + "/gone does not exist"), std::string::npos)
       << missing.output;
-  const CliResult one = run_cli(dir, "a=" + dir.path() + "/a");
-  EXPECT_EQ(one.status, 2) << one.output;
-  const CliResult malformed = run_cli(dir, dir.path() + "/a " + dir.path() + "/a");
-  EXPECT_EQ(malformed.status, 2) << malformed.output;
+  const auto one = run_report("a=" + dir.path() + "/a");
+  EXPECT_EQ(one.exit_code, 2) << one.output;
+  const auto malformed = run_report(dir.path() + "/a " + dir.path() + "/a");
+  EXPECT_EQ(malformed.exit_code, 2) << malformed.output;
   EXPECT_NE(malformed.output.find("is not LABEL=DIR"), std::string::npos) << malformed.output;
 }
 
@@ -86,9 +76,9 @@ TEST(ReportCli, ChartsFailLoudlyButTextReportsAreWritten) {
   write_bench(dir, "a", run_spec(1));
   write_bench(dir, "b", run_spec(1));
   const std::string out = dir.path() + "/out";
-  const CliResult r = run_cli(dir, "a=" + dir.path() + "/a b=" + dir.path() + "/b --out " + out +
-                                       " --gnuplot /nonexistent/gnuplot");
-  EXPECT_EQ(r.status, 1) << r.output;
+  const auto r = run_report("a=" + dir.path() + "/a b=" + dir.path() + "/b --out " + out +
+                            " --gnuplot /nonexistent/gnuplot");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("gnuplot-nox"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(out + "/report.md"));
   EXPECT_TRUE(std::filesystem::exists(out + "/report.json"));

@@ -1,35 +1,20 @@
-// The chexscale binary as a user meets it: help, error lines and exit codes, `models` and
-// `export-weights` (fresh, seeded, converted from "ImageNet" weights with a replaced head).
+// The chexscale binary as a user meets it (src/cli/main.cpp): help, and every error as one line
+// and an exit status (2 for usage errors, 1 for failures), before any work starts.
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <sstream>
 
-#include "cli/cli_runner.h"
-#include "common/atomic_file.h"
-#include "models/safetensors.h"
+#include "cli/cli_output.h"
+#include "test_util/chexscale_cli.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
 namespace {
 
+using test_util::contains;
+using test_util::count_lines;
+using test_util::first_line;
 using test_util::run_chexscale;
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-// The line of a usage error: the first line of the output.
-std::string first_line(const std::string& output) {
-  return output.substr(0, output.find('\n'));
-}
-
-int count_lines(const std::string& s) {
-  int lines = 0;
-  for (char c : s)
-    lines += c == '\n';
-  return lines;
-}
 
 TEST(CliHelp, TopLevelHelpListsCommands) {
   const auto r = run_chexscale("--help");
@@ -84,7 +69,7 @@ TEST(CliErrors, BadValuesExit2NamingTheProblem) {
   EXPECT_TRUE(contains(first_line(r.output), "num-classes must be at least 1")) << r.output;
   EXPECT_FALSE(contains(r.output, "Architectures with")) << r.output;  // no half-printed table
 
-  r = run_chexscale("models", "CHEXSCALE_NUM_CLASSES=-3 ");
+  r = run_chexscale("models", {"CHEXSCALE_NUM_CLASSES=-3"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(first_line(r.output), "-3")) << r.output;
 
@@ -180,7 +165,7 @@ TEST(CliErrors, RefusedTrainRunLeavesNoRunDirectory) {
 // chexscale's own --log-level follows the contract of every option (env and config file too), so
 // a bad value there is an error rather than silently ignored.
 TEST(CliErrors, LogLevelFromEnvAndConfigIsReadAndChecked) {
-  auto r = run_chexscale("version", "CHEXSCALE_LOG_LEVEL=verbose ");
+  auto r = run_chexscale("version", {"CHEXSCALE_LOG_LEVEL=verbose"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(first_line(r.output), "'verbose'")) << r.output;
   test_util::TempDir dir;
@@ -202,97 +187,6 @@ TEST(CliErrors, UnreadableConfigFilesAreUsageErrorsNamingThem) {
   r = run_chexscale("models --config " + list_key);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(first_line(r.output), list_key)) << r.output;
-}
-
-// The row of `arch` in the models table, split into words.
-std::vector<std::string> row_of(const std::string& table, const std::string& arch) {
-  std::istringstream lines(table);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::vector<std::string> row;
-    std::string w;
-    while (words >> w)
-      row.push_back(w);
-    if (!row.empty() && row[0] == arch) return row;
-  }
-  return {};
-}
-
-TEST(CliModels, TableShowsParameterCounts) {
-  const auto r = run_chexscale("models");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(row_of(r.output, "densenet121"),
-            (std::vector<std::string>{"densenet121", "6,968,206", "1024", "classifier"}));
-  EXPECT_EQ(row_of(r.output, "resnet50"),
-            (std::vector<std::string>{"resnet50", "23,536,718", "2048", "fc"}));
-  for (const char* arch : {"densenet169", "densenet201", "resnet18", "resnet34", "resnet101"}) {
-    EXPECT_EQ(row_of(r.output, arch).size(), 4u) << arch << "\n" << r.output;
-  }
-}
-
-TEST(CliModels, HeadSizeFromFlagEnvAndConfig) {
-  // torchvision's documented ImageNet (1000-class) sizes.
-  auto r = run_chexscale("models --num-classes 1000");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(row_of(r.output, "densenet121").at(1), "7,978,856");
-  EXPECT_EQ(row_of(r.output, "resnet50").at(1), "25,557,032");
-  r = run_chexscale("models", "CHEXSCALE_NUM_CLASSES=1000 ");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(row_of(r.output, "resnet50").at(1), "25,557,032");
-  test_util::TempDir dir;
-  const std::string config = dir.write("c.yaml", "models:\n  num-classes: 1000\n");
-  r = run_chexscale("models --config " + config);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(row_of(r.output, "resnet50").at(1), "25,557,032");
-}
-
-TEST(CliExportWeights, SeededExportIsReproducibleAndComplete) {
-  test_util::TempDir dir;
-  const std::string a = dir.path() + "/a.safetensors", b = dir.path() + "/b.safetensors",
-                    c = dir.path() + "/c.safetensors";
-  auto r = run_chexscale("export-weights --arch resnet18 --seed 4 --out " + a);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "wrote 122 tensors of resnet18")) << r.output;
-  ASSERT_EQ(run_chexscale("export-weights --arch resnet18 --seed 4 --out " + b).exit_code, 0);
-  ASSERT_EQ(
-      run_chexscale("export-weights --arch resnet18 --seed 5 --dtype f16 --out " + c).exit_code, 0);
-  EXPECT_EQ(read_file(a), read_file(b));
-  const models::TensorFile fa = models::read_safetensors(a);
-  const models::TensorFile fc = models::read_safetensors(c);
-  ASSERT_EQ(fa.tensors.size(), 122u);
-  EXPECT_EQ(fa.tensors[0].name, "conv1.weight");
-  EXPECT_EQ(fa.tensors[0].tensor.sizes().vec(), (std::vector<int64_t>{64, 3, 7, 7}));
-  EXPECT_EQ(fa.metadata.at("arch"), "resnet18");
-  EXPECT_EQ(fc.tensors[0].tensor.scalar_type(), torch::kFloat16);
-  EXPECT_FALSE(torch::equal(fa.tensors[0].tensor, fc.tensors[0].tensor.to(torch::kFloat32)));
-}
-
-TEST(CliExportWeights, PretrainedImageNetHeadIsReplaced) {
-  test_util::TempDir dir;
-  const std::string imagenet = dir.path() + "/imagenet.safetensors";
-  const std::string chexnet = dir.path() + "/chexnet.safetensors";
-  ASSERT_EQ(
-      run_chexscale("export-weights --arch resnet18 --num-classes 1000 --seed 1 --out " + imagenet)
-          .exit_code,
-      0);
-  const auto r = run_chexscale("export-weights --arch resnet18 --seed 2 --pretrained " + imagenet +
-                               " --out " + chexnet);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "replaced head fc.weight [1000,512] -> [14,512]")) << r.output;
-  const models::TensorFile in = models::read_safetensors(imagenet);
-  const models::TensorFile out = models::read_safetensors(chexnet);
-  ASSERT_EQ(in.tensors.size(), out.tensors.size());
-  for (std::size_t i = 0; i < in.tensors.size(); ++i) {
-    const bool head = in.tensors[i].name.rfind("fc.", 0) == 0;
-    EXPECT_EQ(torch::equal(in.tensors[i].tensor, out.tensors[i].tensor), !head)
-        << in.tensors[i].name;
-  }
-  // Weights of another architecture are refused, naming a tensor.
-  const auto bad = run_chexscale("export-weights --arch resnet34 --pretrained " + imagenet +
-                                 " --out " + dir.path() + "/x.safetensors");
-  EXPECT_EQ(bad.exit_code, 1) << bad.output;
-  EXPECT_TRUE(contains(bad.output, "missing tensor 'layer1.2.conv1.weight'")) << bad.output;
 }
 
 }  // namespace

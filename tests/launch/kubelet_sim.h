@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "k8s/subprocess.h"
 #include "launch/k8s_render.h"
+#include "test_util/process.h"
 
 namespace chexscale::test_util {
 

@@ -1,14 +1,16 @@
 // `chexscale bench` end to end with real processes: a 2-rank job through the launcher (bench.json
-// consistent with itself, a merged timeline of both ranks), and a 1,2 sweep whose efficiency
-// follows from its own runs. Tiny workload (resnet18, 32x32, batch 2) to stay fast.
+// consistent with itself, a merged timeline of both ranks), a 1,2 sweep whose efficiency follows
+// from its own runs, and the GPU-path flags (--amp, --device, --channels-last; with train and env
+// for the shared flags): mistakes are usage errors with the way out, and a bf16 channels-last
+// benchmark runs on the CPU and says so in bench.json. Tiny workload (resnet18, 32x32, batch 2).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <set>
 
-#include "cli/cli_runner.h"
 #include "common/atomic_file.h"
+#include "test_util/chexscale_cli.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -114,6 +116,45 @@ TEST(BenchCli, BadOptionsAreUsageErrors) {
     const auto r = test_util::run_chexscale(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
   }
+}
+
+TEST(CliGpuFlags, Fp16OnTheCpuIsAUsageErrorWithTheWayOut) {
+  for (const std::string cmd : {"bench --device cpu --amp fp16",
+                                "train --device cpu --amp fp16 --data /nonexistent "
+                                "--out /nonexistent/run"}) {
+    const auto r = test_util::run_chexscale(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("--amp fp16 needs a CUDA device"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("use --amp bf16 on CPU"), std::string::npos) << r.output;
+  }
+}
+
+TEST(CliGpuFlags, UnknownAmpModeAndDeviceAreUsageErrors) {
+  auto r = test_util::run_chexscale("bench --amp fp8");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--amp must be off, bf16 or fp16, not 'fp8'"), std::string::npos)
+      << r.output;
+  r = test_util::run_chexscale("env --device tpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--device 'tpu': choose auto, cpu or cuda"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("world size"), std::string::npos) << r.output;  // no half table
+}
+
+TEST(CliGpuFlags, Bf16ChannelsLastBenchRunsOnCpuAndIsRecorded) {
+  test_util::TempDir dir;
+  const std::string json_path = dir.path() + "/bench.json";
+  const auto r = test_util::run_chexscale(
+      "bench --device cpu --amp bf16 --channels-last --arch resnet18 --image-size 32 "
+      "--batch-size 2 --steps 2 --warmup-steps 1 --threads 1 --json " +
+      json_path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("device cpu, amp bf16, channels-last"), std::string::npos) << r.output;
+  const auto doc = nlohmann::json::parse(read_file(json_path));
+  EXPECT_EQ(doc["device"], "cpu");
+  EXPECT_EQ(doc["amp"], "bf16");
+  EXPECT_EQ(doc["channels_last"], true);
+  EXPECT_GT(doc["images_per_sec"].get<double>(), 0);
 }
 
 }  // namespace

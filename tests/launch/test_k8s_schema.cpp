@@ -1,34 +1,33 @@
 // Every rendered object, for every combination of options, validated offline against the
-// Kubernetes API schemas (npm kubernetes-models, through tests/k8s/validate.js), unknown field
-// names included. The YAML text is what is checked: rendered, parsed back, converted to JSON.
+// Kubernetes API schemas (npm kubernetes-models, through tests/launch/k8s_schema/validate.js),
+// unknown field names included. The YAML text is what is checked: rendered, parsed back, converted
+// to JSON.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "k8s/subprocess.h"
 #include "launch/k8s_render.h"
 #include "launch/k8s_yaml.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::launch {
 namespace {
 
-std::string source_dir() {
-  const char* dir = std::getenv("CHEXSCALE_SOURCE_DIR");
-  return dir ? dir : ".";
-}
+using test_util::source_dir;
 
 // Runs the validator on JSON files; fails the test with its output when node cannot run it.
 test_util::ProcessResult validate_files(const test_util::TempDir& tmp,
                                         const std::vector<std::string>& files) {
-  const std::string k8s_dir = source_dir() + "/tests/k8s";
+  const std::string k8s_dir = source_dir() + "/tests/launch/k8s_schema";
   EXPECT_TRUE(std::filesystem::exists(k8s_dir + "/node_modules/kubernetes-models"))
-      << "run scripts/install-deps.sh (npm install in tests/k8s)";
+      << "run scripts/install-deps.sh (npm install in tests/launch/k8s_schema)";
   std::vector<std::string> argv = {"/usr/bin/env", "node", k8s_dir + "/validate.js"};
   argv.insert(argv.end(), files.begin(), files.end());
-  return test_util::run_process(argv, test_util::environment_with({}), tmp.path() + "/node.log",
+  return test_util::run_process({argv, test_util::environment_with(), tmp.path() + "/node.log"},
                                 std::chrono::seconds(120));
 }
 
@@ -108,31 +107,23 @@ TEST(K8sSchema, ValidatorRejectsMisspelledFieldsAndWrongTypes) {
       << result.output;
 }
 
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // deploy/k8s holds rendered examples; they must be what the renderer writes today, and valid.
 TEST(K8sSchema, CommittedExamplesAreCurrentAndValid) {
   namespace fs = std::filesystem;
   test_util::TempDir tmp;
   const std::string examples = source_dir() + "/deploy/k8s";
-  const char* bin = std::getenv("CHEXSCALE_BIN");
-  ASSERT_NE(bin, nullptr);
-  const auto r = test_util::run_process(
-      {"/bin/bash", examples + "/render-examples.sh", bin, tmp.path() + "/fresh"},
-      test_util::environment_with({}), tmp.path() + "/render.log");
+  const auto r = test_util::run_process({{"/bin/bash", examples + "/render-examples.sh",
+                                          test_util::chexscale_bin(), tmp.path() + "/fresh"},
+                                         test_util::environment_with(),
+                                         tmp.path() + "/render.log"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> json_files;
   size_t compared = 0;
   for (const auto& entry : fs::recursive_directory_iterator(tmp.path() + "/fresh")) {
     if (!entry.is_regular_file()) continue;
     const fs::path relative = fs::relative(entry.path(), tmp.path() + "/fresh");
-    const std::string fresh = slurp(entry.path());
-    EXPECT_EQ(slurp(fs::path(examples) / relative), fresh)
+    const std::string fresh = test_util::file_contents(entry.path());
+    EXPECT_EQ(test_util::file_contents(fs::path(examples) / relative), fresh)
         << relative << " is stale: run deploy/k8s/render-examples.sh build/src/cli/chexscale";
     ++compared;
     json_files.push_back(tmp.write("example-" + std::to_string(compared) + ".json",

@@ -12,21 +12,18 @@
 #include <sstream>
 
 #include "launch/k8s_render.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 
 namespace chexscale {
 namespace {
 
-std::string source_dir() {
-  const char* dir = std::getenv("CHEXSCALE_SOURCE_DIR");
-  return dir ? dir : ".";
-}
+using test_util::source_dir;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << "cannot read " << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// The file's text; the test fails naming the file when it cannot be read.
+std::string recipe_file(const std::string& path) {
+  EXPECT_TRUE(std::filesystem::is_regular_file(path)) << "cannot read " << path;
+  return test_util::file_contents(path);
 }
 
 struct Instruction {
@@ -151,11 +148,11 @@ std::string joined(const std::vector<std::string>& lines) {
 TEST(Dockerfiles, RecipesFollowTheReviewRules) {
   for (const char* name : {"Dockerfile", "Dockerfile.cuda"}) {
     const std::string path = source_dir() + "/deploy/docker/" + name;
-    const auto problems = review(slurp(path));
+    const auto problems = review(recipe_file(path));
     EXPECT_TRUE(problems.empty()) << path << ":\n" << joined(problems);
     // The build context filter BuildKit reads beside the recipe.
-    const std::string ignore = slurp(path + ".dockerignore");
-    for (const char* excluded : {".git", "build*/", "tests/k8s/node_modules/"}) {
+    const std::string ignore = recipe_file(path + ".dockerignore");
+    for (const char* excluded : {".git", "build*/", "tests/launch/k8s_schema/node_modules/"}) {
       EXPECT_NE(ignore.find(excluded), std::string::npos) << name << ".dockerignore: " << excluded;
     }
   }
@@ -163,7 +160,7 @@ TEST(Dockerfiles, RecipesFollowTheReviewRules) {
 
 TEST(Dockerfiles, BuildStepsAreTheOnesTheProjectTests) {
   // `make test` builds with this script and this CMake invocation; the recipes must too.
-  const std::string makefile = slurp(source_dir() + "/Makefile");
+  const std::string makefile = recipe_file(source_dir() + "/Makefile");
   EXPECT_NE(makefile.find("bash scripts/install-deps.sh"), std::string::npos);
   EXPECT_NE(makefile.find("cmake -S . -B $(BUILD_DIR) -G Ninja"), std::string::npos);
   for (const char* file : {"scripts/install-deps.sh", "deploy/docker/runtime-packages.sh"}) {

@@ -9,32 +9,17 @@
 
 #include <filesystem>
 
-#include "k8s/kubelet_sim.h"
-#include "k8s/subprocess.h"
+#include "distributed/rendezvous.h"
 #include "launch/k8s_yaml.h"
+#include "launch/kubelet_sim.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::test_util {
 namespace {
 
 constexpr int kNodes = 2;
-
-std::string chexscale_bin() {
-  const char* bin = std::getenv("CHEXSCALE_BIN");
-  return bin ? bin : "chexscale";
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Renders through the CLI, with the experiment's config file; returns the parsed objects.
 std::vector<K8sObject> render(const TempDir& tmp, const std::string& flavor, int port) {
@@ -47,37 +32,35 @@ std::vector<K8sObject> render(const TempDir& tmp, const std::string& flavor, int
                                        "  warmup-steps: 1\n"
                                        "  threads: 1\n");
   const std::string dir = tmp.path() + "/manifests";
-  const auto r = run_process({chexscale_bin(),
-                              "k8s",
-                              "render",
-                              "--config",
-                              config,
-                              "--flavor",
-                              flavor,
-                              "--job-name",
-                              "cxr",
-                              "--nnodes",
-                              std::to_string(kNodes),
-                              "--master-port",
-                              std::to_string(port),
-                              "--gloo-socket-ifname",
-                              "lo",
-                              "--out",
-                              dir,
-                              "--",
-                              "bench",
-                              "--arch",
-                              "resnet18",
-                              "--out",
-                              "/output/bench"},
-                             environment_with({}), tmp.path() + "/render.log");
+  const auto r = run_process({{chexscale_bin(),
+                               "k8s",
+                               "render",
+                               "--config",
+                               config,
+                               "--flavor",
+                               flavor,
+                               "--job-name",
+                               "cxr",
+                               "--nnodes",
+                               std::to_string(kNodes),
+                               "--master-port",
+                               std::to_string(port),
+                               "--gloo-socket-ifname",
+                               "lo",
+                               "--out",
+                               dir,
+                               "--",
+                               "bench",
+                               "--arch",
+                               "resnet18",
+                               "--out",
+                               "/output/bench"},
+                              environment_with(),
+                              tmp.path() + "/render.log"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::vector<K8sObject> objects;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    for (auto& o : launch::parse_yaml_stream(text.str()))
+    for (auto& o : launch::parse_yaml_stream(file_contents(entry.path())))
       objects.push_back(o);
   }
   return objects;
@@ -100,15 +83,14 @@ void expect_job_completed(const TempDir& tmp, const std::vector<ProcessResult>& 
   }
   const std::string bench_json = tmp.path() + "/" + rank0_pod + "/volumes/output/bench/bench.json";
   ASSERT_TRUE(std::filesystem::exists(bench_json)) << results[0].output;
-  std::ifstream in(bench_json);
-  const auto doc = nlohmann::json::parse(in);
+  const auto doc = nlohmann::json::parse(file_contents(bench_json));
   EXPECT_EQ(doc.at("world_size"), kNodes);
   EXPECT_EQ(doc.at("steps"), 2);  // from the ConfigMap's bench: section, not a flag
 }
 
 TEST(K8sRun, IndexedJobPodsTrainToCompletionAsTheKubeletRunsThem) {
   TempDir tmp;
-  const int port = free_port();
+  const int port = distributed::pick_free_port();
   const auto objects = render(tmp, "indexed-job", port);
   const K8sObject& job = find_kind(objects, "Job");
   const K8sObject& service = find_kind(objects, "Service");
@@ -133,7 +115,7 @@ TEST(K8sRun, IndexedJobPodsTrainToCompletionAsTheKubeletRunsThem) {
 
 TEST(K8sRun, PyTorchJobPodsTrainToCompletionWithTheOperatorsEnv) {
   TempDir tmp;
-  const int port = free_port();
+  const int port = distributed::pick_free_port();
   const auto objects = render(tmp, "pytorchjob", port);
   const K8sObject& job = find_kind(objects, "PyTorchJob");
   const std::string job_name = job.at("metadata").at("name");

@@ -1,0 +1,38 @@
+// The chexscale binary under test (CHEXSCALE_BIN, set by ctest) run as a user runs it: a command
+// line of shell words, output and exit status captured; and the source tree (CHEXSCALE_SOURCE_DIR).
+#pragma once
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "test_util/process.h"
+
+namespace chexscale::test_util {
+
+inline std::string chexscale_bin() {
+  const char* bin = std::getenv("CHEXSCALE_BIN");
+  if (bin == nullptr) throw std::runtime_error("CHEXSCALE_BIN is not set (ctest sets it)");
+  return bin;
+}
+
+inline std::string source_dir() {
+  const char* dir = std::getenv("CHEXSCALE_SOURCE_DIR");
+  return dir != nullptr ? dir : ".";
+}
+
+// `chexscale <args>` (shell words) with `env` ("NAME=VALUE") added to this environment.
+inline ProcessSpec chexscale_command(const std::string& args, const std::string& output_file = "",
+                                     const std::vector<std::string>& env = {}) {
+  return {{"/bin/sh", "-c", "exec '" + chexscale_bin() + "' " + args},
+          environment_with(env),
+          output_file};
+}
+
+inline ProcessResult run_chexscale(const std::string& args,
+                                   const std::vector<std::string>& env = {}) {
+  return run_process(chexscale_command(args, "", env));
+}
+
+}  // namespace chexscale::test_util
