@@ -244,30 +244,5 @@ TEST_F(LoaderTest, BadOptionsAreUsageErrors) {
   EXPECT_THROW(Loader{o}, UsageError);
 }
 
-TEST(PrepareShards, ImplausibleSizeIsAUsageErrorBeforeReadingTheData) {
-  PrepareOptions o;
-  o.data_dir = "/nonexistent/folder";
-  o.out_dir = "/nonexistent/shards";
-  o.image_size = 100000;
-  EXPECT_THROW(prepare_shards(o), UsageError);
-}
-
-// --data given a missing path or a file: the error says which.
-TEST(DataFolder, MissingOrAFileIsNamedAsSuch) {
-  test_util::TempDir dir;
-  const std::string file = dir.write("Data_Entry_2017.csv", "Image Index\n");
-  const auto message = [](const std::string& path) {
-    try {
-      require_data_folder(path);
-    } catch (const DataError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(message(dir.path()), "no error");
-  EXPECT_NE(message(dir.path() + "/none").find("no such data folder"), std::string::npos);
-  EXPECT_NE(message(file).find("a file, not a data folder"), std::string::npos) << message(file);
-}
-
 }  // namespace
 }  // namespace chexscale::data

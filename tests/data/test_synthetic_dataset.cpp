@@ -1,67 +1,23 @@
-// Synthetic data: each class's trace appears in its own region exactly when its label is set,
-// and the folder has the ChestX-ray14 layout with every class present in every split.
+// Synthetic data sets: the folder has the ChestX-ray14 layout with every class present in every
+// split; an existing data set and bad options are refused.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <filesystem>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "data/chestxray14_dataset.h"
+#include "data/resize.h"
 #include "data/synthetic.h"
+#include "test_util/error_message.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::data {
 namespace {
-
-bool inside(const PixelRect& r, int x, int y) {
-  return x >= r.x0 && x < r.x1 && y >= r.y0 && y < r.y1;
-}
-
-TEST(Synthetic, RegionsAreDisjointAndInsideTheImage) {
-  for (int size : {64, 128, 1024}) {
-    for (int a = 0; a < kNumPathologies; ++a) {
-      const PixelRect ra = synthetic_region(a, size);
-      EXPECT_GE(ra.x0, 0);
-      EXPECT_LE(ra.x1, size);
-      EXPECT_GT(ra.x1 - ra.x0, size / 10);
-      for (int b = a + 1; b < kNumPathologies; ++b) {
-        const PixelRect rb = synthetic_region(b, size);
-        EXPECT_TRUE(ra.x1 <= rb.x0 || rb.x1 <= ra.x0 || ra.y1 <= rb.y0 || rb.y1 <= ra.y0)
-            << a << " overlaps " << b;
-      }
-    }
-  }
-}
-
-// With the same background seed, the image with label c differs from the one without it only
-// inside region c, and there substantially.
-TEST(Synthetic, EachTraceIsPresentExactlyWhenItsLabelIsSet) {
-  const int size = 128;
-  for (uint64_t seed : {1u, 2u}) {
-    const GrayImage none = render_synthetic_image(0, size, seed);
-    for (int c = 0; c < kNumPathologies; ++c) {
-      const GrayImage with = render_synthetic_image(static_cast<LabelBits>(1U << c), size, seed);
-      const PixelRect r = synthetic_region(c, size);
-      double diff_inside = 0;
-      int changed_outside = 0;
-      for (int y = 0; y < size; ++y) {
-        for (int x = 0; x < size; ++x) {
-          const int d = std::abs(with.pixels[y * size + x] - none.pixels[y * size + x]);
-          if (inside(r, x, y))
-            diff_inside += d;
-          else
-            changed_outside += d != 0;
-        }
-      }
-      const double area = (r.x1 - r.x0) * (r.y1 - r.y0);
-      EXPECT_EQ(changed_outside, 0) << "class " << c;
-      EXPECT_GT(diff_inside / area, 8.0) << "class " << c << " trace too faint";
-    }
-  }
-  // Another seed changes the background, not just the noise.
-  EXPECT_NE(render_synthetic_image(0, size, 1).pixels, render_synthetic_image(0, size, 2).pixels);
-}
 
 TEST(Synthetic, WritesTheChestXray14LayoutWithEveryClassInEverySplit) {
   test_util::TempDir dir;
@@ -133,6 +89,30 @@ TEST(Synthetic, RefusesToOverwriteADataSetAndNegativeCounts) {
   EXPECT_THROW(write_synthetic_dataset(o), UsageError);
   o.threads = 1025;
   EXPECT_THROW(write_synthetic_dataset(o), UsageError);
+}
+
+TEST(SynthOptions, EachBadValueIsRefusedNamingItsField) {
+  SynthOptions valid;
+  valid.out_dir = "/nonexistent/synth";
+  EXPECT_NO_THROW(valid.validate());
+  const std::vector<std::pair<std::string, std::function<void(SynthOptions&)>>> cases = {
+      {"patients", [](SynthOptions& o) { o.patients = -1; }},
+      {"patients", [](SynthOptions& o) { o.patients = o.images + 1; }},
+      {"threads", [](SynthOptions& o) { o.threads = kMaxThreads + 1; }},
+      {"images", [](SynthOptions& o) { o.images = 0; }},
+      {"image_size", [](SynthOptions& o) { o.image_size = 15; }},
+      {"image_size", [](SynthOptions& o) { o.image_size = kMaxImageSize + 1; }},
+  };
+  for (const auto& [field, spoil] : cases) {
+    SynthOptions o = valid;
+    spoil(o);
+    const std::string message = test_util::message_of<UsageError>([&] { o.validate(); });
+    EXPECT_EQ(message.rfind(field + " ", 0), 0u) << field << ": " << message;
+  }
+  SynthOptions o = valid;
+  o.out_dir.clear();
+  EXPECT_EQ(test_util::message_of<UsageError>([&] { o.validate(); }),
+            "an output folder is needed (`out_dir`)");
 }
 
 }  // namespace
