@@ -185,20 +185,32 @@ double bus_bandwidth(double algbw, int world_size) {
 }
 
 const char* to_string(CommPath path) {
-  return path == CommPath::kRaw ? "raw" : "reducer";
+  switch (path) {
+    case CommPath::kRaw:
+      return "raw";
+    case CommPath::kReducer:
+      return "reducer";
+  }
+  throw Error("unknown CommPath value");
 }
 
-CommPath comm_path_from_string(const std::string& text) {
-  if (text == "raw") return CommPath::kRaw;
-  if (text == "reducer") return CommPath::kReducer;
-  throw UsageError("--path '" + text + "': choose raw or reducer");
+CommPath parse_comm_path(std::string_view text) {
+  for (CommPath p : {CommPath::kRaw, CommPath::kReducer}) {
+    if (text == to_string(p)) return p;
+  }
+  throw UsageError(fmt::format("path '{}': choose raw or reducer", text));
+}
+
+void CommOptions::validate() const {
+  if (iterations < 1) throw UsageError(fmt::format("iterations {} must be >= 1", iterations));
+  if (warmup < 0) throw UsageError(fmt::format("warmup {} must be >= 0", warmup));
+  reducer.validate();
 }
 
 CommRow measure_allreduce(const std::shared_ptr<distributed::DistContext>& ctx, CommPath path,
                           int64_t size_bytes, const CommOptions& options) {
   CHX_CHECK(ctx->process_group() != nullptr, "commbench needs a process group (world size >= 2)");
-  CHX_CHECK(options.iterations > 0 && options.warmup >= 0, "iterations {} warm-up {}",
-            options.iterations, options.warmup);
+  options.validate();
   CommRow row;
   row.count = std::max<int64_t>(1, size_bytes / kElementBytes);
   row.size_bytes = row.count * kElementBytes;
@@ -244,7 +256,7 @@ json commbench_document(const distributed::DistContext& ctx, CommPath path,
            {"warmup", options.warmup},
            {"check", options.check},
            {"bucket_mb", options.reducer.bucket_mb},
-           {"compression", options.reducer.compression},
+           {"compression", distributed::to_string(options.reducer.compression)},
            {"rows", row_list},
            {"avg_busbw_gbps", average_busbw(rows)},
            {"hostname", host_name()},

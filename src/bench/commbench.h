@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "distributed/context.h"
@@ -33,14 +34,17 @@ enum class CommPath {
   kReducer  // gradients of that many bytes averaged by distributed::GradientReducer (overlap off)
 };
 
-const char* to_string(CommPath path);
-CommPath comm_path_from_string(const std::string& text);  // UsageError when unknown
+const char* to_string(CommPath path);             // "raw", "reducer"
+CommPath parse_comm_path(std::string_view text);  // UsageError naming the valid values
 
 struct CommOptions {
-  int iterations = 20;
-  int warmup = 5;
+  int iterations = 20;  // timed allreduces per size
+  int warmup = 5;       // untimed allreduces before them
   bool check = true;
   distributed::ReducerOptions reducer;  // reducer path only (always run with overlap off)
+
+  // Throws UsageError naming the field: iterations < 1, warmup < 0, or a bad reducer option.
+  void validate() const;
 };
 
 struct CommRow {

@@ -24,20 +24,6 @@ constexpr double kLearningRate = 1e-3;  // CheXNet's Adam rate; irrelevant to sp
 constexpr size_t kTimesPerStep = kStepPhases.size() + 1;  // phases and total, for all_gather
 constexpr int64_t kResidentBatches = 4;  // synthetic batches kept on the device, as the peer
 
-void validate(const ThroughputOptions& o) {
-  if (o.steps < 1) throw UsageError(fmt::format("--steps {} must be >= 1", o.steps));
-  if (o.warmup_steps < 0) {
-    throw UsageError(fmt::format("--warmup-steps {} must be >= 0", o.warmup_steps));
-  }
-  if (o.batch_size < 1) throw UsageError(fmt::format("--batch-size {} must be >= 1", o.batch_size));
-  if (o.image_size < 16) {
-    throw UsageError(fmt::format("--image-size {} must be >= 16", o.image_size));
-  }
-  if (o.threads < 1 || o.threads > kMaxThreads) {
-    throw UsageError(fmt::format("--threads {} is not in [1, {}]", o.threads, kMaxThreads));
-  }
-}
-
 data::LoaderOptions loader_options(const ThroughputOptions& o,
                                    const distributed::DistContext& ctx) {
   data::LoaderOptions l;
@@ -153,10 +139,23 @@ std::vector<RankMeasurement> gather_measurements(distributed::DistContext& ctx, 
 
 }  // namespace
 
+void ThroughputOptions::validate() const {
+  if (steps < 1) throw UsageError(fmt::format("steps {} must be >= 1", steps));
+  if (warmup_steps < 0) {
+    throw UsageError(fmt::format("warmup_steps {} must be >= 0", warmup_steps));
+  }
+  if (batch_size < 1) throw UsageError(fmt::format("batch_size {} must be >= 1", batch_size));
+  if (image_size < 16) throw UsageError(fmt::format("image_size {} must be >= 16", image_size));
+  if (threads < 1 || threads > kMaxThreads) {
+    throw UsageError(fmt::format("threads {} is not in [1, {}]", threads, kMaxThreads));
+  }
+  reducer.validate();
+}
+
 report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
                                    const ThroughputOptions& options, TimelineWriter* timeline,
                                    const StepProgress& progress) {
-  validate(options);
+  options.validate();
   train::check_amp_supported(options.amp, ctx->device());
   at::set_num_threads(options.threads);
   torch::manual_seed(static_cast<uint64_t>(options.seed));
@@ -213,7 +212,7 @@ report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContex
   config.nnodes = std::max(1, ctx->world_size() / std::max(1, ctx->local_world_size()));
   config.backend = ctx->backend();
   config.overlap = options.reducer.overlap;
-  config.compression = options.reducer.compression;
+  config.compression = distributed::to_string(options.reducer.compression);
   config.bucket_mb = options.reducer.bucket_mb;
   config.data = options.data.empty() ? "synthetic" : options.data;
   config.threads_per_worker = options.threads;

@@ -33,6 +33,10 @@ struct ThroughputOptions {
   uint64_t seed = 0;
   train::AmpMode amp = train::AmpMode::kOff;  // mixed precision of the forward pass
   bool channels_last = false;                 // NHWC model and batches
+
+  // Throws UsageError naming the field: steps < 1, warmup_steps < 0, batch_size < 1,
+  // image_size < 16, threads outside [1, kMaxThreads], or a bad reducer option.
+  void validate() const;
 };
 
 // Called on every rank after each step: (steps done, warm-up + timed steps, seconds of the step).

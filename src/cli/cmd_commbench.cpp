@@ -16,10 +16,10 @@ struct CommbenchFlags {
   std::string min_bytes = "1M";
   std::string max_bytes = "64M";
   int64_t factor = 2;
-  int iterations = 20;
-  int warmup = 5;
+  int iterations = bench::CommOptions{}.iterations;
+  int warmup = bench::CommOptions{}.warmup;
   int check = 1;
-  std::string path = "raw";
+  std::string path = bench::to_string(bench::CommPath::kRaw);
   bool compare = false;
   std::string json;
   double min_busbw = 0.0;
@@ -53,7 +53,7 @@ void print_compare(const std::vector<std::pair<bench::CommRow, bench::CommRow>>&
   fmt::print(
       "#\n# raw c10d allreduce (one tensor) vs GradientReducer ({} MiB buckets, first {} "
       "MiB, compression {}; 4 MiB gradients; bucket copies and averaging included)\n",
-      options.bucket_mb, options.first_bucket_mb, options.compression);
+      options.bucket_mb, options.first_bucket_mb, distributed::to_string(options.compression));
   fmt::print("# {:>12} {:>14} {:>16} {:>8} {:>12}\n", "size", "raw busbw", "reducer busbw",
              "buckets", "reducer/raw");
   for (const auto& [raw, reducer] : pairs) {
@@ -65,16 +65,15 @@ void print_compare(const std::vector<std::pair<bench::CommRow, bench::CommRow>>&
 int run(const CommbenchFlags& f) {
   const auto sizes =
       bench::size_list(bench::parse_size(f.min_bytes), bench::parse_size(f.max_bytes), f.factor);
-  if (f.iterations < 1) throw UsageError(fmt::format("-n/--iters {} must be >= 1", f.iterations));
-  if (f.warmup < 0) throw UsageError(fmt::format("-w/--warmup_iters {} must be >= 0", f.warmup));
   if (f.check != 0 && f.check != 1) throw UsageError(fmt::format("-c/--check {}: 0 or 1", f.check));
   if (f.min_busbw < 0) throw UsageError(fmt::format("--min-busbw {} must be >= 0", f.min_busbw));
-  const bench::CommPath path = bench::comm_path_from_string(f.path);
+  const bench::CommPath path = bench::parse_comm_path(f.path);
   bench::CommOptions options;
   options.iterations = f.iterations;
   options.warmup = f.warmup;
   options.check = f.check == 1;
   options.reducer = f.reducer.resolved();
+  options.validate();
 
   auto ctx = distributed::DistContext::init(f.dist.resolved());
   if (ctx->world_size() < 2) {

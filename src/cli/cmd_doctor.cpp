@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/flag_names.h"
 #include "distributed/env.h"
 #include "launch/doctor.h"
 
@@ -21,10 +22,11 @@ void add_doctor_command(CLI::App& app, CommandRegistry& registry) {
                   "Rendezvous host to check (default: MASTER_ADDR)");
   cmd->add_option("--master-port", options->master_port,
                   "Rendezvous port to check (default: MASTER_PORT)");
-  registry.add(cmd, [options](const RunContext&) {
+  registry.add(cmd, [options](const RunContext& ctx) {
     const auto checks = launch::run_doctor(*options, distributed::process_environment());
     for (const auto& c : checks) {
-      fmt::print("{:<4} {:<9} {}\n", launch::to_string(c.status), c.topic, c.message);
+      fmt::print("{:<4} {:<9} {}\n", launch::to_string(c.status), c.topic,
+                 with_flag_name(c.message, &ctx.cmd));
     }
     const bool failed = launch::any_failed(checks);
     fmt::print("doctor: {}\n", failed ? "FAIL (see the lines above)" : "no failures");

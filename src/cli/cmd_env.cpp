@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
+#include "cli/flag_names.h"
 #include "distributed/device.h"
 #include "distributed/env.h"
 #include "distributed/process_group.h"
@@ -20,16 +21,16 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
       "OpenMPI, MPICH/PMI, Slurm or a Kubernetes Indexed Job; flags override. Joins no job.");
   auto flags = std::make_shared<DistributedFlags>();
   add_distributed_flags(*cmd, *flags);
-  registry.add(cmd, [flags](const RunContext&) {
+  registry.add(cmd, [flags](const RunContext& ctx) {
     const auto process_env = distributed::process_environment();
-    const distributed::RendezvousEnv e =
-        distributed::detect_environment(process_env, flags->resolved());
+    const distributed::DistOptions options = flags->resolved();
+    const distributed::RendezvousEnv e = distributed::detect_environment(process_env, options);
     // Resolved before anything is printed, so a bad --device/--backend prints only its error.
-    const torch::Device device = distributed::resolve_device(
-        flags->options.device, e.local_rank.value, e.local_world_size.value);
-    const std::string backend = distributed::resolve_backend(flags->options.backend, device);
-    auto row = [](const char* name, const auto& field) {
-      fmt::print("{:<17} {:<16} {}\n", name, field.value, field.source);
+    const torch::Device device =
+        distributed::resolve_device(options.device, e.local_rank.value, e.local_world_size.value);
+    const distributed::Backend backend = distributed::resolve_backend(options.backend, device);
+    auto row = [&](const char* name, const auto& field) {
+      fmt::print("{:<17} {:<16} {}\n", name, field.value, with_flag_name(field.source, &ctx.cmd));
     };
     fmt::print("{:<17} {}\n", "convention", e.convention);
     row("rank", e.rank);
@@ -39,9 +40,11 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
     row("node rank", e.node_rank);
     row("master address", e.master_addr);
     row("master port", e.master_port);
-    fmt::print("{:<17} {:<16} requested {}\n", "device", device.str(), flags->options.device);
-    fmt::print("{:<17} {:<16} requested {}\n", "backend", backend, flags->options.backend);
-    if (backend == "gloo" && e.world_size.value > 1) {
+    fmt::print("{:<17} {:<16} requested {}\n", "device", device.str(),
+               distributed::to_string(options.device));
+    fmt::print("{:<17} {:<16} requested {}\n", "backend", distributed::to_string(backend),
+               distributed::to_string(options.backend));
+    if (backend == distributed::Backend::kGloo && e.world_size.value > 1) {
       const distributed::GlooAddress gloo = distributed::choose_gloo_address(e, process_env);
       fmt::print("{:<17} {:<16} {}\n", "gloo binds",
                  gloo.interface.empty() ? gloo.address : "interface " + gloo.interface,

@@ -12,9 +12,11 @@
 namespace chexscale::cli {
 namespace {
 
+// Flags whose values need converting (names -> enums).
 struct RenderFlags {
   launch::K8sRenderOptions options;
-  std::string flavor = "indexed-job";
+  std::string flavor = launch::to_string(launch::K8sRenderOptions{}.flavor);
+  std::string image_pull_policy = launch::to_string(launch::K8sRenderOptions{}.image_pull_policy);
   std::string out_dir;
 };
 
@@ -30,7 +32,7 @@ void add_render_options(CLI::App* cmd, RenderFlags& f) {
   cmd->add_option("--namespace", o.namespace_name, "Kubernetes namespace")->capture_default_str();
   cmd->add_option("--image", o.image, "Container image with a pinned tag or digest")
       ->capture_default_str();
-  cmd->add_option("--image-pull-policy", o.image_pull_policy, "Always, IfNotPresent or Never")
+  cmd->add_option("--image-pull-policy", f.image_pull_policy, "Always, IfNotPresent or Never")
       ->capture_default_str();
   cmd->add_option("--nnodes", o.nnodes, "Pods (nodes) in the job")->capture_default_str();
   cmd->add_option("--nproc-per-node", o.nproc_per_node, "Worker processes per pod")
@@ -75,7 +77,8 @@ std::string file_name(size_t index, const launch::K8sObject& object) {
 }
 
 int run_render(const RunContext& ctx, RenderFlags& f) {
-  f.options.flavor = launch::parse_flavor(f.flavor);
+  f.options.flavor = launch::parse_k8s_flavor(f.flavor);
+  f.options.image_pull_policy = launch::parse_image_pull_policy(f.image_pull_policy);
   // The experiment's config file travels with the job, so pods run what bare metal runs.
   if (!ctx.config.config_file().empty())
     f.options.config_yaml = read_file(ctx.config.config_file());

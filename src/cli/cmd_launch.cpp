@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "common/error.h"
 #include "common/log.h"
+#include "distributed/dist_options.h"
 #include "distributed/env.h"
 #include "launch/local_launcher.h"
 
@@ -16,10 +16,11 @@ namespace chexscale::cli {
 
 namespace {
 
+// Flags whose values need converting (seconds -> durations).
 struct LaunchFlags {
   launch::LaunchOptions options;
-  int rdzv_timeout_s = 300;
-  double grace_period_s = 5;
+  int rdzv_timeout_s = static_cast<int>(distributed::kDefaultRdzvTimeout.count());
+  double grace_period_s = launch::kDefaultGracePeriod.count();
 };
 
 }  // namespace
@@ -47,7 +48,8 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
                   "Host of node 0 (rendezvous store); empty = MASTER_ADDR, Slurm's first node, "
                   "or 127.0.0.1 on one node");
   cmd->add_option("--master-port", o.master_port,
-                  "Rendezvous port; 0 = a free port (one node) or MASTER_PORT / 29500")
+                  fmt::format("Rendezvous port; 0 = a free port (one node) or MASTER_PORT / {}",
+                              distributed::kDefaultMasterPort))
       ->capture_default_str();
   cmd->add_option("--max-restarts", o.max_restarts,
                   "Restart the whole local group this many times after a failure (workers "
@@ -66,21 +68,12 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("command", o.args, "The chexscale subcommand and its options, after --")
       ->expected(-1);
   registry.add(cmd, [f](const RunContext& ctx) {
-    launch::LaunchOptions options =
-        launch::resolve_topology(f->options, distributed::process_environment());
+    launch::LaunchOptions options = f->options;
+    options.grace_period = std::chrono::duration<double>(f->grace_period_s);
     if (ctx.config.source("rdzv-timeout") != ConfigSource::kDefault) {
-      options.extra_env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(f->rdzv_timeout_s);
+      options.worker_rdzv_timeout = std::chrono::seconds(f->rdzv_timeout_s);
     }
-    if (!(f->grace_period_s >= 0 && f->grace_period_s <= 3600)) {
-      throw UsageError(
-          fmt::format("--grace-period {} must be in [0, 3600] seconds", f->grace_period_s));
-    }
-    if (f->rdzv_timeout_s < 1) {
-      throw UsageError(
-          fmt::format("--rdzv-timeout {} must be at least 1 second", f->rdzv_timeout_s));
-    }
-    options.grace_period =
-        std::chrono::milliseconds(static_cast<int64_t>(f->grace_period_s * 1000));
+    options = launch::resolve_topology(options, distributed::process_environment());
     const launch::LaunchResult result = launch::run_local_group(options);
     if (result.exit_code == 0) {
       log::info("chexscale launch: {}", result.summary);

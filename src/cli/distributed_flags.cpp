@@ -3,29 +3,27 @@
 
 #include <fmt/format.h>
 
-#include "common/error.h"
+#include "distributed/env.h"
 
 namespace chexscale::cli {
 
 distributed::DistOptions DistributedFlags::resolved() const {
-  if (rdzv_timeout_s < 1 || collective_timeout_s < 1) {
-    throw UsageError(
-        fmt::format("--rdzv-timeout {} and --collective-timeout {} must be at least 1 s",
-                    rdzv_timeout_s, collective_timeout_s));
-  }
   distributed::DistOptions o = options;
+  o.backend = distributed::parse_backend(backend);
+  o.device = distributed::parse_device_request(device);
   o.rdzv_timeout = std::chrono::seconds(rdzv_timeout_s);
   o.collective_timeout = std::chrono::seconds(collective_timeout_s);
+  o.validate();
   return o;
 }
 
 void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
   auto& o = f.options;
-  cmd.add_option("--backend", o.backend,
+  cmd.add_option("--backend", f.backend,
                  "Collective backend: auto (nccl when the ranks are on GPUs, else gloo), gloo, "
                  "nccl")
       ->capture_default_str();
-  cmd.add_option("--device", o.device,
+  cmd.add_option("--device", f.device,
                  "Where each rank computes: auto (cuda:LOCAL_RANK when the node has a GPU per "
                  "local rank, else cpu), cpu, cuda")
       ->capture_default_str();
@@ -51,14 +49,16 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
                  "Host of rank 0's rendezvous store; empty = MASTER_ADDR, Slurm's first node, or "
                  "127.0.0.1 for a single-node job");
   cmd.add_option("--master-port", o.master_port,
-                 "Port of the rendezvous store; -1 = MASTER_PORT, else 29500")
+                 fmt::format("Port of the rendezvous store; -1 = MASTER_PORT, else {}",
+                             distributed::kDefaultMasterPort))
       ->capture_default_str();
 }
 
 distributed::ReducerOptions ReducerFlags::resolved() const {
   distributed::ReducerOptions o = options;
+  o.compression = distributed::parse_compression(compression);
   o.overlap = !no_overlap;
-  distributed::check_reducer_options(o);
+  o.validate();
   return o;
 }
 
@@ -71,7 +71,7 @@ void add_reducer_flags(CLI::App& cmd, ReducerFlags& f) {
       ->capture_default_str();
   cmd.add_flag("--no-overlap", f.no_overlap,
                "Allreduce all gradients after backward instead of overlapping it (comparison)");
-  cmd.add_option("--grad-compression", f.options.compression,
+  cmd.add_option("--grad-compression", f.compression,
                  "Gradient payload type on the wire: none, fp16 or bf16 (halves the bytes; see "
                  "docs/bare-metal.md for accuracy)")
       ->capture_default_str();

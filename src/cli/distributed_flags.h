@@ -5,18 +5,22 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 #include "distributed/context.h"
 #include "distributed/reducer.h"
 
 namespace chexscale::cli {
 
-// Flags whose values need converting after parsing (seconds -> durations).
+// Flags whose values need converting after parsing (names -> enums, seconds -> durations).
 struct DistributedFlags {
   distributed::DistOptions options;
-  int rdzv_timeout_s = 300;
-  int collective_timeout_s = 300;
+  std::string backend = distributed::to_string(distributed::DistOptions{}.backend);
+  std::string device = distributed::to_string(distributed::DistOptions{}.device);
+  int rdzv_timeout_s = static_cast<int>(distributed::kDefaultRdzvTimeout.count());
+  int collective_timeout_s = static_cast<int>(distributed::kDefaultCollectiveTimeout.count());
 
-  // The options with the timeouts filled in.
+  // The options with the converted flags filled in, validated.
   distributed::DistOptions resolved() const;
 };
 
@@ -26,8 +30,10 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& flags);
 
 struct ReducerFlags {
   distributed::ReducerOptions options;
+  std::string compression = distributed::to_string(distributed::ReducerOptions{}.compression);
   bool no_overlap = false;
 
+  // The options with the converted flags filled in, validated.
   distributed::ReducerOptions resolved() const;
 };
 

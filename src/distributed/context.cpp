@@ -79,6 +79,7 @@ void for_each_flat_group(std::vector<torch::Tensor>& tensors, std::optional<torc
 }  // namespace
 
 std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
+  options.validate();
   const auto process_env = process_environment();
   const RendezvousEnv env = detect_environment(process_env, options);
   std::shared_ptr<DistContext> ctx(new DistContext());
@@ -88,7 +89,7 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   ctx->local_world_size_ = env.local_world_size.value;
   ctx->device_ = resolve_device(options.device, env.local_rank.value, env.local_world_size.value);
   make_current_device(ctx->device_);
-  const std::string backend = resolve_backend(options.backend, ctx->device_);
+  const Backend backend = resolve_backend(options.backend, ctx->device_);
   if (env.world_size.value == 1) return ctx;
 
   // A peer that vanishes must surface as an error on the next collective, not kill us silently.
@@ -98,7 +99,7 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   const auto collective_timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(options.collective_timeout);
   GlooAddress gloo_address;
-  if (backend == "gloo") gloo_address = choose_gloo_address(env, process_env);
+  if (backend == Backend::kGloo) gloo_address = choose_gloo_address(env, process_env);
   log::info("joining as rank {} of {} (local {} of {}, {} convention) through the store at {}",
             env.rank.value, env.world_size.value, env.local_rank.value, env.local_world_size.value,
             env.convention, store_address(env));
@@ -107,19 +108,19 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   state->store = rendezvous(env, rdzv_timeout);
   auto group_store = c10::make_intrusive<c10d::PrefixStore>("pg", state->store);
   try {
-    state->group = backend == "nccl"
+    state->group = backend == Backend::kNccl
                        ? make_nccl_group(group_store, env, collective_timeout)
                        : make_gloo_group(group_store, env, gloo_address, collective_timeout);
   } catch (const c10::Error& e) {
-    throw DistError(fmt::format("creating the {} process group failed on rank {}: {}", backend,
-                                env.rank.value, e.what_without_backtrace()));
+    throw DistError(fmt::format("creating the {} process group failed on rank {}: {}",
+                                to_string(backend), env.rank.value, e.what_without_backtrace()));
   }
   state->watchdog = std::make_unique<CollectiveWatchdog>(
       state->store, env.rank.value, env.world_size.value, collective_timeout, store_address(env));
   ctx->backend_ = backend;
   ctx->state_ = std::move(state);
-  log::debug("process group ready: {} ({})", backend,
-             backend == "gloo" ? gloo_address.reason : "one GPU per local rank");
+  log::debug("process group ready: {} ({})", to_string(backend),
+             backend == Backend::kGloo ? gloo_address.reason : "one GPU per local rank");
   return ctx;
 }
 
@@ -174,7 +175,7 @@ torch::Tensor DistContext::all_gather(const torch::Tensor& t) {
 }
 
 std::optional<torch::Device> DistContext::collective_device() const {
-  if (backend_ == "nccl") return device_;
+  if (backend_ == Backend::kNccl) return device_;
   return std::nullopt;
 }
 

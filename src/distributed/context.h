@@ -11,24 +11,11 @@
 #include <vector>
 
 #include "common/torch_compat.h"
+#include "distributed/dist_options.h"
 
 namespace chexscale::distributed {
 
 class CollectiveWatchdog;
-
-struct DistOptions {
-  std::string backend = "auto";                  // auto | gloo | nccl
-  std::string device = "auto";                   // auto | cpu | cuda (cuda:LOCAL_RANK)
-  std::chrono::seconds rdzv_timeout{300};        // wait for store/peers at start
-  std::chrono::seconds collective_timeout{300};  // watchdog for every collective
-  // Explicit overrides of the environment contract (-1 / "" = take from the environment).
-  int rank = -1;
-  int world_size = -1;
-  int local_rank = -1;
-  int local_world_size = -1;
-  std::string master_addr;
-  int master_port = -1;
-};
 
 class DistContext {
  public:
@@ -41,8 +28,9 @@ class DistContext {
   int local_rank() const { return local_rank_; }
   int local_world_size() const { return local_world_size_; }
   bool is_main() const { return rank_ == 0; }
-  const std::string& backend() const { return backend_; }
-  torch::Device device() const { return device_; }  // cpu or cuda:LOCAL_RANK (--device)
+  // "gloo" or "nccl"; "none" when world_size == 1 (no process group).
+  const char* backend() const { return backend_ ? to_string(*backend_) : "none"; }
+  torch::Device device() const { return device_; }  // cpu or cuda:LOCAL_RANK (options.device)
 
   // Collectives used outside the gradient reducer (blocking, watchdog-guarded). Tensors may be
   // on the CPU with any backend: NCCL's copies travel through device() and come back.
@@ -65,7 +53,7 @@ class DistContext {
   // Where the helper collectives must put their buffers (the GPU with NCCL), nullopt = anywhere.
   std::optional<torch::Device> collective_device() const;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_world_size_ = 1;
-  std::string backend_ = "none";
+  std::optional<Backend> backend_;
   torch::Device device_{torch::kCPU};
   struct State;
   std::unique_ptr<State> state_;

@@ -10,31 +10,28 @@
 
 namespace chexscale::distributed {
 
-torch::Device resolve_device(const std::string& requested, int local_rank, int local_world_size) {
-  if (requested == "cpu") return torch::Device(torch::kCPU);
-  if (requested != "auto" && requested != "cuda") {
-    throw UsageError("--device '" + requested + "': choose auto, cpu or cuda");
-  }
+torch::Device resolve_device(DeviceRequest requested, int local_rank, int local_world_size) {
+  if (requested == DeviceRequest::kCpu) return torch::Device(torch::kCPU);
   const bool cuda = torch::cuda::is_available();
   const int gpus = cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
-  if (requested == "auto") {
+  if (requested == DeviceRequest::kAuto) {
     return cuda && gpus >= local_world_size && local_rank < gpus
                ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank))
                : torch::Device(torch::kCPU);
   }
   if (!nccl_compiled()) {
     throw UsageError(
-        "--device cuda needs chexscale built against a CUDA LibTorch (Torch_DIR, see docs/gpu.md); "
+        "device cuda needs chexscale built against a CUDA LibTorch (Torch_DIR, see docs/gpu.md); "
         "this build is CPU-only");
   }
   if (!cuda) {
     throw UsageError(
-        "--device cuda: no CUDA device is visible (check nvidia-smi, the driver and "
-        "CUDA_VISIBLE_DEVICES), or use --device cpu");
+        "device cuda: no CUDA device is visible (check nvidia-smi, the driver and "
+        "CUDA_VISIBLE_DEVICES), or use `device` cpu");
   }
   if (local_rank >= gpus) {
     throw UsageError(fmt::format(
-        "--device cuda: local rank {} needs cuda:{} but {} GPU(s) are visible; run at most {} "
+        "device cuda: local rank {} needs cuda:{} but {} GPU(s) are visible; run at most {} "
         "rank(s) per node",
         local_rank, local_rank, gpus, gpus));
   }

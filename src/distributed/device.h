@@ -1,17 +1,17 @@
-// Which device a rank computes on (--device auto|cpu|cuda): one GPU per local rank,
+// Which device a rank computes on (DeviceRequest auto|cpu|cuda): one GPU per local rank,
 // cuda:LOCAL_RANK.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <string>
+#include "distributed/dist_options.h"
 
 namespace chexscale::distributed {
 
-// "cpu" -> cpu; "cuda" -> cuda:local_rank, a UsageError saying why when this build or host cannot
-// (CPU-only LibTorch, no visible GPU, fewer GPUs than local ranks); "auto" -> cuda:local_rank
+// cpu -> cpu; cuda -> cuda:local_rank, a UsageError saying why when this build or host cannot
+// (CPU-only LibTorch, no visible GPU, fewer GPUs than local ranks); auto -> cuda:local_rank
 // when the host has a GPU for every local rank, else cpu.
-torch::Device resolve_device(const std::string& requested, int local_rank, int local_world_size);
+torch::Device resolve_device(DeviceRequest requested, int local_rank, int local_world_size);
 
 // Makes `device` the calling thread's current CUDA device (torch.cuda.set_device), so that
 // libraries creating CUDA state (cuDNN, NCCL) use this rank's GPU, and turns on cuDNN's

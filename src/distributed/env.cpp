@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "common/error.h"
-#include "distributed/context.h"
+#include "distributed/dist_options.h"
 
 extern char** environ;
 
@@ -148,12 +148,12 @@ void apply_overrides(const DistOptions& o, RendezvousEnv& out) {
   auto apply = [](EnvField<int>& field, int value, const char* flag) {
     if (value >= 0) field = {value, flag};
   };
-  apply(out.rank, o.rank, "--rank");
-  apply(out.world_size, o.world_size, "--world-size");
-  apply(out.local_rank, o.local_rank, "--local-rank");
-  apply(out.local_world_size, o.local_world_size, "--local-world-size");
-  if (!o.master_addr.empty()) out.master_addr = {o.master_addr, "--master-addr"};
-  if (o.master_port >= 0) out.master_port = {o.master_port, "--master-port"};
+  apply(out.rank, o.rank, "`rank`");
+  apply(out.world_size, o.world_size, "`world_size`");
+  apply(out.local_rank, o.local_rank, "`local_rank`");
+  apply(out.local_world_size, o.local_world_size, "`local_world_size`");
+  if (!o.master_addr.empty()) out.master_addr = {o.master_addr, "`master_addr`"};
+  if (o.master_port >= 0) out.master_port = {o.master_port, "`master_port`"};
 }
 
 // The index of this host in the job, where the launcher says it; else derived from the rank.
@@ -172,7 +172,7 @@ void validate(const RendezvousEnv& e) {
     throw UsageError(fmt::format("world size {} must be at least 1", describe(e.world_size)));
   }
   if (e.rank.value < 0 || e.rank.value >= e.world_size.value) {
-    throw UsageError(fmt::format("rank {} must be in [0, world size {})", describe(e.rank),
+    throw UsageError(fmt::format("the rank {} must be in [0, world size {})", describe(e.rank),
                                  describe(e.world_size)));
   }
   if (e.local_world_size.value < 1 || e.local_world_size.value > e.world_size.value) {
@@ -211,7 +211,7 @@ RendezvousEnv detect_environment(const Env& env, const DistOptions& overrides) {
     if (!out.single_node()) {
       throw UsageError(fmt::format(
           "a job of {} processes with {} on this node spans several hosts: set MASTER_ADDR (or "
-          "--master-addr) to the host of rank 0",
+          "`master_addr`) to the host of rank 0",
           out.world_size.value, out.local_world_size.value));
     }
     out.master_addr = {"127.0.0.1", "default: single-node job"};

@@ -11,8 +11,9 @@ namespace chexscale::distributed {
 
 struct DistOptions;
 
-// One resolved value and where it came from ("RANK", "OMPI_COMM_WORLD_SIZE", "--rank",
-// "default: single process", ...).
+// One resolved value and where it came from ("RANK", "OMPI_COMM_WORLD_SIZE", "default: single
+// process", ...); an override from DistOptions names its field in backticks ("`rank`"), which the
+// CLI shows as the flag.
 template <typename T>
 struct EnvField {
   T value{};
@@ -34,7 +35,7 @@ struct RendezvousEnv {
 };
 
 // torchrun's default rendezvous port.
-constexpr int kDefaultMasterPort = 29500;
+inline constexpr int kDefaultMasterPort = 29500;
 
 // Resolves the contract from `env` (normally the process environment) and the explicit overrides
 // in `overrides` (rank, world_size, ..., master_addr, master_port; -1 / "" = not given).

@@ -1,5 +1,5 @@
 // Collective backends behind one interface: Gloo on CPU, NCCL on CUDA (its own file, compiled only
-// against a CUDA LibTorch), chosen by --backend auto|gloo|nccl.
+// against a CUDA LibTorch), chosen by DistOptions::backend (auto|gloo|nccl).
 #pragma once
 
 #include <torch/torch.h>
@@ -11,14 +11,15 @@
 #include <string>
 
 #include "common/torch_compat.h"
+#include "distributed/dist_options.h"
 #include "distributed/env.h"
 
 namespace chexscale::distributed {
 
-// "gloo" or "nccl" for a requested backend on the rank's device (see device.h): "auto" = nccl
-// for a CUDA device in a build with NCCL, else gloo. Throws UsageError for nccl on a CPU-only
-// build or with a CPU device.
-std::string resolve_backend(const std::string& requested, const torch::Device& device);
+// kGloo or kNccl for a requested backend on the rank's device (see device.h): auto = nccl for a
+// CUDA device in a build with NCCL, else gloo. Throws UsageError for nccl on a CPU-only build or
+// with a CPU device.
+Backend resolve_backend(Backend requested, const torch::Device& device);
 
 // Where Gloo binds its sockets, and why.
 struct GlooAddress {

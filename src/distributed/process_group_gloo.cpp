@@ -42,21 +42,18 @@ std::string local_address_towards(const std::string& host, int port) {
 
 }  // namespace
 
-std::string resolve_backend(const std::string& requested, const torch::Device& device) {
-  if (requested == "gloo") return "gloo";
-  if (requested == "nccl") {
+Backend resolve_backend(Backend requested, const torch::Device& device) {
+  if (requested == Backend::kGloo) return Backend::kGloo;
+  if (requested == Backend::kNccl) {
     require_nccl();
     if (!device.is_cuda()) {
       throw UsageError(
-          "--backend nccl needs the ranks on GPUs: use --device cuda (or auto on a "
-          "node with a GPU per local rank), or --backend gloo");
+          "backend nccl needs the ranks on GPUs: use `device` cuda (or auto on a node with a "
+          "GPU per local rank), or `backend` gloo");
     }
-    return "nccl";
+    return Backend::kNccl;
   }
-  if (requested != "auto") {
-    throw UsageError("--backend '" + requested + "': choose auto, gloo or nccl");
-  }
-  return device.is_cuda() && nccl_compiled() ? "nccl" : "gloo";
+  return device.is_cuda() && nccl_compiled() ? Backend::kNccl : Backend::kGloo;
 }
 
 GlooAddress choose_gloo_address(const RendezvousEnv& env,

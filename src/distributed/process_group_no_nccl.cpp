@@ -10,8 +10,8 @@ bool nccl_compiled() {
 
 void require_nccl() {
   throw UsageError(
-      "--backend nccl needs chexscale built against a CUDA LibTorch; this build is CPU-only (use "
-      "--backend gloo)");
+      "backend nccl needs chexscale built against a CUDA LibTorch; this build is CPU-only (use "
+      "`backend` gloo)");
 }
 
 c10::intrusive_ptr<compat::CollectiveGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>&,

@@ -44,11 +44,16 @@ struct Bucket {
   uint64_t seq = 0;
 };
 
-c10::ScalarType wire_type(const std::string& compression) {
-  if (compression == "fp16") return torch::kHalf;
-  if (compression == "bf16") return torch::kBFloat16;
-  if (compression == "none") return torch::kFloat;
-  throw UsageError("--grad-compression '" + compression + "': choose none, fp16 or bf16");
+c10::ScalarType wire_type(Compression compression) {
+  switch (compression) {
+    case Compression::kFp16:
+      return torch::kHalf;
+    case Compression::kBf16:
+      return torch::kBFloat16;
+    case Compression::kNone:
+      break;
+  }
+  return torch::kFloat;
 }
 
 }  // namespace
@@ -106,18 +111,36 @@ class GradientReadyHook : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-void check_reducer_options(const ReducerOptions& options) {
-  if (!(options.bucket_mb > 0) || !(options.first_bucket_mb > 0)) {
-    throw UsageError(fmt::format("bucket sizes must be positive (--bucket-mb {}, first {})",
-                                 options.bucket_mb, options.first_bucket_mb));
+const char* to_string(Compression compression) {
+  switch (compression) {
+    case Compression::kNone:
+      return "none";
+    case Compression::kFp16:
+      return "fp16";
+    case Compression::kBf16:
+      return "bf16";
   }
-  wire_type(options.compression);
+  throw Error("unknown Compression value");
+}
+
+Compression parse_compression(std::string_view text) {
+  for (Compression c : {Compression::kNone, Compression::kFp16, Compression::kBf16}) {
+    if (text == to_string(c)) return c;
+  }
+  throw UsageError(fmt::format("compression '{}': choose none, fp16 or bf16", text));
+}
+
+void ReducerOptions::validate() const {
+  for (const auto& [name, mb] :
+       {std::pair{"bucket_mb", bucket_mb}, {"first_bucket_mb", first_bucket_mb}}) {
+    if (!(mb > 0)) throw UsageError(fmt::format("{} {} must be > 0", name, mb));
+  }
 }
 
 GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,
                             ReducerOptions options, TimelineWriter* timeline)
     : ctx_(std::move(ctx)), options_(std::move(options)), timeline_(timeline) {
-  check_reducer_options(options_);
+  options_.validate();
   const c10::ScalarType wire = wire_type(options_.compression);
   for (auto& p : parameters) {
     if (p.requires_grad()) params_.push_back(p);
@@ -183,10 +206,11 @@ void GradientReducer::Impl::check_wire_type_supported() {
   try {
     ctx_->process_group()->allreduce(probe)->wait(ctx_->watchdog()->timeout());
   } catch (const c10::Error& e) {
+    const char* compression = to_string(options_.compression);
     throw UsageError(fmt::format(
-        "--grad-compression {}: the {} backend of this LibTorch ({}) cannot allreduce {} tensors "
-        "({}); use fp16",
-        options_.compression, ctx_->backend(), compat::torch_version(), options_.compression,
+        "compression {}: the {} backend of this LibTorch ({}) cannot allreduce {} tensors ({}); "
+        "use fp16",
+        compression, ctx_->backend(), compat::torch_version(), compression,
         e.what_without_backtrace()));
   }
 }

@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include <memory>
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "distributed/context.h"
@@ -18,16 +18,26 @@ class TimelineWriter;  // common/timeline.h: optional Chrome-trace of bucket all
 
 namespace chexscale::distributed {
 
-struct ReducerOptions {
-  double bucket_mb = 25.0;
-  double first_bucket_mb = 1.0;
-  bool overlap = true;               // false: one allreduce pass after backward (for comparison)
-  std::string compression = "none";  // none | fp16 | bf16
-};
+// The payload type of a gradient bucket on the wire: as computed, or halved to fp16 / bf16.
+enum class Compression { kNone, kFp16, kBf16 };
 
-// Throws UsageError naming the flag for a bucket size <= 0 or an unknown compression, so a job
-// of one rank (which builds no reducer) refuses the values a job of several would.
-void check_reducer_options(const ReducerOptions& options);
+const char* to_string(Compression compression);        // "none", "fp16", "bf16"
+Compression parse_compression(std::string_view text);  // UsageError naming the valid values
+
+// DDP's bucket sizes (c10d's kDefaultBucketBytesCap and kDefaultFirstBucketBytes).
+inline constexpr double kDefaultBucketMb = 25.0;
+inline constexpr double kDefaultFirstBucketMb = 1.0;
+
+struct ReducerOptions {
+  double bucket_mb = kDefaultBucketMb;
+  double first_bucket_mb = kDefaultFirstBucketMb;
+  bool overlap = true;  // false: one allreduce pass after backward (for comparison)
+  Compression compression = Compression::kNone;
+
+  // Throws UsageError naming the field for a bucket size that is not > 0, so a job of one rank
+  // (which builds no reducer) refuses the values a job of several would.
+  void validate() const;
+};
 
 class GradientReducer {
  public:

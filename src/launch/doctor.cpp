@@ -243,8 +243,19 @@ const char* to_string(CheckStatus status) {
   return "?";
 }
 
+void DoctorOptions::validate() const {
+  if (master_port != -1 && (master_port < 1 || master_port > 65535)) {
+    throw UsageError(fmt::format("master_port {} must be in [1, 65535]", master_port));
+  }
+  if (connect_timeout.count() <= 0) {
+    throw UsageError(
+        fmt::format("connect_timeout {} ms must be positive", connect_timeout.count()));
+  }
+}
+
 std::vector<DoctorCheck> run_doctor(const DoctorOptions& options,
                                     const std::map<std::string, std::string>& env) {
+  options.validate();
   std::vector<DoctorCheck> checks;
   const auto rendezvous = check_rank(options, env, checks);
   if (rendezvous) check_master(*rendezvous, options.connect_timeout, checks);

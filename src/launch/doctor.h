@@ -31,9 +31,14 @@ struct DoctorOptions {
   std::string shm_path = "/dev/shm";
   // NCCL keeps intra-node buffers in /dev/shm; Docker's 64 MiB default makes it fail.
   std::uint64_t min_shm_bytes = std::uint64_t{512} << 20;
+
+  // Throws UsageError naming the field: master_port neither -1 nor in [1, 65535], a
+  // connect_timeout that is not positive.
+  void validate() const;
 };
 
-// Runs every check against `env` (normally distributed::process_environment()).
+// Runs every check against `env` (normally distributed::process_environment()); validates the
+// options first.
 std::vector<DoctorCheck> run_doctor(const DoctorOptions& options,
                                     const std::map<std::string, std::string>& env);
 

@@ -103,7 +103,7 @@ K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
   K8sObject container = {
       {"name", c.container_name},
       {"image", o.image},
-      {"imagePullPolicy", o.image_pull_policy},
+      {"imagePullPolicy", to_string(o.image_pull_policy)},
       {"command", {"chexscale"}},
       {"args", c.args},
       {"env", container_env(o, c)},
@@ -128,7 +128,7 @@ K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
   if (!o.node_selector.empty()) {
     K8sObject selector = K8sObject::object();
     for (const auto& kv : o.node_selector) {
-      const auto [key, value] = parse_key_value(kv, "--node-selector");
+      const auto [key, value] = parse_key_value(kv, "node_selector");
       selector[key] = value;
     }
     spec["nodeSelector"] = selector;
@@ -154,9 +154,9 @@ std::pair<std::string, std::string> parse_key_value(const std::string& spec,
 }
 
 std::pair<std::string, int> parse_rdma_resource(const std::string& spec) {
-  const auto [name, count_text] = parse_key_value(spec, "--rdma-resource");
+  const auto [name, count_text] = parse_key_value(spec, "rdma_resource");
   if (name.find('/') == std::string::npos) {
-    throw UsageError("--rdma-resource '" + spec +
+    throw UsageError("rdma_resource '" + spec +
                      "': NAME must be a device-plugin resource like rdma/hca_shared_devices_a");
   }
   int count = 0;
@@ -167,8 +167,7 @@ std::pair<std::string, int> parse_rdma_resource(const std::string& spec) {
   } catch (const std::exception&) {
     count = 0;
   }
-  if (count < 1)
-    throw UsageError("--rdma-resource '" + spec + "': COUNT must be a positive integer");
+  if (count < 1) throw UsageError("rdma_resource '" + spec + "': COUNT must be a positive integer");
   return {name, count};
 }
 
@@ -179,7 +178,7 @@ K8sObject parse_toleration(const std::string& spec) {
     body = spec.substr(0, colon);
     effect = spec.substr(colon + 1);
     if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
-      throw UsageError("--toleration '" + spec +
+      throw UsageError("tolerations '" + spec +
                        "': EFFECT must be NoSchedule, PreferNoSchedule or NoExecute");
     }
   }
@@ -190,7 +189,7 @@ K8sObject parse_toleration(const std::string& spec) {
     t = {{"key", body}, {"operator", "Exists"}};
   }
   if (t["key"].get<std::string>().empty()) {
-    throw UsageError("--toleration '" + spec + "': expected KEY[=VALUE][:EFFECT]");
+    throw UsageError("tolerations '" + spec + "': expected KEY[=VALUE][:EFFECT]");
   }
   if (!effect.empty()) t["effect"] = effect;
   return t;

@@ -2,6 +2,8 @@
 // Service, ConfigMap, NetworkPolicy, and the Indexed Job or Kubeflow PyTorchJob around the pod.
 #include "launch/k8s_render.h"
 
+#include <fmt/format.h>
+
 #include <regex>
 
 #include "common/error.h"
@@ -17,21 +19,21 @@ constexpr size_t kMaxJobNameLength = 50;
 constexpr int kFirstCollectivePort = 1024;
 constexpr int kLastCollectivePort = 65535;
 
-void check_matches(const std::string& value, const std::regex& pattern, const std::string& option,
+void check_matches(const std::string& value, const std::regex& pattern, const std::string& field,
                    const std::string& expected) {
   if (!std::regex_match(value, pattern)) {
-    throw UsageError(option + " '" + value + "': expected " + expected);
+    throw UsageError(field + " '" + value + "': expected " + expected);
   }
 }
 
-void check_quantity(const std::string& value, const std::string& option) {
+void check_quantity(const std::string& value, const std::string& field) {
   static const std::regex quantity(R"(^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$)");
-  check_matches(value, quantity, option, "a Kubernetes quantity such as 500m, 4, 8Gi");
+  check_matches(value, quantity, field, "a Kubernetes quantity such as 500m, 4, 8Gi");
 }
 
-void check_mount_path(const std::string& path, const std::string& option) {
+void check_mount_path(const std::string& path, const std::string& field) {
   if (path.size() < 2 || path.front() != '/') {
-    throw UsageError(option + " '" + path + "': expected an absolute path other than /");
+    throw UsageError(field + " '" + path + "': expected an absolute path other than /");
   }
 }
 
@@ -159,63 +161,92 @@ K8sObject pytorch_job(const K8sRenderOptions& o) {
 
 }  // namespace
 
-K8sFlavor parse_flavor(const std::string& name) {
-  if (name == "indexed-job") return K8sFlavor::kIndexedJob;
-  if (name == "pytorchjob") return K8sFlavor::kPyTorchJob;
-  throw UsageError("--flavor '" + name + "': expected indexed-job or pytorchjob");
+const char* to_string(K8sFlavor flavor) {
+  switch (flavor) {
+    case K8sFlavor::kIndexedJob:
+      return "indexed-job";
+    case K8sFlavor::kPyTorchJob:
+      return "pytorchjob";
+  }
+  throw Error("unknown K8sFlavor value");
 }
 
-const char* to_string(K8sFlavor flavor) {
-  return flavor == K8sFlavor::kIndexedJob ? "indexed-job" : "pytorchjob";
+K8sFlavor parse_k8s_flavor(std::string_view text) {
+  for (K8sFlavor f : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob}) {
+    if (text == to_string(f)) return f;
+  }
+  throw UsageError(fmt::format("flavor '{}': choose indexed-job or pytorchjob", text));
+}
+
+const char* to_string(ImagePullPolicy policy) {
+  switch (policy) {
+    case ImagePullPolicy::kAlways:
+      return "Always";
+    case ImagePullPolicy::kIfNotPresent:
+      return "IfNotPresent";
+    case ImagePullPolicy::kNever:
+      return "Never";
+  }
+  throw Error("unknown ImagePullPolicy value");
+}
+
+ImagePullPolicy parse_image_pull_policy(std::string_view text) {
+  for (ImagePullPolicy p :
+       {ImagePullPolicy::kAlways, ImagePullPolicy::kIfNotPresent, ImagePullPolicy::kNever}) {
+    if (text == to_string(p)) return p;
+  }
+  throw UsageError(
+      fmt::format("image_pull_policy '{}': choose Always, IfNotPresent or Never", text));
 }
 
 std::string master_address(const K8sRenderOptions& o) {
   return o.master_addr.empty() ? o.job_name + "-0." + o.job_name : o.master_addr;
 }
 
-void validate(const K8sRenderOptions& o) {
+void K8sRenderOptions::validate() const {
   static const std::regex dns_label("^[a-z]([-a-z0-9]*[a-z0-9])?$");
-  static const std::regex namespace_name("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
-  check_matches(o.job_name, dns_label, "--job-name",
+  static const std::regex dns_namespace("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+  check_matches(job_name, dns_label, "job_name",
                 "lower-case letters, digits and '-', starting with a letter");
-  if (o.job_name.size() > kMaxJobNameLength) {
-    throw UsageError("--job-name '" + o.job_name + "': at most " +
-                     std::to_string(kMaxJobNameLength) + " characters");
+  if (job_name.size() > kMaxJobNameLength) {
+    throw UsageError("job_name '" + job_name + "': at most " + std::to_string(kMaxJobNameLength) +
+                     " characters");
   }
-  check_matches(o.namespace_name, namespace_name, "--namespace", "a DNS label");
-  if (o.image.empty()) throw UsageError("--image: required");
-  const auto slash = o.image.rfind('/');
-  const auto colon = o.image.rfind(':');  // a tag's colon comes after the last '/'
-  const bool pinned = o.image.find('@') != std::string::npos ||
+  check_matches(namespace_name, dns_namespace, "namespace_name", "a DNS label");
+  if (image.empty()) throw UsageError("image: required");
+  const auto slash = image.rfind('/');
+  const auto colon = image.rfind(':');  // a tag's colon comes after the last '/'
+  const bool pinned = image.find('@') != std::string::npos ||
                       (colon != std::string::npos && (slash == std::string::npos || colon > slash));
-  if (!pinned || (o.image.size() > 7 && o.image.substr(o.image.size() - 7) == ":latest")) {
-    throw UsageError("--image '" + o.image +
+  if (!pinned || (image.size() > 7 && image.substr(image.size() - 7) == ":latest")) {
+    throw UsageError("image '" + image +
                      "': pin a version tag or digest (an untagged or :latest image can differ "
                      "between nodes)");
   }
-  if (o.image_pull_policy != "Always" && o.image_pull_policy != "IfNotPresent" &&
-      o.image_pull_policy != "Never") {
-    throw UsageError("--image-pull-policy '" + o.image_pull_policy +
-                     "': expected Always, IfNotPresent or Never");
+  if (nnodes < 1) throw UsageError(fmt::format("nnodes {} must be at least 1", nnodes));
+  if (nproc_per_node < 1) {
+    throw UsageError(fmt::format("nproc_per_node {} must be at least 1", nproc_per_node));
   }
-  if (o.nnodes < 1) throw UsageError("--nnodes must be at least 1");
-  if (o.nproc_per_node < 1) throw UsageError("--nproc-per-node must be at least 1");
-  if (o.master_port < 1 || o.master_port > 65535) throw UsageError("--master-port: 1..65535");
-  if (o.run_as_user < 1) throw UsageError("--run-as-user must be a non-root uid (> 0)");
-  check_quantity(o.cpu, "--cpu");
-  check_quantity(o.memory, "--memory");
-  check_quantity(o.shm_size, "--shm-size");
-  check_mount_path(o.output_mount, "--output-mount");
-  check_mount_path(o.data_mount, "--data-mount");
-  if (!o.rdma_resource.empty()) parse_rdma_resource(o.rdma_resource);
-  for (const auto& kv : o.node_selector)
-    parse_key_value(kv, "--node-selector");
-  for (const auto& t : o.tolerations)
+  if (master_port < 1 || master_port > 65535) {
+    throw UsageError(fmt::format("master_port {} must be in [1, 65535]", master_port));
+  }
+  if (run_as_user < 1) {
+    throw UsageError(fmt::format("run_as_user {} must be a non-root uid (> 0)", run_as_user));
+  }
+  check_quantity(cpu, "cpu");
+  check_quantity(memory, "memory");
+  check_quantity(shm_size, "shm_size");
+  check_mount_path(output_mount, "output_mount");
+  check_mount_path(data_mount, "data_mount");
+  if (!rdma_resource.empty()) parse_rdma_resource(rdma_resource);
+  for (const auto& kv : node_selector)
+    parse_key_value(kv, "node_selector");
+  for (const auto& t : tolerations)
     parse_toleration(t);
-  if (o.command.empty()) {
+  if (command.empty()) {
     throw UsageError("no worker command: give it after '--', e.g. -- bench --arch densenet121");
   }
-  if (o.command.front() == "launch" || o.command.front() == "chexscale") {
+  if (command.front() == "launch" || command.front() == "chexscale") {
     throw UsageError(
         "the worker command is a chexscale subcommand such as 'train' or 'bench' "
         "(each pod already runs 'chexscale launch')");
@@ -223,7 +254,7 @@ void validate(const K8sRenderOptions& o) {
 }
 
 std::vector<K8sObject> render_manifests(const K8sRenderOptions& o) {
-  validate(o);
+  o.validate();
   std::vector<K8sObject> objects;
   if (!o.config_yaml.empty()) objects.push_back(config_map(o));
   if (o.flavor == K8sFlavor::kIndexedJob) objects.push_back(headless_service(o));

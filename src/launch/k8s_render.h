@@ -13,9 +13,11 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/version.h"
+#include "distributed/env.h"
 
 namespace chexscale::launch {
 
@@ -23,9 +25,14 @@ using K8sObject = nlohmann::ordered_json;
 
 enum class K8sFlavor { kIndexedJob, kPyTorchJob };
 
-// "indexed-job" | "pytorchjob"; throws UsageError for anything else.
-K8sFlavor parse_flavor(const std::string& name);
-const char* to_string(K8sFlavor flavor);
+const char* to_string(K8sFlavor flavor);            // "indexed-job", "pytorchjob"
+K8sFlavor parse_k8s_flavor(std::string_view text);  // UsageError naming the valid values
+
+// When the kubelet pulls the image (the container's imagePullPolicy).
+enum class ImagePullPolicy { kAlways, kIfNotPresent, kNever };
+
+const char* to_string(ImagePullPolicy policy);  // "Always", "IfNotPresent", "Never"
+ImagePullPolicy parse_image_pull_policy(std::string_view text);
 
 // Named constants shared by the renderer, the docs and the tests.
 inline constexpr const char* kWorkerContainer = "worker";    // Indexed Job container name
@@ -41,11 +48,11 @@ struct K8sRenderOptions {
   std::string job_name = "chexscale";  // Job, Service and pod host names derive from it
   std::string namespace_name = "default";
   std::string image = std::string("chexscale:") + kVersion;  // the Dockerfiles' tag
-  std::string image_pull_policy = "IfNotPresent";
-  int nnodes = 1;                    // pods
-  int nproc_per_node = 1;            // worker processes per pod
-  bool gpus = false;                 // request nvidia.com/gpu = nproc_per_node per pod
-  int master_port = 29500;           // TCPStore rendezvous port
+  ImagePullPolicy image_pull_policy = ImagePullPolicy::kIfNotPresent;
+  int nnodes = 1;          // pods
+  int nproc_per_node = 1;  // worker processes per pod
+  bool gpus = false;       // request nvidia.com/gpu = nproc_per_node per pod
+  int master_port = distributed::kDefaultMasterPort;  // TCPStore rendezvous port
   std::string master_addr;           // "" = <job>-0.<job> (the headless Service's DNS name)
   std::string cpu = "2";             // per-pod CPU request
   std::string memory = "8Gi";        // per-pod memory request and limit
@@ -63,15 +70,16 @@ struct K8sRenderOptions {
   int run_as_user = 1000;                  // non-root uid (and gid) of the image's user
   std::string config_yaml;                 // experiment config shipped as a ConfigMap ("" = none)
   std::vector<std::string> command;        // the worker command: a chexscale subcommand and options
-};
 
-// Throws UsageError naming the option when a value cannot make a valid manifest.
-void validate(const K8sRenderOptions& options);
+  // Throws UsageError naming the field when a value cannot make a valid manifest.
+  void validate() const;
+};
 
 // The rendezvous host the pods use: options.master_addr or "<job>-0.<job>".
 std::string master_address(const K8sRenderOptions& options);
 
 // All objects for `kubectl apply -f`, in apply order (ConfigMap, Service, NetworkPolicy, job).
+// Validates the options first.
 std::vector<K8sObject> render_manifests(const K8sRenderOptions& options);
 
 }  // namespace chexscale::launch

@@ -25,10 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Each worker is a whole process (LibTorch loaded, two pipes): a count above this is a typo, not a
-// job (the largest nodes have 8-16 GPUs or a few hundred cores), and would flood the node.
-constexpr int kMaxProcPerNode = 1024;
-
 std::optional<int> env_int(const std::map<std::string, std::string>& env, const char* name) {
   auto it = env.find(name);
   if (it == env.end() || it->second.empty()) return std::nullopt;
@@ -119,7 +115,9 @@ GroupOutcome supervise(std::vector<WorkerProcess>& workers, const LaunchOptions&
   auto tear_down = [&](int sig) {
     for (auto& w : workers)
       w.signal(sig);
-    if (!kill_at) kill_at = Clock::now() + options.grace_period;
+    if (!kill_at) {
+      kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(options.grace_period);
+    }
   };
   while (true) {
     std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
@@ -170,19 +168,40 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& o, int local_
   env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc_per_node);
   env["GROUP_RANK"] = std::to_string(o.node_rank);
   env["CHEXSCALE_RESTART_COUNT"] = std::to_string(attempt);
+  if (o.worker_rdzv_timeout) {
+    env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(o.worker_rdzv_timeout->count());
+  }
   return env;
 }
 
 }  // namespace
 
+void LaunchOptions::validate() const {
+  if (nproc_per_node < 1) {
+    throw UsageError(fmt::format("nproc_per_node {} must be at least 1", nproc_per_node));
+  }
+  if (nproc_per_node > kMaxProcPerNode) {
+    throw UsageError(fmt::format("nproc_per_node {} is more than {} workers on one node",
+                                 nproc_per_node, kMaxProcPerNode));
+  }
+  if (master_port < 0 || master_port > 65535) {
+    throw UsageError(fmt::format("master_port {} must be in [0, 65535]", master_port));
+  }
+  if (max_restarts < 0) {
+    throw UsageError(fmt::format("max_restarts {} must be at least 0", max_restarts));
+  }
+  if (!(grace_period.count() >= 0 && grace_period <= kMaxGracePeriod)) {
+    throw UsageError(fmt::format("grace_period {} s must be in [0, {}] seconds",
+                                 grace_period.count(), kMaxGracePeriod.count()));
+  }
+  if (worker_rdzv_timeout && worker_rdzv_timeout->count() < 1) {
+    throw UsageError(
+        fmt::format("worker_rdzv_timeout {} s must be at least 1 s", worker_rdzv_timeout->count()));
+  }
+}
+
 LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std::string>& env) {
-  if (o.nproc_per_node < 1) {
-    throw UsageError(fmt::format("--nproc-per-node {} must be at least 1", o.nproc_per_node));
-  }
-  if (o.nproc_per_node > kMaxProcPerNode) {
-    throw UsageError(fmt::format("--nproc-per-node {} is more than {} workers on one node",
-                                 o.nproc_per_node, kMaxProcPerNode));
-  }
+  o.validate();
   if (o.nnodes < 0) {
     o.nnodes = env_int(env, "NNODES").value_or(env_int(env, "SLURM_NNODES").value_or(1));
   }
@@ -193,7 +212,7 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
   }
   if (o.nnodes < 1 || o.node_rank >= o.nnodes) {
     throw UsageError(
-        fmt::format("--node-rank {} must be in [0, --nnodes {})", o.node_rank, o.nnodes));
+        fmt::format("node_rank {} must be in [0, `nnodes` {})", o.node_rank, o.nnodes));
   }
   if (o.master_addr.empty()) {
     auto addr = env.find("MASTER_ADDR");
@@ -205,19 +224,17 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
     } else if (o.nnodes == 1) {
       o.master_addr = "127.0.0.1";
     } else {
-      throw UsageError("a job of several nodes needs --master-addr (the host of node rank 0)");
+      throw UsageError(
+          "master_addr is needed for a job of several nodes (the host of node rank 0)");
     }
   }
   if (o.master_port == 0 && o.nnodes > 1) {
     o.master_port = env_int(env, "MASTER_PORT").value_or(distributed::kDefaultMasterPort);
   }
-  if (o.master_port < 0 || o.master_port > 65535) {
-    throw UsageError(fmt::format("--master-port {} must be in [0, 65535]", o.master_port));
-  }
-  if (o.max_restarts < 0) throw UsageError("--max-restarts must be at least 0");
+  o.validate();  // the values taken from the environment too
   if (!o.program.empty() && ::access(o.program.c_str(), X_OK) != 0) {
     throw UsageError(
-        fmt::format("--program {}: not an executable ({})", o.program, std::strerror(errno)));
+        fmt::format("program {}: not an executable ({})", o.program, std::strerror(errno)));
   }
   if (o.args.empty()) throw UsageError("nothing to launch: give the worker's command after --");
   return o;

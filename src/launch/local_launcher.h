@@ -6,24 +6,40 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace chexscale::launch {
+
+// Seconds between SIGTERM and SIGKILL when tearing the workers down.
+inline constexpr std::chrono::duration<double> kDefaultGracePeriod{5.0};
+inline constexpr std::chrono::duration<double> kMaxGracePeriod{3600.0};
+// Each worker is a whole process (LibTorch loaded, two pipes): a count above this is a typo, not a
+// job (the largest nodes have 8-16 GPUs or a few hundred cores), and would flood the node.
+inline constexpr int kMaxProcPerNode = 1024;
 
 struct LaunchOptions {
   int nproc_per_node = 1;
   int nnodes = -1;          // -1: NNODES / SLURM_NNODES from the environment, else 1
   int node_rank = -1;       // -1: JOB_COMPLETION_INDEX / SLURM_NODEID / NODE_RANK, else 0
   std::string master_addr;  // "": MASTER_ADDR, else Slurm's first host, else 127.0.0.1
-  int master_port = 0;      // 0: a free port per attempt (one node), else MASTER_PORT / 29500
+  int master_port =
+      0;  // 0: a free port per attempt (one node), else MASTER_PORT / kDefaultMasterPort
   int max_restarts = 0;
-  std::chrono::milliseconds grace_period{5000};  // SIGTERM -> SIGKILL when tearing down
+  std::chrono::duration<double> grace_period = kDefaultGracePeriod;
+  // The workers' rendezvous timeout, passed as CHEXSCALE_RDZV_TIMEOUT; nullopt: their own.
+  std::optional<std::chrono::seconds> worker_rdzv_timeout;
   std::string program;                           // "": this executable (/proc/self/exe)
   std::vector<std::string> args;                 // the worker's arguments
   std::map<std::string, std::string> extra_env;  // added to every worker's environment
   int output_fd = 1;                             // where the workers' stdout lines go
   int error_fd = 2;                              // and their stderr lines
+
+  // Throws UsageError naming the field: nproc_per_node outside [1, kMaxProcPerNode], master_port
+  // outside [0, 65535], max_restarts < 0, grace_period outside [0, kMaxGracePeriod] (or NaN),
+  // worker_rdzv_timeout under 1 s.
+  void validate() const;
 };
 
 struct LaunchResult {
@@ -34,7 +50,8 @@ struct LaunchResult {
 };
 
 // Fills the -1 / "" / 0 fields of `options` from `env` (normally the process environment).
-// Throws UsageError for inconsistent values.
+// Throws UsageError for invalid options (validate()), inconsistent values or a program that
+// cannot run.
 LaunchOptions resolve_topology(LaunchOptions options,
                                const std::map<std::string, std::string>& env);
 

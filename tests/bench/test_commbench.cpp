@@ -4,6 +4,7 @@
 
 #include "bench/commbench.h"
 #include "common/error.h"
+#include "test_util/error_message.h"
 
 namespace chexscale::bench {
 namespace {
@@ -28,6 +29,26 @@ TEST(Commbench, SizeListMultipliesUpToMaxInWholeFloats) {
   EXPECT_EQ(size_list(1, 1, 2), (std::vector<int64_t>{4}));  // at least one float
   EXPECT_THROW(size_list(64, 8, 2), UsageError);
   EXPECT_THROW(size_list(8, 64, 0), UsageError);
+}
+
+TEST(Commbench, PathNamesRoundTrip) {
+  for (CommPath p : {CommPath::kRaw, CommPath::kReducer}) {
+    EXPECT_EQ(parse_comm_path(to_string(p)), p) << to_string(p);
+  }
+  EXPECT_EQ(test_util::message_of<UsageError>([] { parse_comm_path("nccl"); }),
+            "path 'nccl': choose raw or reducer");
+}
+
+TEST(CommOptionsValidate, RefusesEachBadValueNamingItsField) {
+  const auto message = [](auto change) {
+    CommOptions o;
+    change(o);
+    return test_util::message_of<UsageError>([&] { o.validate(); });
+  };
+  EXPECT_EQ(message([](auto&) {}), "(no expected exception)");
+  EXPECT_EQ(message([](auto& o) { o.iterations = 0; }), "iterations 0 must be >= 1");
+  EXPECT_EQ(message([](auto& o) { o.warmup = -1; }), "warmup -1 must be >= 0");
+  EXPECT_EQ(message([](auto& o) { o.reducer.bucket_mb = 0; }), "bucket_mb 0 must be > 0");
 }
 
 TEST(Commbench, BusBandwidthIsAlgbwTimesTwoNMinusOneOverN) {

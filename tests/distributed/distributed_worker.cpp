@@ -47,7 +47,7 @@ std::vector<Config> configurations() {
   for (const char* compression : {"fp16", "bf16"}) {
     distributed::ReducerOptions o;
     o.bucket_mb = 0.004;
-    o.compression = compression;
+    o.compression = distributed::parse_compression(compression);
     configs.push_back({compression, o});
   }
   return configs;

@@ -128,7 +128,7 @@ TEST(Env, FlagsOverrideTheEnvironment) {
   const auto e = detect(
       {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}}, flags);
   EXPECT_EQ(e.rank.value, 0);
-  EXPECT_EQ(e.rank.source, "--rank");
+  EXPECT_EQ(e.rank.source, "`rank`");
   EXPECT_EQ(e.master_port.value, 4000);
 }
 
@@ -155,7 +155,7 @@ TEST(Env, InconsistentSettingsAreRejected) {
   distributed::DistOptions flags;
   flags.rank = 3;
   flags.world_size = 2;
-  EXPECT_NE(rejection({}, flags).find("(from --rank)"), std::string::npos);
+  EXPECT_NE(rejection({}, flags).find("(from `rank`)"), std::string::npos);
 }
 
 TEST(Env, MultiNodeWithoutMasterAddressIsRejected) {

@@ -6,12 +6,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/timer.h"
 #include "launch/local_launcher.h"
+#include "test_util/error_message.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -121,6 +123,59 @@ TEST(LocalLauncher, ImplausibleValuesAreRejected) {
   EXPECT_THROW(launch::resolve_topology(o, {}), UsageError);
   o.program = CHEXSCALE_DISTRIBUTED_WORKER;
   EXPECT_EQ(launch::resolve_topology(o, {}).nproc_per_node, 2);
+}
+
+// Each refused value of LaunchOptions names its field (the CLI maps it to the flag).
+TEST(LaunchOptionsValidate, RefusesEachBadValueNamingItsField) {
+  const auto message = [](auto change) {
+    launch::LaunchOptions o;
+    change(o);
+    return test_util::message_of<UsageError>([&] { o.validate(); });
+  };
+  EXPECT_EQ(message([](auto&) {}), "(no expected exception)");
+  EXPECT_EQ(message([](auto& o) { o.nproc_per_node = 0; }), "nproc_per_node 0 must be at least 1");
+  EXPECT_EQ(message([](auto& o) { o.nproc_per_node = launch::kMaxProcPerNode + 1; }),
+            "nproc_per_node 1025 is more than 1024 workers on one node");
+  EXPECT_EQ(message([](auto& o) { o.master_port = 65536; }),
+            "master_port 65536 must be in [0, 65535]");
+  EXPECT_EQ(message([](auto& o) { o.max_restarts = -1; }), "max_restarts -1 must be at least 0");
+  EXPECT_EQ(message([](auto& o) { o.grace_period = std::chrono::duration<double>(-1); }),
+            "grace_period -1 s must be in [0, 3600] seconds");
+  EXPECT_EQ(message([](auto& o) { o.grace_period = std::chrono::duration<double>(std::nan("")); }),
+            "grace_period nan s must be in [0, 3600] seconds");
+  EXPECT_EQ(message([](auto& o) { o.worker_rdzv_timeout = std::chrono::seconds(0); }),
+            "worker_rdzv_timeout 0 s must be at least 1 s");
+}
+
+// A port taken from the environment is checked like one given as an option.
+TEST(LaunchOptionsValidate, ValuesFromTheEnvironmentAreCheckedToo) {
+  launch::LaunchOptions o;
+  o.args = {"train"};
+  o.nnodes = 2;
+  o.master_addr = "h";
+  EXPECT_EQ(test_util::message_of<UsageError>([&] {
+              launch::resolve_topology(o, {{"MASTER_PORT", "70000"}});
+            }),
+            "master_port 70000 must be in [0, 65535]");
+}
+
+TEST(LocalLauncher, WorkersGetTheRendezvousTimeoutWhenGiven) {
+  test_util::TempDir dir;
+  launch::LaunchOptions o;
+  o.program = "/bin/sh";
+  o.args = {"-c", "echo timeout=${CHEXSCALE_RDZV_TIMEOUT-unset}"};
+  const std::string log = dir.path() + "/launch.log";
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  o.output_fd = fd;
+  o.error_fd = fd;
+  EXPECT_EQ(launch::run_local_group(launch::resolve_topology(o, {})).exit_code, 0);
+  o.worker_rdzv_timeout = std::chrono::seconds(42);
+  EXPECT_EQ(launch::run_local_group(launch::resolve_topology(o, {})).exit_code, 0);
+  ::close(fd);
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "[rank 0] timeout=unset\n[rank 0] timeout=42\n");
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+// Names and checks of the options of joining a job (see dist_options.h).
+#include "distributed/dist_options.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace chexscale::distributed {
+
+const char* to_string(Backend backend) {
+  switch (backend) {
+    case Backend::kAuto:
+      return "auto";
+    case Backend::kGloo:
+      return "gloo";
+    case Backend::kNccl:
+      return "nccl";
+  }
+  throw Error("unknown Backend value");
+}
+
+Backend parse_backend(std::string_view text) {
+  for (Backend b : {Backend::kAuto, Backend::kGloo, Backend::kNccl}) {
+    if (text == to_string(b)) return b;
+  }
+  throw UsageError(fmt::format("backend '{}': choose auto, gloo or nccl", text));
+}
+
+const char* to_string(DeviceRequest device) {
+  switch (device) {
+    case DeviceRequest::kAuto:
+      return "auto";
+    case DeviceRequest::kCpu:
+      return "cpu";
+    case DeviceRequest::kCuda:
+      return "cuda";
+  }
+  throw Error("unknown DeviceRequest value");
+}
+
+DeviceRequest parse_device_request(std::string_view text) {
+  for (DeviceRequest d : {DeviceRequest::kAuto, DeviceRequest::kCpu, DeviceRequest::kCuda}) {
+    if (text == to_string(d)) return d;
+  }
+  throw UsageError(fmt::format("device '{}': choose auto, cpu or cuda", text));
+}
+
+void DistOptions::validate() const {
+  for (const auto& [name, timeout] :
+       {std::pair{"rdzv_timeout", rdzv_timeout}, {"collective_timeout", collective_timeout}}) {
+    if (timeout.count() < 1) {
+      throw UsageError(fmt::format("{} {} s must be at least 1 s", name, timeout.count()));
+    }
+  }
+}
+
+}  // namespace chexscale::distributed

@@ -1,0 +1,46 @@
+// How a process joins a distributed job: the collective backend, the device each rank computes
+// on, the rendezvous and collective timeouts, and explicit overrides of the environment contract.
+// Each enumeration has one to_string / parse_X pair; parse_X throws UsageError naming the values.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace chexscale::distributed {
+
+// The collective backend: auto = nccl for ranks on GPUs in a build with NCCL, else gloo.
+enum class Backend { kAuto, kGloo, kNccl };
+
+const char* to_string(Backend backend);  // "auto", "gloo", "nccl"
+Backend parse_backend(std::string_view text);
+
+// Where a rank computes: cpu, cuda (cuda:LOCAL_RANK), or auto (cuda when the node has a GPU for
+// every local rank, else cpu).
+enum class DeviceRequest { kAuto, kCpu, kCuda };
+
+const char* to_string(DeviceRequest device);  // "auto", "cpu", "cuda"
+DeviceRequest parse_device_request(std::string_view text);
+
+inline constexpr std::chrono::seconds kDefaultRdzvTimeout{300};
+inline constexpr std::chrono::seconds kDefaultCollectiveTimeout{300};
+
+struct DistOptions {
+  Backend backend = Backend::kAuto;
+  DeviceRequest device = DeviceRequest::kAuto;
+  std::chrono::seconds rdzv_timeout = kDefaultRdzvTimeout;  // wait for store/peers at start
+  std::chrono::seconds collective_timeout =
+      kDefaultCollectiveTimeout;  // watchdog, every collective
+  // Explicit overrides of the environment contract (-1 / "" = take from the environment).
+  int rank = -1;
+  int world_size = -1;
+  int local_rank = -1;
+  int local_world_size = -1;
+  std::string master_addr;
+  int master_port = -1;
+
+  // Throws UsageError naming the field for a timeout under one second.
+  void validate() const;
+};
+
+}  // namespace chexscale::distributed

@@ -1,0 +1,96 @@
+// The field -> flag mapping of usage errors: a message below the CLI names an options field, the
+// user reads the flag; and through the binary, one refused value of each options struct.
+#include <gtest/gtest.h>
+
+#include "cli/flag_names.h"
+#include "test_util/chexscale_cli.h"
+
+namespace chexscale::cli {
+namespace {
+
+// A command with some of the flags of bench, commbench and k8s render.
+struct CommandWithFlags {
+  CLI::App cmd;
+  CommandWithFlags() {
+    for (const char* flag : {"--bucket-mb", "--grad-compression", "--image", "--image-size",
+                             "-n,--iters", "--namespace"}) {
+      cmd.add_option(flag);
+    }
+  }
+};
+
+TEST(FlagNames, ALeadingFieldBecomesItsFlag) {
+  const CommandWithFlags with;
+  const CLI::App* cmd = &with.cmd;
+  EXPECT_EQ(with_flag_name("bucket_mb 0 must be > 0", cmd), "--bucket-mb 0 must be > 0");
+  EXPECT_EQ(with_flag_name("compression 'zip': choose none, fp16 or bf16", cmd),
+            "--grad-compression 'zip': choose none, fp16 or bf16");
+  EXPECT_EQ(with_flag_name("image: required", cmd), "--image: required");
+  EXPECT_EQ(with_flag_name("image_size 15 must be >= 16", cmd), "--image-size 15 must be >= 16");
+  EXPECT_EQ(with_flag_name("iterations 0 must be >= 1", cmd), "-n/--iters 0 must be >= 1");
+  EXPECT_EQ(with_flag_name("namespace_name 'A': expected a DNS label", cmd),
+            "--namespace 'A': expected a DNS label");
+}
+
+TEST(FlagNames, OtherMessagesAreUnchanged) {
+  const CommandWithFlags with;
+  const CLI::App* cmd = &with.cmd;
+  EXPECT_EQ(with_flag_name("images are missing", cmd), "images are missing");      // not the field
+  EXPECT_EQ(with_flag_name("a bucket_mb of 0", cmd), "a bucket_mb of 0");          // not leading
+  EXPECT_EQ(with_flag_name("steps 0 must be >= 1", cmd), "steps 0 must be >= 1");  // no --steps
+  EXPECT_EQ(with_flag_name("", cmd), "");
+}
+
+// A field set by different flags in different commands gets the flag of the command at hand; a
+// field between backticks is named wherever it is in the message.
+TEST(FlagNames, TheCommandChoosesTheFlagAndBacktickedFieldsAreNamedToo) {
+  CLI::App train;
+  for (const char* flag : {"--loader-threads", "--max-steps", "--amp", "--device"})
+    train.add_option(flag);
+  CLI::App prepare;
+  for (const char* flag : {"--threads", "--size"})
+    prepare.add_option(flag);
+  EXPECT_EQ(with_flag_name("threads 0 is not in [1, 1024]", &train),
+            "--loader-threads 0 is not in [1, 1024]");
+  EXPECT_EQ(with_flag_name("threads 0 is not in [1, 1024]", &prepare),
+            "--threads 0 is not in [1, 1024]");
+  EXPECT_EQ(with_flag_name("image_size 7 is not in [8, 4096]", &prepare),
+            "--size 7 is not in [8, 4096]");
+  EXPECT_EQ(with_flag_name("max_steps must be >= 0", &train), "--max-steps must be >= 0");
+  EXPECT_EQ(
+      with_flag_name("amp fp16 needs a CUDA device: use `amp` bf16, or `device` cuda", &train),
+      "--amp fp16 needs a CUDA device: use --amp bf16, or --device cuda");
+  EXPECT_EQ(with_flag_name("an output folder is needed (`out_dir`)", &train),
+            "an output folder is needed (out_dir)");  // this command has no --out
+}
+
+// One refused value of each options struct the CLI fills, through the real binary: exit 2 and
+// the flag named on the first line.
+TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"env --backend mpi", "--backend 'mpi': choose auto, gloo or nccl"},
+      {"env --device tpu", "--device 'tpu': choose auto, cpu or cuda"},
+      {"env --rdzv-timeout 0", "--rdzv-timeout 0 s must be at least 1 s"},
+      {"commbench --first-bucket-mb 0", "--first-bucket-mb 0 must be > 0"},
+      {"commbench -n 0", "-n/--iters 0 must be >= 1"},
+      {"commbench --path nccl", "--path 'nccl': choose raw or reducer"},
+      {"bench --steps 0 --threads 1", "--steps 0 must be >= 1"},
+      {"bench --workers 1,0", "--workers '1,0': expected worker counts >= 1"},
+      {"launch --nproc-per-node 0 -- env", "--nproc-per-node 0 must be at least 1"},
+      {"launch --max-restarts -1 -- env", "--max-restarts -1 must be at least 0"},
+      {"k8s render --job-name Bad -- bench", "--job-name 'Bad': expected lower-case letters"},
+      {"k8s render --flavor mpijob -- bench", "--flavor 'mpijob': choose indexed-job or"},
+      {"k8s render --image-pull-policy always -- bench", "--image-pull-policy 'always': choose"},
+      {"k8s render --shm-size 2GB -- bench", "--shm-size '2GB': expected a Kubernetes quantity"},
+      {"doctor --master-port 0", "--master-port 0 must be in [1, 65535]"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto r = test_util::run_chexscale(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    const std::string first = r.output.substr(0, r.output.find('\n'));
+    EXPECT_NE(first.find(expected), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace chexscale::cli

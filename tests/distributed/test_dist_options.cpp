@@ -1,0 +1,52 @@
+// The options of joining a job: every Backend and DeviceRequest name reads back as itself, a bad
+// name is refused listing the valid ones, and DistOptions::validate() names the field it refuses.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "distributed/dist_options.h"
+#include "test_util/error_message.h"
+
+namespace chexscale::distributed {
+namespace {
+
+std::string usage_message(const std::function<void()>& f) {
+  return test_util::message_of<UsageError>(f);
+}
+
+TEST(DistOptionNames, BackendRoundTrips) {
+  for (Backend b : {Backend::kAuto, Backend::kGloo, Backend::kNccl}) {
+    EXPECT_EQ(parse_backend(to_string(b)), b) << to_string(b);
+  }
+  EXPECT_STREQ(to_string(Backend::kNccl), "nccl");
+  EXPECT_EQ(usage_message([] { parse_backend("mpi"); }),
+            "backend 'mpi': choose auto, gloo or nccl");
+}
+
+TEST(DistOptionNames, DeviceRequestRoundTrips) {
+  for (DeviceRequest d : {DeviceRequest::kAuto, DeviceRequest::kCpu, DeviceRequest::kCuda}) {
+    EXPECT_EQ(parse_device_request(to_string(d)), d) << to_string(d);
+  }
+  EXPECT_STREQ(to_string(DeviceRequest::kCpu), "cpu");
+  EXPECT_EQ(usage_message([] { parse_device_request("tpu"); }),
+            "device 'tpu': choose auto, cpu or cuda");
+  EXPECT_EQ(usage_message([] { parse_device_request("CUDA"); }),
+            "device 'CUDA': choose auto, cpu or cuda");
+}
+
+TEST(DistOptionsValidate, DefaultsAreValid) {
+  EXPECT_NO_THROW(DistOptions{}.validate());
+  EXPECT_EQ(DistOptions{}.rdzv_timeout, kDefaultRdzvTimeout);
+  EXPECT_EQ(DistOptions{}.collective_timeout, kDefaultCollectiveTimeout);
+}
+
+TEST(DistOptionsValidate, TimeoutsUnderOneSecondNameTheirField) {
+  DistOptions o;
+  o.rdzv_timeout = std::chrono::seconds(0);
+  EXPECT_EQ(usage_message([&] { o.validate(); }), "rdzv_timeout 0 s must be at least 1 s");
+  o = DistOptions{};
+  o.collective_timeout = std::chrono::seconds(-1);
+  EXPECT_EQ(usage_message([&] { o.validate(); }), "collective_timeout -1 s must be at least 1 s");
+}
+
+}  // namespace
+}  // namespace chexscale::distributed
