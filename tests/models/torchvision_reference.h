@@ -5,22 +5,21 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
+
+#include "test_util/chexscale_cli.h"
 
 namespace chexscale::test_util {
 
 // Runs the reference script with `args`; throws with the command if it fails (never skips).
 inline void run_torchvision_reference(const std::string& args) {
-  const char* source_dir = std::getenv("CHEXSCALE_SOURCE_DIR");
-  if (source_dir == nullptr) throw std::runtime_error("CHEXSCALE_SOURCE_DIR is not set");
-  const std::string command = std::string("OMP_NUM_THREADS=1 /usr/bin/python3 ") + source_dir +
-                              "/tests/models/torchvision_reference.py " + args;
-  const int status = std::system(command.c_str());
-  if (status != 0) {
-    throw std::runtime_error("reference script failed (status " + std::to_string(status) +
-                             "): " + command);
+  const std::string command =
+      "/usr/bin/python3 " + source_dir() + "/tests/models/torchvision_reference.py " + args;
+  const ProcessResult r = run_shell(command, environment_with({"OMP_NUM_THREADS=1"}));
+  if (r.exit_code != 0) {
+    throw std::runtime_error("reference script failed (status " + std::to_string(r.exit_code) +
+                             "): " + command + "\n" + r.output);
   }
 }
 

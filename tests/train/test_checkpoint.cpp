@@ -7,11 +7,15 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "models/weights.h"
+#include "test_util/error_message.h"
 #include "test_util/temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/inference.h"
 #include "train/optimizer.h"
+#include "train/random_batch.h"
 #include "train/run_checkpoint.h"
+#include "train/step.h"
 #include "train/tiny_classifier.h"
 
 namespace chexscale::train {
@@ -72,6 +76,12 @@ TEST(Checkpoint, AFolderOrTheTensorsFileInsteadOfTheManifestSaysWhatToGive) {
       EXPECT_EQ(std::string(e.what()).find("syntax error"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(Checkpoint, KeepingNoCheckpointIsAUsageErrorNamingTheField) {
+  test_util::TempDir dir;
+  EXPECT_EQ(test_util::message_of<UsageError>([&] { CheckpointStore(dir.path(), 0); }),
+            "keep_last must be at least 1, got 0");
 }
 
 TEST(Checkpoint, KeepsTheNewestK) {
@@ -166,6 +176,82 @@ TEST(Checkpoint, ResumePositionSkipsTheConsumedPrefixInNewGlobalBatches) {
   expect_position(3, 3, 100, 2, 18);  // 18 / 9 = 2 exactly
   expect_position(2, 4, 100, 3, 24);  // the batch size alone changed: 18 / 8 = 2.25 -> 3
   expect_position(1, 4, 4, 4, 16);    // an epoch of 4 batches: at its end, not past it
+}
+
+// Across devices and layouts: a checkpoint loads into a model wherever (and however) its tensors
+// live.
+// What the trainer writes: the model's state dict and the optimizer state.
+std::vector<models::NamedTensor> checkpoint_tensors(const models::Classifier& model,
+                                                    torch::optim::Optimizer& opt) {
+  std::vector<models::NamedTensor> tensors;
+  for (const auto& t : models::state_dict(*model))
+    tensors.push_back({"model." + t.name, t.tensor});
+  for (auto& t : optimizer_state(opt, model->parameters()))
+    tensors.push_back(std::move(t));
+  return tensors;
+}
+
+// A checkpoint saved from a channels-last model loads into a fresh NCHW model with identical
+// values: the loader copies into the model's own tensors (their device and layout), it does not
+// replace them with the file's CPU tensors.
+// A checkpoint saved from a channels-last model loads into a fresh NCHW model with identical
+// values: the loader copies into the model's own tensors (their device and layout), it does not
+// replace them with the file's CPU tensors.
+TEST(CrossDeviceCheckpoint, LoadsIntoTheTargetModelsOwnTensors) {
+  test_util::TempDir dir;
+  auto saved = test_util::make_tiny_classifier(4);
+  torch::optim::Adam saved_opt(saved->parameters(), torch::optim::AdamOptions(1e-2));
+  TrainStepOptions o;
+  o.channels_last = true;
+  TrainStep step(saved, saved_opt, BceWithLogitsLoss(), nullptr, o);
+  for (int i = 0; i < 2; ++i)
+    step.run(test_util::random_batch(4, 16, 60 + i), i);
+  CheckpointStore store(dir.path(), 1);
+  const Checkpoint ckpt = read_checkpoint(store.save(2, {}, checkpoint_tensors(saved, saved_opt)));
+
+  auto loaded = test_util::make_tiny_classifier(5);
+  torch::optim::Adam loaded_opt(loaded->parameters(), torch::optim::AdamOptions(1e-2));
+  const auto params = loaded->parameters();
+  std::vector<const void*> storage_before;
+  for (const auto& p : params)
+    storage_before.push_back(p.data_ptr());
+  models::load_state_dict(*loaded, tensors_with_prefix(ckpt.tensors, "model."),
+                          {/*replace_head=*/false});
+  load_optimizer_state(loaded_opt, params, ckpt.tensors);
+
+  const auto saved_params = saved->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(torch::equal(params[i], saved_params[i])) << "parameter " << i;
+    EXPECT_EQ(params[i].data_ptr(), storage_before[i]) << "parameter " << i << " was replaced";
+    EXPECT_TRUE(params[i].is_contiguous()) << "parameter " << i << " took the file's layout";
+  }
+  // One more identical step on each: the optimizer state came across too.
+  TrainStep loaded_step(loaded, loaded_opt, BceWithLogitsLoss(), nullptr);
+  const auto batch = test_util::random_batch(4, 16, 70);
+  EXPECT_NEAR(loaded_step.run(batch, 2).loss, step.run(batch, 2).loss, 1e-5);
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(torch::allclose(params[i], saved_params[i], 1e-5, 1e-6)) << "parameter " << i;
+}
+// The optimizer state follows the parameters' device, whatever it is: on the meta device (no
+// data, but a device that is not the CPU) every restored state tensor must be a meta tensor.
+TEST(CrossDeviceCheckpoint, OptimizerStateMovesToTheParametersDevice) {
+  auto saved = test_util::make_tiny_classifier(6);
+  torch::optim::Adam saved_opt(saved->parameters(), torch::optim::AdamOptions(1e-2));
+  TrainStep(saved, saved_opt, BceWithLogitsLoss(), nullptr)
+      .run(test_util::random_batch(2, 16, 80), 0);
+  const auto tensors = checkpoint_tensors(saved, saved_opt);
+
+  std::vector<torch::Tensor> elsewhere;
+  for (const auto& p : saved->parameters())
+    elsewhere.push_back(torch::empty(p.sizes(), torch::Device(torch::kMeta)).requires_grad_(true));
+  torch::optim::Adam opt(elsewhere, torch::optim::AdamOptions(1e-2));
+  load_optimizer_state(opt, elsewhere, tensors);
+  ASSERT_EQ(opt.state().size(), elsewhere.size());
+  for (const auto& [key, state] : opt.state()) {
+    const auto& adam = static_cast<const torch::optim::AdamParamState&>(*state);
+    EXPECT_TRUE(adam.exp_avg().is_meta());
+    EXPECT_TRUE(adam.exp_avg_sq().is_meta());
+  }
 }
 
 }  // namespace

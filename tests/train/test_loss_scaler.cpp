@@ -1,11 +1,12 @@
-// DynamicLossScaler: scale and unscale arithmetic, backoff on overflow, growth after the interval;
-// and TrainStep with loss scaling on CPU (fp32 autocast-free, so the arithmetic is checkable).
+// DynamicLossScaler: scale and unscale arithmetic, backoff on overflow, growth after the interval
+// (TrainStep with loss scaling: test_step.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "common/error.h"
+#include "test_util/error_message.h"
 #include "train/loss_scaler.h"
 #include "train/random_batch.h"
 #include "train/step.h"
@@ -86,6 +87,20 @@ TEST(DynamicLossScaler, DefaultsAreGradScalers) {
   EXPECT_EQ(o.growth_interval, 2000);
 }
 
+TEST(DynamicLossScaler, OptionsNameTheFieldOfABadValue) {
+  EXPECT_NO_THROW(LossScalerOptions{}.validate());
+  const std::pair<const char*, LossScalerOptions> cases[] = {
+      {"init_scale", {std::nan(""), 2.0, 0.5, 1}},
+      {"growth_factor", {1.0, 1.0, 0.5, 1}},
+      {"backoff_factor", {1.0, 2.0, 1.0, 1}},
+      {"growth_interval", {1.0, 2.0, 0.5, 0}},
+  };
+  for (const auto& [field, options] : cases) {
+    const std::string message = test_util::message_of<UsageError>([&o = options] { o.validate(); });
+    EXPECT_EQ(message.rfind(std::string(field) + " ", 0), 0u) << field << ": " << message;
+  }
+}
+
 TEST(DynamicLossScaler, RejectsBadOptionsAndState) {
   EXPECT_THROW(DynamicLossScaler(LossScalerOptions{0.0}), UsageError);
   EXPECT_THROW(DynamicLossScaler(LossScalerOptions{1.0, 1.0}), UsageError);
@@ -100,67 +115,6 @@ TEST(DynamicLossScaler, RejectsBadOptionsAndState) {
 
 data::Batch small_batch(uint64_t seed) {
   return test_util::random_batch(4, 16, seed);
-}
-
-// A power-of-two scale is exact in binary floating point: the scaled step must make the very
-// same update as the unscaled one.
-TEST(TrainStepLossScaling, PowerOfTwoScaleGivesTheUnscaledUpdate) {
-  auto plain = test_util::make_tiny_classifier(5);
-  auto scaled = test_util::make_tiny_classifier(5);
-  torch::optim::SGD plain_opt(plain->parameters(), torch::optim::SGDOptions(0.1));
-  torch::optim::SGD scaled_opt(scaled->parameters(), torch::optim::SGDOptions(0.1));
-  TrainStep plain_step(plain, plain_opt, BceWithLogitsLoss(), nullptr);
-  TrainStepOptions o;
-  o.loss_scaling = true;
-  o.loss_scaler.init_scale = 1024.0;
-  TrainStep scaled_step(scaled, scaled_opt, BceWithLogitsLoss(), nullptr, o);
-  for (int i = 0; i < 3; ++i) {
-    const auto batch = small_batch(20 + i);
-    const StepResult a = plain_step.run(batch, i);
-    const StepResult b = scaled_step.run(batch, i);
-    EXPECT_EQ(a.loss, b.loss);  // the reported loss is the unscaled one
-    EXPECT_FALSE(b.skipped);
-  }
-  const auto p = plain->parameters();
-  const auto q = scaled->parameters();
-  for (size_t i = 0; i < p.size(); ++i)
-    EXPECT_TRUE(torch::equal(p[i], q[i])) << "parameter " << i;
-  EXPECT_EQ(scaled_step.loss_scaler()->current_scale(), 1024.0);
-  EXPECT_EQ(scaled_step.loss_scaler()->state().good_steps, 3);
-}
-
-// A scale that overflows the (fp32) scaled loss: the step is skipped, not an error, even under
-// the stop policy, and the scale backs off.
-TEST(TrainStepLossScaling, OverflowSkipsTheStepAndBacksOff) {
-  auto model = test_util::make_tiny_classifier(6);
-  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
-  TrainStepOptions o;
-  o.non_finite = NonFinitePolicy::kStop;
-  o.loss_scaling = true;
-  o.loss_scaler.init_scale = 1e39;  // above float's max: loss * scale = inf
-  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr, o);
-  std::vector<torch::Tensor> before;
-  for (const auto& p : model->parameters())
-    before.push_back(p.detach().clone());
-  const StepResult r = step.run(small_batch(30), 0);
-  EXPECT_TRUE(r.skipped);
-  EXPECT_TRUE(std::isfinite(r.loss));
-  EXPECT_EQ(step.loss_scaler()->current_scale(), 5e38);
-  const auto after = model->parameters();
-  for (size_t i = 0; i < after.size(); ++i)
-    EXPECT_TRUE(torch::equal(before[i], after[i])) << "parameter " << i;
-  // Each further overflow halves the scale again until the scaled gradients fit in fp32;
-  // then the step updates the weights.
-  int skipped = 1;
-  StepResult later;
-  for (int i = 1; i < 200; ++i) {
-    later = step.run(small_batch(30), i);
-    if (!later.skipped) break;
-    ++skipped;
-  }
-  ASSERT_FALSE(later.skipped);
-  EXPECT_DOUBLE_EQ(step.loss_scaler()->current_scale(), 1e39 * std::pow(0.5, skipped));
-  EXPECT_FALSE(torch::equal(before[0], model->parameters()[0]));
 }
 
 }  // namespace

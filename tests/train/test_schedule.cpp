@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "test_util/error_message.h"
 #include "train/schedule.h"
 
 namespace chexscale::train {
@@ -82,6 +83,18 @@ TEST(Schedule, RejectsBadOptions) {
   EXPECT_THROW(LrSchedule({.base_lr = 0}), UsageError);
   EXPECT_THROW(LrSchedule({.base_lr = 1e-3, .plateau_factor = 1.5}), UsageError);
   EXPECT_THROW(LrSchedule({.base_lr = 1e-3, .warmup_epochs = -1}), UsageError);
+}
+
+// NaN is a usage error naming the field (--plateau-factor nan and --warmup-epochs nan were
+// accepted).
+TEST(OptionChecks, ScheduleRejectsNaN) {
+  auto make = [](ScheduleOptions o) { return [o] { LrSchedule s(o); }; };
+  test_util::expect_usage_error_naming(make({.base_lr = std::numeric_limits<double>::quiet_NaN()}),
+                                       "base_lr");
+  test_util::expect_usage_error_naming(
+      make({.warmup_epochs = std::numeric_limits<double>::quiet_NaN()}), "warmup_epochs");
+  test_util::expect_usage_error_naming(
+      make({.plateau_factor = std::numeric_limits<double>::quiet_NaN()}), "plateau_factor");
 }
 
 }  // namespace

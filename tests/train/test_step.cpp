@@ -4,6 +4,9 @@
 #include <limits>
 
 #include "common/error.h"
+#include "test_util/error_message.h"
+#include "train/loss_scaler.h"
+#include "train/random_batch.h"
 #include "train/step.h"
 #include "train/tiny_classifier.h"
 
@@ -22,6 +25,28 @@ data::Batch make_batch(int64_t n, uint64_t seed) {
 
 torch::optim::Adam make_adam(const models::Classifier& m) {
   return torch::optim::Adam(m->parameters(), torch::optim::AdamOptions(1e-2));
+}
+
+TEST(NonFinitePolicy, EveryNameRoundTripsAndABadOneListsTheValidOnes) {
+  for (const NonFinitePolicy policy :
+       {NonFinitePolicy::kStop, NonFinitePolicy::kSkip, NonFinitePolicy::kIgnore}) {
+    EXPECT_EQ(parse_non_finite_policy(to_string(policy)), policy) << to_string(policy);
+  }
+  EXPECT_STREQ(to_string(NonFinitePolicy::kSkip), "skip");
+  EXPECT_EQ(test_util::message_of<UsageError>([] { parse_non_finite_policy("retry"); }),
+            "non_finite must be stop, skip or ignore, not 'retry'");
+}
+
+TEST(TrainStepOptions, RefusesFp16OnTheCpuAndABadLossScalerNamingTheField) {
+  TrainStepOptions o;
+  EXPECT_NO_THROW(o.validate());
+  o.amp = AmpMode::kFp16;
+  std::string message = test_util::message_of<UsageError>([&] { o.validate(); });
+  EXPECT_EQ(message.rfind("amp fp16 ", 0), 0u) << message;
+  o = TrainStepOptions{};
+  o.loss_scaler.backoff_factor = 2;
+  message = test_util::message_of<UsageError>([&] { o.validate(); });
+  EXPECT_EQ(message.rfind("backoff_factor ", 0), 0u) << message;
 }
 
 TEST(TrainStep, SameUpdateAsAHandWrittenStep) {
@@ -110,6 +135,73 @@ TEST(TrainStep, NonFiniteStepIsSkippedWhenAsked) {
   for (size_t i = 0; i < before.size(); ++i)
     EXPECT_TRUE(torch::equal(before[i], after[i]));
   EXPECT_FALSE(step.run(make_batch(4, 6), 1).skipped);  // and training carries on
+}
+
+// Loss scaling on CPU (fp32 autocast-free, so the arithmetic is checkable).
+data::Batch small_batch(uint64_t seed) {
+  return test_util::random_batch(4, 16, seed);
+}
+
+// A power-of-two scale is exact in binary floating point: the scaled step must make the very
+// same update as the unscaled one.
+// A power-of-two scale is exact in binary floating point: the scaled step must make the very
+// same update as the unscaled one.
+TEST(TrainStepLossScaling, PowerOfTwoScaleGivesTheUnscaledUpdate) {
+  auto plain = test_util::make_tiny_classifier(5);
+  auto scaled = test_util::make_tiny_classifier(5);
+  torch::optim::SGD plain_opt(plain->parameters(), torch::optim::SGDOptions(0.1));
+  torch::optim::SGD scaled_opt(scaled->parameters(), torch::optim::SGDOptions(0.1));
+  TrainStep plain_step(plain, plain_opt, BceWithLogitsLoss(), nullptr);
+  TrainStepOptions o;
+  o.loss_scaling = true;
+  o.loss_scaler.init_scale = 1024.0;
+  TrainStep scaled_step(scaled, scaled_opt, BceWithLogitsLoss(), nullptr, o);
+  for (int i = 0; i < 3; ++i) {
+    const auto batch = small_batch(20 + i);
+    const StepResult a = plain_step.run(batch, i);
+    const StepResult b = scaled_step.run(batch, i);
+    EXPECT_EQ(a.loss, b.loss);  // the reported loss is the unscaled one
+    EXPECT_FALSE(b.skipped);
+  }
+  const auto p = plain->parameters();
+  const auto q = scaled->parameters();
+  for (size_t i = 0; i < p.size(); ++i)
+    EXPECT_TRUE(torch::equal(p[i], q[i])) << "parameter " << i;
+  EXPECT_EQ(scaled_step.loss_scaler()->current_scale(), 1024.0);
+  EXPECT_EQ(scaled_step.loss_scaler()->state().good_steps, 3);
+}
+// A scale that overflows the (fp32) scaled loss: the step is skipped, not an error, even under
+// the stop policy, and the scale backs off.
+TEST(TrainStepLossScaling, OverflowSkipsTheStepAndBacksOff) {
+  auto model = test_util::make_tiny_classifier(6);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  TrainStepOptions o;
+  o.non_finite = NonFinitePolicy::kStop;
+  o.loss_scaling = true;
+  o.loss_scaler.init_scale = 1e39;  // above float's max: loss * scale = inf
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr, o);
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model->parameters())
+    before.push_back(p.detach().clone());
+  const StepResult r = step.run(small_batch(30), 0);
+  EXPECT_TRUE(r.skipped);
+  EXPECT_TRUE(std::isfinite(r.loss));
+  EXPECT_EQ(step.loss_scaler()->current_scale(), 5e38);
+  const auto after = model->parameters();
+  for (size_t i = 0; i < after.size(); ++i)
+    EXPECT_TRUE(torch::equal(before[i], after[i])) << "parameter " << i;
+  // Each further overflow halves the scale again until the scaled gradients fit in fp32;
+  // then the step updates the weights.
+  int skipped = 1;
+  StepResult later;
+  for (int i = 1; i < 200; ++i) {
+    later = step.run(small_batch(30), i);
+    if (!later.skipped) break;
+    ++skipped;
+  }
+  ASSERT_FALSE(later.skipped);
+  EXPECT_DOUBLE_EQ(step.loss_scaler()->current_scale(), 1e39 * std::pow(0.5, skipped));
+  EXPECT_FALSE(torch::equal(before[0], model->parameters()[0]));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Every architecture against torchvision: parameter counts, the full state_dict (names, shapes,
-// dtypes, order), initialisation statistics, features/forward consistency and the registry.
+// The registry's architectures: against torchvision (parameter counts, the full state_dict: names,
+// shapes, dtypes, order), initialisation statistics, features/forward consistency, and the
+// registry's errors.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
