@@ -1,5 +1,4 @@
-// Comparison maths (gap %, efficiency, attribution), references of variants, mismatch errors, and
-// the numbers in report.json.
+// Comparison maths (gap %, efficiency, attribution), references of variants, mismatch errors.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -7,29 +6,16 @@
 #include "common/error.h"
 #include "report/bench_fixture.h"
 #include "report/compare.h"
+#include "report/comparison_fixture.h"
 #include "report/text.h"
 
 namespace chexscale::report {
 namespace {
 
+using test_util::bare_metal_and_kubernetes;
 using test_util::BenchSpec;
 using test_util::run_spec;
 using test_util::TempDir;
-
-// bare metal: 10 img/s on 1 worker, 19 on 2; kubernetes: 10 and 17.48 (8 % slower), its extra
-// 2 workers' step time all in exposed communication (+0.15 s) and a little compute (+0.01 s).
-std::vector<ResultSet> bare_metal_and_kubernetes(const TempDir& dir) {
-  write_bench(dir, "bm", run_spec(1, 10.0));
-  BenchSpec bm2 = run_spec(2, 19.0);
-  bm2.comm_exposed = 0.02;
-  const std::string bm = write_bench(dir, "bm", bm2);
-  write_bench(dir, "k8s", run_spec(1, 10.0));
-  BenchSpec k2 = run_spec(2, 17.48);
-  k2.comm_exposed = 0.17;
-  k2.backward = 0.81;
-  const std::string k8s = write_bench(dir, "k8s", k2);
-  return {load_result_set("bare-metal", bm), load_result_set("kubernetes", k8s)};
-}
 
 TEST(ReportMaths, GapAndEfficiencyDefinitions) {
   EXPECT_DOUBLE_EQ(gap_percent(100.0, 92.0), 8.0);
@@ -181,37 +167,6 @@ TEST(ReportCompare, ResultWithoutBreakdownIsComparedAndNoted) {
   ASSERT_EQ(cmp.notes.size(), 1u);
   EXPECT_NE(cmp.notes[0].find("pytorch-ddp"), std::string::npos);
   EXPECT_NE(cmp.notes[0].find("no step breakdown"), std::string::npos);
-}
-
-TEST(ReportJson, NumbersMatchTheComparison) {
-  TempDir dir;
-  const Comparison cmp = compare_result_sets(bare_metal_and_kubernetes(dir), {});
-  const auto j = nlohmann::json::parse(format_json_report(cmp));
-  EXPECT_EQ(j.at("schema"), "chexscale.report/1");
-  EXPECT_EQ(j.at("baseline"), "bare-metal");
-  const auto& k8s = j.at("sets").at(1);
-  EXPECT_EQ(k8s.at("reference"), "bare-metal");
-  EXPECT_TRUE(j.at("sets").at(0).at("reference").is_null());
-  const auto& k2 = k8s.at("runs").at(1);
-  EXPECT_EQ(k2.at("workers"), 2);
-  EXPECT_DOUBLE_EQ(k2.at("images_per_sec").get<double>(), 17.48);
-  EXPECT_NEAR(k2.at("gap_pct").get<double>(), 8.0, 1e-9);
-  EXPECT_NEAR(k2.at("gap_step_s").at("comm_exposed").get<double>(), 0.15, 1e-9);
-  EXPECT_EQ(j.at("variant_gaps").at(0).at("dominant_phase"), "comm_exposed");
-}
-
-TEST(ReportText, TableAndMarkdownStateTheGap) {
-  TempDir dir;
-  const Comparison cmp = compare_result_sets(bare_metal_and_kubernetes(dir), {});
-  const std::string table = format_terminal_report(cmp);
-  EXPECT_NE(table.find("+8.0 %"), std::string::npos) << table;
-  EXPECT_NE(table.find("0.950"), std::string::npos) << table;
-  EXPECT_NE(table.find("mostly exposed communication (+150.0 ms/step)"), std::string::npos)
-      << table;
-  const std::string md = format_markdown_report(cmp);
-  EXPECT_NE(md.find("| kubernetes | 2 | 2 | 17.48 | 8.74 | 0.874 | +8.0 % |"), std::string::npos)
-      << md;
-  EXPECT_NE(md.find("throughput.svg"), std::string::npos);
 }
 
 }  // namespace
