@@ -89,7 +89,19 @@ std::vector<std::string> sweep_run_command(const SweepOptions& options, int work
   return argv;
 }
 
+void SweepOptions::validate() const {
+  if (executable.empty()) throw UsageError("executable: required (the chexscale binary)");
+  if (out_dir.empty()) throw UsageError("out_dir: required");
+  if (workers.empty()) throw UsageError("workers: no worker counts");
+  std::set<int> seen;
+  for (int n : workers) {
+    if (n < 1) throw UsageError(fmt::format("workers: count {} must be >= 1", n));
+    if (!seen.insert(n).second) throw UsageError(fmt::format("workers: {} appears twice", n));
+  }
+}
+
 SweepResult run_sweep(const SweepOptions& options) {
+  options.validate();
   make_dirs(options.out_dir);
   std::vector<report::BenchResult> runs;
   for (int workers : options.workers) {

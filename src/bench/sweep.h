@@ -20,10 +20,15 @@ struct SweepOptions {
   std::string out_dir;                  // bench-w<N>.json and sweep.json go here
   std::string label;
   std::string timeline;  // "" or FILE: run N writes <FILE stem>-w<N>.json
+
+  // Throws UsageError naming the field: no executable or out_dir, no worker count, a count < 1
+  // or a repeated one.
+  void validate() const;
 };
 
 // Runs every worker count (children inherit stdout/stderr), writes OUT/sweep.json and returns
-// it. Error naming the worker count and exit status when a run fails.
+// it; validates the options first. Error naming the worker count and exit status when a run
+// fails.
 SweepResult run_sweep(const SweepOptions& options);
 
 // argv of the run with `workers` workers (exposed for tests).

@@ -46,6 +46,15 @@ DeviceRequest parse_device_request(std::string_view text) {
 }
 
 void DistOptions::validate() const {
+  for (const auto& [name, value] : {std::pair{"rank", rank},
+                                    {"world_size", world_size},
+                                    {"local_rank", local_rank},
+                                    {"local_world_size", local_world_size},
+                                    {"master_port", master_port}}) {
+    if (value < -1) {
+      throw UsageError(fmt::format("{} {} must be -1 (from the environment) or >= 0", name, value));
+    }
+  }
   for (const auto& [name, timeout] :
        {std::pair{"rdzv_timeout", rdzv_timeout}, {"collective_timeout", collective_timeout}}) {
     if (timeout.count() < 1) {

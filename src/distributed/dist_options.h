@@ -39,7 +39,7 @@ struct DistOptions {
   std::string master_addr;
   int master_port = -1;
 
-  // Throws UsageError naming the field for a timeout under one second.
+  // Throws UsageError naming the field for an override below -1 or a timeout under one second.
   void validate() const;
 };
 

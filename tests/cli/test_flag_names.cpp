@@ -71,6 +71,7 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
       {"env --backend mpi", "--backend 'mpi': choose auto, gloo or nccl"},
       {"env --device tpu", "--device 'tpu': choose auto, cpu or cuda"},
       {"env --rdzv-timeout 0", "--rdzv-timeout 0 s must be at least 1 s"},
+      {"env --local-world-size -2", "--local-world-size -2 must be -1 (from the environment)"},
       {"commbench --first-bucket-mb 0", "--first-bucket-mb 0 must be > 0"},
       {"commbench -n 0", "-n/--iters 0 must be >= 1"},
       {"commbench --path nccl", "--path 'nccl': choose raw or reducer"},

@@ -48,5 +48,15 @@ TEST(DistOptionsValidate, TimeoutsUnderOneSecondNameTheirField) {
   EXPECT_EQ(usage_message([&] { o.validate(); }), "collective_timeout -1 s must be at least 1 s");
 }
 
+TEST(DistOptionsValidate, OverridesBelowMinusOneNameTheirField) {
+  DistOptions o;
+  o.rank = 0;
+  o.master_port = 0;
+  EXPECT_NO_THROW(o.validate());  // in range here; detect_environment checks them against the job
+  o.local_world_size = -2;
+  EXPECT_EQ(usage_message([&] { o.validate(); }),
+            "local_world_size -2 must be -1 (from the environment) or >= 0");
+}
+
 }  // namespace
 }  // namespace chexscale::distributed
