@@ -40,6 +40,10 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
     row("node rank", e.node_rank);
     row("master address", e.master_addr);
     row("master port", e.master_port);
+    fmt::print("{:<17} {:<16} {}\n", "store served by",
+               e.agent_store.value ? "launcher's agent" : "rank 0", e.agent_store.source);
+    fmt::print("{:<17} {:<16} {}\n", "store prefix",
+               e.store_prefix.value.empty() ? "none" : e.store_prefix.value, e.store_prefix.source);
     fmt::print("{:<17} {:<16} requested {}\n", "device", device.str(),
                distributed::to_string(options.device));
     fmt::print("{:<17} {:<16} requested {}\n", "backend", distributed::to_string(backend),

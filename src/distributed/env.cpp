@@ -92,6 +92,94 @@ std::optional<EnvField<int>> slurm_local_world(const Env& env) {
   return std::nullopt;
 }
 
+// What one convention says about this process; any field may be missing.
+struct Placement {
+  std::optional<EnvField<int>> rank, world_size, local_rank, local_world_size;
+};
+
+Placement read_placement(const Env& env, const Convention& c) {
+  return {
+      read_int(env, c.rank), read_int(env, c.world_size), read_int(env, c.local_rank),
+      c.local_world_size[0] != '\0' ? read_int(env, c.local_world_size) : slurm_local_world(env)};
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+// Two conventions that give this process the same rank and world size must agree on `what`.
+void expect_agreement(const std::optional<EnvField<int>>& mine,
+                      const std::optional<EnvField<int>>& theirs, const RendezvousEnv& out,
+                      const char* what) {
+  if (mine && theirs && mine->value != theirs->value) {
+    throw UsageError(fmt::format(
+        "{}={} but {}={}: both name rank {} of {}, so they contradict each other on the {}",
+        mine->source, mine->value, theirs->source, theirs->value, out.rank.value,
+        out.world_size.value, what));
+  }
+}
+
+// Fills the local rank and local world size from `own` (the convention that named the rank),
+// inferring what it leaves out. Another convention corroborates when it gives the same rank and
+// world size; one that gives others describes an outer launcher (srun or mpirun starting one
+// launcher per node) and is not used.
+void resolve_local(const Env& env, const Convention& own, RendezvousEnv& out) {
+  Placement p = read_placement(env, own);
+  for (const Convention& c : kConventions) {
+    if (&c == &own) continue;
+    Placement other;
+    try {
+      other = read_placement(env, c);
+    } catch (const UsageError&) {
+      continue;  // a value that is not an integer corroborates nothing
+    }
+    if (!other.rank || !other.world_size || other.rank->value != out.rank.value ||
+        other.world_size->value != out.world_size.value) {
+      continue;
+    }
+    expect_agreement(p.local_rank, other.local_rank, out, "local rank");
+    expect_agreement(p.local_world_size, other.local_world_size, out, "local world size");
+    const std::string agrees = fmt::format(" ({} gives the same rank and world size)", c.name);
+    if (!p.local_rank && other.local_rank) {
+      p.local_rank = EnvField<int>{other.local_rank->value, other.local_rank->source + agrees};
+    }
+    if (!p.local_world_size && other.local_world_size) {
+      p.local_world_size =
+          EnvField<int>{other.local_world_size->value, other.local_world_size->source + agrees};
+    }
+  }
+  if (!p.local_world_size) {
+    const auto addr = lookup(env, "MASTER_ADDR");
+    if (addr && is_loopback(*addr)) {
+      p.local_world_size = EnvField<int>{
+          out.world_size.value,
+          fmt::format("inferred: MASTER_ADDR {} is loopback, so every rank is on this host",
+                      *addr)};
+    } else if (p.local_rank) {
+      p.local_world_size =
+          EnvField<int>{std::max(1, p.local_rank->value + 1),
+                        fmt::format("inferred: {} + 1, the fewest processes on this host (set "
+                                    "LOCAL_WORLD_SIZE if it runs more)",
+                                    p.local_rank->source)};
+    } else {
+      p.local_world_size = EnvField<int>{1, "default: one process on this node"};
+    }
+  }
+  if (!p.local_rank) {
+    const int local_world = p.local_world_size->value;
+    if (local_world == 1) {
+      p.local_rank = EnvField<int>{0, p.local_world_size->source};
+    } else if (local_world == out.world_size.value) {
+      p.local_rank = EnvField<int>{out.rank.value, "inferred: the rank, as every rank is here"};
+    } else {
+      p.local_rank = EnvField<int>{out.rank.value % std::max(1, local_world),
+                                   "inferred: rank mod local world size (hosts in rank order)"};
+    }
+  }
+  out.local_rank = *p.local_rank;
+  out.local_world_size = *p.local_world_size;
+}
+
 // Fills rank, world and local fields from the first convention that names a rank or world size.
 void detect_ranks(const Env& env, RendezvousEnv& out) {
   // An Indexed Job pod gives its node index; torchrun's RANK (set by a launcher inside the pod)
@@ -122,19 +210,7 @@ void detect_ranks(const Env& env, RendezvousEnv& out) {
     out.convention = c.name;
     out.rank = *rank;
     out.world_size = *world;
-    std::optional<EnvField<int>> local_rank, local_world;
-    if (c.local_world_size[0] != '\0') {
-      std::tie(local_rank, local_world) = read_pair(env, c.local_rank, c.local_world_size, c.name);
-    } else {
-      local_rank = read_int(env, c.local_rank);
-      local_world = slurm_local_world(env);
-      if (local_rank && !local_world) {
-        partial(c.local_rank, "SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE", c.name);
-      }
-    }
-    out.local_rank = local_rank.value_or(EnvField<int>{0, "default: one process on this node"});
-    out.local_world_size =
-        local_world.value_or(EnvField<int>{1, "default: one process on this node"});
+    resolve_local(env, c, out);
     return;
   }
   out.convention = "none";
@@ -142,6 +218,30 @@ void detect_ranks(const Env& env, RendezvousEnv& out) {
   out.world_size = {1, "default: single process"};
   out.local_rank = {0, "default: single process"};
   out.local_world_size = {1, "default: single process"};
+}
+
+// Who serves the store. torch's workers decide in _create_c10d_store (torch/distributed/
+// rendezvous.py): with TORCHELASTIC_USE_AGENT_STORE=True (exactly "True") the agent of node 0
+// already serves a TCPStore at MASTER_ADDR:MASTER_PORT and every rank, rank 0 included, is a
+// client. torchrun 1.13 says so for its static rendezvous (no --rdzv_backend; the agent's
+// _start_workers sets it when the backend is "static"); torch 2.x also for the c10d backend,
+// whose rendezvous store it shares unless TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1. Otherwise
+// MASTER_PORT is a port the agent picked and rank 0 serves the store there, new each attempt.
+// torch 1.13 keys the agent's store by attempt, PrefixStore("/worker/attempt_<RESTART_COUNT>");
+// torch 2.x leaves the prefix out because it makes a new store for every retry. The prefix is
+// kept for both: only our ranks read these keys, so it need only be the same on all of them, and
+// it keeps a restarted attempt off the last attempt's keys on any store that outlives it.
+void detect_store(const Env& env, RendezvousEnv& out) {
+  const auto use = lookup(env, "TORCHELASTIC_USE_AGENT_STORE");
+  if (!use || *use != "True") {
+    out.agent_store = {false, use ? "TORCHELASTIC_USE_AGENT_STORE" : "default: rank 0 serves it"};
+    out.store_prefix = {"", "default: a new store each attempt"};
+    return;
+  }
+  out.agent_store = {true, "TORCHELASTIC_USE_AGENT_STORE"};
+  const auto attempt = read_int(env, "TORCHELASTIC_RESTART_COUNT");
+  out.store_prefix = {fmt::format("/worker/attempt_{}", attempt ? attempt->value : 0),
+                      attempt ? "TORCHELASTIC_RESTART_COUNT" : "default: the first attempt"};
 }
 
 void apply_overrides(const DistOptions& o, RendezvousEnv& out) {
@@ -193,6 +293,7 @@ void validate(const RendezvousEnv& e) {
 RendezvousEnv detect_environment(const Env& env, const DistOptions& overrides) {
   RendezvousEnv out;
   detect_ranks(env, out);
+  detect_store(env, out);
   if (auto addr = lookup(env, "MASTER_ADDR")) out.master_addr = {*addr, "MASTER_ADDR"};
   if (out.master_addr.value.empty() && out.convention == "Slurm") {
     for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {

@@ -1,6 +1,8 @@
 // The environment contract between launchers and workers: who this process is in the job (rank,
 // world size, local rank) and where the rendezvous store is, read from torchrun's names, else
-// OpenMPI, MPICH/PMI, Slurm or a Kubernetes Indexed Job, with explicit overrides on top.
+// OpenMPI, MPICH/PMI, Slurm or a Kubernetes Indexed Job, with explicit overrides on top. What a
+// launcher leaves out (PyTorch's env:// needs only RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)
+// is inferred, and the source says how; only contradictions are refused.
 // detect_environment() is a pure function of a name -> value map, so every convention is testable.
 #pragma once
 
@@ -29,6 +31,13 @@ struct RendezvousEnv {
   EnvField<int> node_rank;
   EnvField<std::string> master_addr;
   EnvField<int> master_port;
+  // True when the launcher's agent already serves the store at master_addr:master_port (torchrun
+  // says so with TORCHELASTIC_USE_AGENT_STORE=True): then every rank, rank 0 included, is a client.
+  EnvField<bool> agent_store;
+  // The prefix of every store key ("" = none). On the agent's store, which outlives a restarted
+  // attempt, each attempt has its own: "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>", as torch's
+  // own workers use.
+  EnvField<std::string> store_prefix;
 
   // True when every rank of the job runs on this host (then loopback is enough).
   bool single_node() const { return local_world_size.value == world_size.value; }
@@ -39,8 +48,12 @@ inline constexpr int kDefaultMasterPort = 29500;
 
 // Resolves the contract from `env` (normally the process environment) and the explicit overrides
 // in `overrides` (rank, world_size, ..., master_addr, master_port; -1 / "" = not given).
-// Throws UsageError for partial or inconsistent settings (RANK without WORLD_SIZE, RANK >=
-// WORLD_SIZE, a non-integer value, a multi-node job without a master address, ...).
+// A missing local rank or local world size is inferred: from another convention that describes
+// the same process (same rank and world size), else from a loopback MASTER_ADDR (every rank is on
+// this host), else the fewest processes the local rank allows. Throws UsageError for what cannot
+// be inferred or contradicts (RANK without WORLD_SIZE, RANK >= WORLD_SIZE, two conventions giving
+// the same rank different local ranks, a non-integer value, a multi-node job without a master
+// address, ...).
 RendezvousEnv detect_environment(const std::map<std::string, std::string>& env,
                                  const DistOptions& overrides);
 

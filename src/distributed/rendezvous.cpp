@@ -1,4 +1,5 @@
-// Rendezvous through a c10d TCPStore: serve (rank 0) or reach it with retries, then check in.
+// Rendezvous through a c10d TCPStore: serve (rank 0, unless the launcher's agent does) or reach it
+// with retries, then check in.
 #include "distributed/rendezvous.h"
 
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cerrno>
@@ -115,9 +117,10 @@ c10::intrusive_ptr<c10d::Store> reach_store(const RendezvousEnv& env, millisecon
     if (Clock::now() + pause >= deadline) {
       throw DistError(fmt::format(
           "rank {} could not reach the rendezvous store at {} (MASTER_ADDR from {}, MASTER_PORT "
-          "from {}) within {} s: {} attempts: {}. Is rank 0 running, and is that its address?",
+          "from {}) within {} s: {} attempts: {}. Is {} running, and is that its address?",
           env.rank.value, store_address(env), env.master_addr.source, env.master_port.source,
-          timeout.count() / 1000.0, log.attempts, log.summary()));
+          timeout.count() / 1000.0, log.attempts, log.summary(),
+          env.agent_store.value ? "the launcher's agent (it serves the store)" : "rank 0"));
     }
     if (log.attempts == 1 || log.attempts % 20 == 0) {
       log::info("waiting for the rendezvous store at {}: {}", store_address(env), log.summary());
@@ -204,8 +207,12 @@ int pick_free_port() {
 
 c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  auto store =
-      env.rank.value == 0 ? serve_store(env, timeout) : reach_store(env, timeout, deadline);
+  c10::intrusive_ptr<c10d::Store> store = env.rank.value == 0 && !env.agent_store.value
+                                              ? serve_store(env, timeout)
+                                              : reach_store(env, timeout, deadline);
+  if (!env.store_prefix.value.empty()) {
+    store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix.value, store);
+  }
   check_in(*store, env, timeout, deadline);
   return store;
 }

@@ -1,7 +1,8 @@
 // Rendezvous: rank 0 serves a c10d TCPStore at MASTER_ADDR:MASTER_PORT, the others connect to it,
 // retrying while the host does not resolve or refuses (hosts and pods start in any order); then
 // every rank checks in and waits for the others, so a missing rank is named, not waited for
-// forever.
+// forever. Where the launcher's agent already serves the store (torchrun), every rank is a client,
+// and keys live under the attempt's prefix.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -13,7 +14,8 @@
 
 namespace chexscale::distributed {
 
-// Joins the job described by `env` within `timeout`; returns the shared store. Throws DistError
+// Joins the job described by `env` within `timeout`; returns the shared store (under
+// env.store_prefix). Throws DistError
 // naming the address, what was tried (resolution failures, refusals) and which ranks are missing.
 c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env,
                                            std::chrono::milliseconds timeout);
