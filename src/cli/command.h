@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "common/config.h"
+#include "cli/config.h"
 
 namespace chexscale::cli {
 

@@ -1,5 +1,5 @@
 // Applies the env and YAML layers to CLI11 options; see config.h for the precedence contract.
-#include "common/config.h"
+#include "cli/config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -13,7 +13,7 @@
 
 extern char** environ;  // NOLINT: POSIX process environment
 
-namespace chexscale {
+namespace chexscale::cli {
 namespace {
 
 constexpr const char* kConfigOption = "config";
@@ -313,4 +313,4 @@ std::string ConfigLayers::to_yaml(const CLI::App& cmd) const {
   return std::string(out.c_str()) + "\n";
 }
 
-}  // namespace chexscale
+}  // namespace chexscale::cli

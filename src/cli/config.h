@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace chexscale {
+namespace chexscale::cli {
 
 // Where a resolved option value came from.
 enum class ConfigSource { kFlag, kEnv, kFile, kDefault };
@@ -54,4 +54,4 @@ std::string command_path(const CLI::App& cmd);
 // The long name of an option without dashes ("bucket-mb"), or "" for positionals/help.
 std::string long_name(const CLI::Option& opt);
 
-}  // namespace chexscale
+}  // namespace chexscale::cli

@@ -55,7 +55,7 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     const CLI::App* leaf = selected_leaf(app);
-    const std::string path = leaf == &app ? "" : " " + command_path(*leaf);
+    const std::string path = leaf == &app ? "" : " " + cli::command_path(*leaf);
     // CLI11 calls a mistyped command name "A subcommand is required": name it instead.
     const bool has_commands = !leaf->get_subcommands([](const CLI::App*) { return true; }).empty();
     const std::string what = has_commands && !leaf->remaining().empty()
@@ -67,13 +67,13 @@ int run(int argc, char** argv) {
   }
 
   auto* leaf = const_cast<CLI::App*>(selected_leaf(app));
-  cmd_name = "chexscale " + command_path(*leaf);
+  cmd_name = "chexscale " + cli::command_path(*leaf);
   const cli::RunFunction* fn = registry.find(leaf);
   if (fn == nullptr) {
     fmt::print(stderr, "{}: error: choose a subcommand\n{}", cmd_name, leaf->help());
     return kExitUsage;
   }
-  ConfigLayers layers;
+  cli::ConfigLayers layers;
   layers.apply(app, *leaf);
   log::configure(log_level);
   return (*fn)(cli::RunContext{*leaf, layers});

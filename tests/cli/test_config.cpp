@@ -3,11 +3,11 @@
 
 #include <fstream>
 
-#include "common/config.h"
+#include "cli/config.h"
 #include "common/error.h"
 #include "test_util/temp_dir.h"
 
-namespace chexscale {
+namespace chexscale::cli {
 namespace {
 
 struct Fixture {
@@ -169,4 +169,4 @@ TEST(Config, ResolvedYamlRoundTrips) {
 }
 
 }  // namespace
-}  // namespace chexscale
+}  // namespace chexscale::cli
