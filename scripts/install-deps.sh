@@ -15,6 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
   util-linux
   python3-torch python3-torchvision python3-numpy python3-pil
+  # a private single-node Slurm for tests/slurm
+  slurm-wlm munge
 )
 
 missing=()
