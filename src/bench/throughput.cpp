@@ -217,7 +217,7 @@ report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContex
   config.data = options.data.empty() ? "synthetic" : options.data;
   config.threads_per_worker = options.threads;
   config.device = ctx->device().is_cuda() ? "cuda" : "cpu";
-  config.amp = train::amp_mode_name(options.amp);
+  config.amp = train::to_string(options.amp);
   config.channels_last = options.channels_last;
   config.warmup_steps = options.warmup_steps;
   config.steps = options.steps;

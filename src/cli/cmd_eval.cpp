@@ -27,6 +27,7 @@ struct EvalFlags {
   std::string checkpoint;
   std::string out_dir;
   std::string images;  // an image list instead of a split
+  std::string split = data::to_string(data::Split::kTest);
   data::LoaderOptions data;
   DistributedFlags dist;
 };
@@ -86,7 +87,7 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
   const std::filesystem::path dir(f.out_dir);
   write_file_atomic((dir / "predictions.csv").string(),
                     train::predictions_csv(names, out, list ? labelled : std::vector<bool>{}));
-  const std::string what = list ? f.images : lo.split;
+  const std::string what = list ? f.images : data::to_string(lo.split);
   // Images that could not be read were warned about by name and left out of the outputs.
   const int64_t skipped = source.size() - static_cast<int64_t>(names.size());
   nlohmann::json doc = {{"checkpoint", f.checkpoint},
@@ -130,12 +131,11 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
       "class without positives or negatives) beside the CheXNet paper, predictions.csv and\n"
       "metrics.json.");
   auto f = std::make_shared<EvalFlags>();
-  f->data.split = "test";
   f->data.batch_size = 32;
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
   cmd->add_option("--data", f->data.source, "ChestX-ray14 folder or shards");
-  cmd->add_option("--split", f->data.split, "train, val or test (not used with --images)")
+  cmd->add_option("--split", f->split, "train, val or test (not used with --images)")
       ->capture_default_str();
   cmd->add_option("--images", f->images,
                   "Evaluate the images named in this file instead of a split (one file name a "
@@ -158,6 +158,7 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
     if (f->checkpoint.empty()) throw UsageError("eval: --checkpoint is required");
     if (f->data.source.empty()) throw UsageError("eval: --data is required");
     if (f->out_dir.empty()) throw UsageError("eval: --out is required");
+    f->data.split = data::parse_split(f->split);
     auto ctx = distributed::DistContext::init(f->dist.resolved());
     if (ctx->is_main()) make_dirs(f->out_dir);  // an unwritable --out fails before the work
     const train::InferenceModel m = train::load_inference_model(f->checkpoint, ctx->device());

@@ -18,22 +18,13 @@ struct ExportWeightsArgs {
   models::ModelOptions model;
   std::string pretrained;
   std::string out;
-  std::string dtype = "f32";
+  std::string dtype = models::to_string(models::WeightDtype::kF32);
   int64_t seed = 0;
 };
 
-const std::map<std::string, torch::ScalarType> kWeightDtypes = {{"f32", torch::kFloat32},
-                                                                {"f16", torch::kFloat16},
-                                                                {"bf16", torch::kBFloat16},
-                                                                {"f64", torch::kFloat64}};
-
 int run_export_weights(const ExportWeightsArgs& args) {
   if (args.out.empty()) throw UsageError("export-weights: --out FILE.safetensors is required");
-  const auto dtype = kWeightDtypes.find(args.dtype);
-  if (dtype == kWeightDtypes.end()) {
-    throw UsageError(
-        fmt::format("export-weights: --dtype must be f32, f16, bf16 or f64, got '{}'", args.dtype));
-  }
+  const models::WeightDtype dtype = models::parse_weight_dtype(args.dtype);
   torch::manual_seed(static_cast<uint64_t>(args.seed));
   const models::Classifier model = models::make_model(args.model);
   std::map<std::string, std::string> metadata = {{"chexscale_version", kVersion}};
@@ -43,9 +34,9 @@ int run_export_weights(const ExportWeightsArgs& args) {
   } else {
     metadata["seed"] = std::to_string(args.seed);
   }
-  models::save_weights(*model, args.out, dtype->second, metadata);
+  models::save_weights(*model, args.out, models::scalar_type(dtype), metadata);
   fmt::print("wrote {} tensors of {} ({} classes, {}) to {}\n", models::state_dict(*model).size(),
-             args.model.arch, args.model.num_classes, args.dtype, args.out);
+             args.model.arch, args.model.num_classes, models::to_string(dtype), args.out);
   return 0;
 }
 

@@ -9,7 +9,6 @@
 #include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "common/limits.h"
 #include "common/progress.h"
 #include "common/timeline.h"
 #include "data/batch.h"
@@ -18,15 +17,31 @@
 namespace chexscale::cli {
 namespace {
 
+// Flags whose values need converting after parsing (names -> enums).
 struct TrainFlags {
   train::TrainerOptions trainer;
   DistributedFlags dist;
   ReducerFlags reducer;
-  std::string on_nan = "stop";
-  std::string amp = "off";
+  std::string optimizer = train::to_string(train::OptimizerOptions{}.kind);
+  std::string on_nan = train::to_string(train::TrainerOptions{}.non_finite);
+  std::string amp = train::to_string(train::TrainerOptions{}.amp);
   bool no_augment = false;
-  int intra_op_threads = 0;
+
+  // The trainer's options with the converted flags filled in, validated.
+  train::TrainerOptions resolved() const;
 };
+
+train::TrainerOptions TrainFlags::resolved() const {
+  train::TrainerOptions o = trainer;
+  o.data.augment = !no_augment;
+  o.data.seed = o.seed;
+  o.optimizer.kind = train::parse_optimizer_kind(optimizer);
+  o.non_finite = train::parse_non_finite_policy(on_nan);
+  o.amp = train::parse_amp_mode(amp);
+  o.reducer = reducer.resolved();
+  o.validate();
+  return o;
+}
 
 std::string value_or_na(const std::optional<double>& v) {
   return v ? fmt::format("{:.4f}", *v) : "n/a";
@@ -58,27 +73,12 @@ class ProgressPrinter : public train::TrainerObserver {
   std::unique_ptr<ProgressReporter> bar_;
 };
 
-train::NonFinitePolicy parse_on_nan(const std::string& s) {
-  if (s == "stop") return train::NonFinitePolicy::kStop;
-  if (s == "skip") return train::NonFinitePolicy::kSkip;
-  throw UsageError("--on-nan must be stop or skip, not '" + s + "'");
-}
-
-void add_options(CLI::App& cmd, TrainFlags& f) {
-  auto& t = f.trainer;
-  auto& d = t.data;
+// Where the images come from and how they are turned into batches.
+void add_data_flags(CLI::App& cmd, TrainFlags& f) {
+  auto& d = f.trainer.data;
   cmd.add_option("--data", d.source,
                  "ChestX-ray14 folder (Data_Entry_2017.csv, split lists, images) or shards from "
                  "`chexscale prepare`");
-  cmd.add_option("--out", t.out_dir, "Run directory: config.yaml, metrics.jsonl, checkpoints/");
-  cmd.add_option("--arch", t.model.arch, "Architecture (see `chexscale models`)")
-      ->capture_default_str();
-  cmd.add_option("--pretrained", t.pretrained,
-                 "ImageNet (or other) weights as safetensors; the 1000-way head is replaced");
-  cmd.add_option("--dropout", t.model.dropout, "Dropout before the head")->capture_default_str();
-  cmd.add_option("--epochs", t.epochs, "Epochs to train")->capture_default_str();
-  cmd.add_option("--max-steps", t.max_steps, "Stop after this many steps in all (0 = no limit)")
-      ->capture_default_str();
   cmd.add_option("--batch-size", d.batch_size, "Images per worker per step (global = x workers)")
       ->capture_default_str();
   cmd.add_option("--image-size", d.image_size, "Resize images to this side before cropping")
@@ -86,7 +86,42 @@ void add_options(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--crop-size", d.crop_size, "Network input side (random crop in training)")
       ->capture_default_str();
   cmd.add_flag("--no-augment", f.no_augment, "Centre crop and no flip in training");
-  cmd.add_option("--optimizer", t.optimizer.name, "adam or sgd")->capture_default_str();
+  cmd.add_option("--val-fraction", d.val_fraction,
+                 "Fraction of train_val patients held out for validation")
+      ->capture_default_str();
+  cmd.add_option("--split-seed", d.split_seed, "Seed of the patient-wise splits")
+      ->capture_default_str();
+  cmd.add_option("--loader-threads", d.threads, "Image decoding threads per worker")
+      ->capture_default_str();
+  cmd.add_option("--val-threads", f.trainer.val_threads, "Image decoding threads for validation")
+      ->capture_default_str();
+  cmd.add_option("--prefetch", d.prefetch_batches, "Batches decoded ahead")->capture_default_str();
+}
+
+// The network and how it computes.
+void add_model_flags(CLI::App& cmd, TrainFlags& f) {
+  auto& t = f.trainer;
+  cmd.add_option("--arch", t.model.arch, "Architecture (see `chexscale models`)")
+      ->capture_default_str();
+  cmd.add_option("--pretrained", t.pretrained,
+                 "ImageNet (or other) weights as safetensors; the 1000-way head is replaced");
+  cmd.add_option("--dropout", t.model.dropout, "Dropout before the head")->capture_default_str();
+  cmd.add_option("--amp", f.amp,
+                 "Mixed precision of the forward pass: off, bf16 (CPU or GPU) or fp16 (GPU, with "
+                 "dynamic loss scaling)")
+      ->capture_default_str();
+  cmd.add_flag("--channels-last", t.channels_last,
+               "Channels-last (NHWC) layout of the model and batches (faster convolutions on "
+               "GPUs with tensor cores)");
+  cmd.add_option("--intra-op-threads", t.intra_op_threads,
+                 "LibTorch threads per worker (0 = LibTorch's default; 1 = bit-reproducible)")
+      ->capture_default_str();
+}
+
+// The optimizer, the learning-rate schedule and the loss.
+void add_optimizer_flags(CLI::App& cmd, TrainFlags& f) {
+  auto& t = f.trainer;
+  cmd.add_option("--optimizer", f.optimizer, "adam or sgd")->capture_default_str();
   cmd.add_option("--lr", t.optimizer.lr, "Learning rate of one worker")->capture_default_str();
   cmd.add_option("--beta1", t.optimizer.beta1, "Adam beta1")->capture_default_str();
   cmd.add_option("--beta2", t.optimizer.beta2, "Adam beta2")->capture_default_str();
@@ -109,20 +144,16 @@ void add_options(CLI::App& cmd, TrainFlags& f) {
                "Weight positives and negatives per class by the training label frequencies "
                "(the CheXNet paper)")
       ->capture_default_str();
-  cmd.add_option("--val-fraction", d.val_fraction,
-                 "Fraction of train_val patients held out for validation")
-      ->capture_default_str();
-  cmd.add_option("--split-seed", d.split_seed, "Seed of the patient-wise splits")
+}
+
+// How long the run lasts and what it leaves behind: run directory, checkpoints, logs, seeds.
+void add_run_flags(CLI::App& cmd, TrainFlags& f) {
+  auto& t = f.trainer;
+  cmd.add_option("--out", t.out_dir, "Run directory: config.yaml, metrics.jsonl, checkpoints/");
+  cmd.add_option("--epochs", t.epochs, "Epochs to train")->capture_default_str();
+  cmd.add_option("--max-steps", t.max_steps, "Stop after this many steps in all (0 = no limit)")
       ->capture_default_str();
   cmd.add_option("--seed", t.seed, "Seed of the model initialisation and of the data order")
-      ->capture_default_str();
-  cmd.add_option("--loader-threads", d.threads, "Image decoding threads per worker")
-      ->capture_default_str();
-  cmd.add_option("--val-threads", t.val_threads, "Image decoding threads for validation")
-      ->capture_default_str();
-  cmd.add_option("--prefetch", d.prefetch_batches, "Batches decoded ahead")->capture_default_str();
-  cmd.add_option("--intra-op-threads", f.intra_op_threads,
-                 "LibTorch threads per worker (0 = LibTorch's default; 1 = bit-reproducible)")
       ->capture_default_str();
   cmd.add_option("--checkpoint-every", t.checkpoint_every,
                  "Steps between checkpoints (0 = at epoch ends only)")
@@ -139,13 +170,13 @@ void add_options(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--timeline", t.timeline,
                  "Write a Chrome trace of step phases and allreduces (rank r writes .rank<r>.json; "
                  "rank 0 merges the files it can see at the end)");
-  cmd.add_option("--amp", f.amp,
-                 "Mixed precision of the forward pass: off, bf16 (CPU or GPU) or fp16 (GPU, with "
-                 "dynamic loss scaling)")
-      ->capture_default_str();
-  cmd.add_flag("--channels-last", t.channels_last,
-               "Channels-last (NHWC) layout of the model and batches (faster convolutions on "
-               "GPUs with tensor cores)");
+}
+
+void add_options(CLI::App& cmd, TrainFlags& f) {
+  add_data_flags(cmd, f);
+  add_model_flags(cmd, f);
+  add_optimizer_flags(cmd, f);
+  add_run_flags(cmd, f);
   add_distributed_flags(cmd, f.dist);
   add_reducer_flags(cmd, f.reducer);
 }
@@ -181,19 +212,10 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
   auto f = std::make_shared<TrainFlags>();
   add_options(*cmd, *f);
   registry.add(cmd, [f](const RunContext& run) {
-    train::TrainerOptions o = f->trainer;
-    if (o.data.source.empty()) throw UsageError("train: --data is required");
-    if (o.out_dir.empty()) throw UsageError("train: --out is required");
-    o.data.augment = !f->no_augment;
-    o.data.seed = o.seed;
-    o.non_finite = parse_on_nan(f->on_nan);
-    o.amp = train::parse_amp_mode(f->amp);
-    o.reducer = f->reducer.resolved();
-    if (f->intra_op_threads < 0 || f->intra_op_threads > kMaxThreads) {
-      throw UsageError(
-          fmt::format("--intra-op-threads {} is not in [0, {}]", f->intra_op_threads, kMaxThreads));
-    }
-    if (f->intra_op_threads > 0) torch::set_num_threads(f->intra_op_threads);
+    if (f->trainer.data.source.empty()) throw UsageError("train: --data is required");
+    if (f->trainer.out_dir.empty()) throw UsageError("train: --out is required");
+    const train::TrainerOptions o = f->resolved();
+    if (o.intra_op_threads > 0) torch::set_num_threads(o.intra_op_threads);
     auto ctx = distributed::DistContext::init(f->dist.resolved());
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything
     ProgressPrinter progress;

@@ -96,26 +96,25 @@ void require_data_folder(const std::string& path) {
 }
 
 std::unique_ptr<ExampleSource> open_example_source(const LoaderOptions& options) {
-  if (options.source.empty()) throw UsageError("no data source given (or use synthetic data)");
+  if (options.source.empty()) throw UsageError("no `source` given (or use synthetic data)");
   require_data_folder(options.source);
-  const Split split = parse_split(options.split);
   std::unique_ptr<ExampleSource> source;
   if (is_shard_set(options.source)) {
-    source = std::make_unique<ShardSource>(options.source, split);
+    source = std::make_unique<ShardSource>(options.source, options.split);
   } else {
     DataIssues issues(options.strict);
-    std::vector<Example> all = index_chestxray14(
-        options.source, {options.val_fraction, options.test_fraction, options.split_seed}, issues);
+    std::vector<Example> all = index_chestxray14(options.source, options.split_options(), issues);
     issues.log_warnings();
     std::vector<Example> chosen;
     for (auto& e : all) {
-      if (e.split == split) chosen.push_back(std::move(e));
+      if (e.split == options.split) chosen.push_back(std::move(e));
     }
     source =
         std::make_unique<LoosePngSource>(std::move(chosen), static_cast<int>(options.image_size));
   }
   if (source->size() == 0) {
-    throw DataError(fmt::format("{}: the {} split is empty", options.source, options.split));
+    throw DataError(
+        fmt::format("{}: the {} split is empty", options.source, to_string(options.split)));
   }
   return source;
 }

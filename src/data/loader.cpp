@@ -48,31 +48,41 @@ void fill_synthetic(uint64_t seed, int64_t index, int64_t floats, float* image, 
 
 }  // namespace
 
+void LoaderOptions::validate() const {
+  if (batch_size < 1)
+    throw UsageError(fmt::format("batch_size must be at least 1, got {}", batch_size));
+  if (crop_size < 1)
+    throw UsageError(fmt::format("crop_size must be at least 1, got {}", crop_size));
+  if (image_size > kMaxImageSize) {
+    throw UsageError(fmt::format("image_size {} is above {}", image_size, kMaxImageSize));
+  }
+  if (threads < 1 || threads > kMaxThreads) {
+    throw UsageError(fmt::format("threads {} is not in [1, {}]", threads, kMaxThreads));
+  }
+  if (prefetch_batches < 1) {
+    throw UsageError(fmt::format("prefetch_batches must be at least 1, got {}", prefetch_batches));
+  }
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    throw UsageError(fmt::format("rank {} of `world_size` {}", rank, world_size));
+  }
+  if (synthetic && synthetic_size < 1) {
+    throw UsageError(fmt::format("synthetic_size must be at least 1, got {}", synthetic_size));
+  }
+  split_options().validate();
+}
+
 class Loader::Impl {
  public:
   Impl(const LoaderOptions& o, std::shared_ptr<const ExampleSource> source)
       : opt_(o), source_(std::move(source)) {
-    if (opt_.batch_size < 1) throw UsageError(fmt::format("batch size {} < 1", opt_.batch_size));
-    if (opt_.crop_size < 1) throw UsageError(fmt::format("crop size {} < 1", opt_.crop_size));
-    if (opt_.image_size > kMaxImageSize) {
-      throw UsageError(fmt::format("image size {} is above {}", opt_.image_size, kMaxImageSize));
-    }
-    if (opt_.threads < 1 || opt_.threads > kMaxThreads) {
-      throw UsageError(
-          fmt::format("loader threads {} is not in [1, {}]", opt_.threads, kMaxThreads));
-    }
-    if (opt_.prefetch_batches < 1) throw UsageError("prefetch batches must be at least 1");
-    if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size) {
-      throw UsageError(fmt::format("rank {} of world size {}", opt_.rank, opt_.world_size));
-    }
+    opt_.validate();
     if (opt_.synthetic) {
-      if (opt_.synthetic_size < 1) throw UsageError("synthetic size must be at least 1");
       size_ = opt_.synthetic_size;
     } else {
       if (!source_) source_ = open_example_source(opt_);
       size_ = source_->size();
       if (opt_.crop_size > source_->image_size()) {
-        throw UsageError(fmt::format("crop size {} exceeds the image size {}", opt_.crop_size,
+        throw UsageError(fmt::format("crop_size {} exceeds the image size {}", opt_.crop_size,
                                      source_->image_size()));
       }
     }

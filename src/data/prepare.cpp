@@ -92,19 +92,6 @@ void clean_out_dir(const std::string& dir, int64_t planned_shards) {
   }
 }
 
-void check_options(const PrepareOptions& opt) {
-  if (opt.data_dir.empty() || opt.out_dir.empty())
-    throw UsageError("prepare needs a data and an output folder");
-  if (opt.image_size < 8) throw UsageError(fmt::format("--size {} is too small", opt.image_size));
-  if (opt.image_size > kMaxImageSize) {
-    throw UsageError(fmt::format("--size {} is above {}", opt.image_size, kMaxImageSize));
-  }
-  if (opt.records_per_shard < 1) throw UsageError("--shard-records must be at least 1");
-  if (opt.threads < 0 || opt.threads > kMaxThreads) {
-    throw UsageError(fmt::format("--threads {} is not in [0, {}]", opt.threads, kMaxThreads));
-  }
-}
-
 // The examples of the data folder that are in some split, in index order.
 std::vector<Example> split_examples(const PrepareOptions& opt, DataIssues& issues) {
   std::vector<Example> examples = index_chestxray14(opt.data_dir, opt.splits, issues);
@@ -205,8 +192,24 @@ void count_split_records(const std::string& dir, ShardManifest& m) {
 
 }  // namespace
 
+void PrepareOptions::validate() const {
+  if (data_dir.empty()) throw UsageError("a data folder is needed (`data_dir`)");
+  if (out_dir.empty()) throw UsageError("an output folder is needed (`out_dir`)");
+  if (image_size < 8 || image_size > kMaxImageSize) {
+    throw UsageError(fmt::format("image_size {} is not in [8, {}]", image_size, kMaxImageSize));
+  }
+  if (records_per_shard < 1) {
+    throw UsageError(
+        fmt::format("records_per_shard must be at least 1, got {}", records_per_shard));
+  }
+  if (threads < 0 || threads > kMaxThreads) {
+    throw UsageError(fmt::format("threads {} is not in [0, {}]", threads, kMaxThreads));
+  }
+  splits.validate();
+}
+
 PrepareResult prepare_shards(const PrepareOptions& opt) {
-  check_options(opt);
+  opt.validate();
   DataIssues issues(opt.strict);
   const std::vector<Example> examples = split_examples(opt, issues);
   make_dirs(opt.out_dir);

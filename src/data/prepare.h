@@ -9,19 +9,23 @@
 
 #include "data/shard_set.h"
 #include "data/splits.h"
+#include "data/transforms.h"
 
 namespace chexscale::data {
 
 struct PrepareOptions {
   std::string data_dir;
   std::string out_dir;
-  int image_size = 256;
+  int image_size = static_cast<int>(kDefaultImageSize);
   int64_t records_per_shard = 1024;
   int threads = 0;  // 0 = all cores
   SplitOptions splits;
   bool strict = false;  // data warnings and bad images become errors
   // Called from the calling thread with (images done, images planned).
   std::function<void(int64_t, int64_t)> progress;
+
+  // UsageError naming the field of the first value out of range; reads no file.
+  void validate() const;
 };
 
 struct PrepareResult {

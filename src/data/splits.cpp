@@ -12,6 +12,16 @@
 #include "data/random.h"
 
 namespace chexscale::data {
+namespace {
+
+// UsageError naming `field` unless `fraction` is in [0, 1] (NaN is not).
+void check_fraction(const char* field, double fraction) {
+  if (!(fraction >= 0 && fraction <= 1)) {
+    throw UsageError(fmt::format("{} must be in [0, 1], got {}", field, fraction));
+  }
+}
+
+}  // namespace
 
 const char* to_string(Split split) {
   switch (split) {
@@ -27,11 +37,16 @@ const char* to_string(Split split) {
   return "none";
 }
 
-Split parse_split(const std::string& name) {
-  if (name == "train") return Split::kTrain;
-  if (name == "val") return Split::kVal;
-  if (name == "test") return Split::kTest;
-  throw UsageError(fmt::format("unknown split '{}' (expected train, val or test)", name));
+Split parse_split(std::string_view name) {
+  for (const Split split : {Split::kTrain, Split::kVal, Split::kTest}) {
+    if (name == to_string(split)) return split;
+  }
+  throw UsageError(fmt::format("split must be train, val or test, not '{}'", name));
+}
+
+void SplitOptions::validate() const {
+  check_fraction("val_fraction", val_fraction);
+  check_fraction("test_fraction", test_fraction);
 }
 
 std::unordered_set<std::string> read_split_list(const std::string& path, DataIssues& issues) {
@@ -53,9 +68,7 @@ std::unordered_set<std::string> read_split_list(const std::string& path, DataIss
 
 std::unordered_set<int64_t> choose_patients(std::vector<int64_t> patients, double fraction,
                                             uint64_t seed) {
-  if (!(fraction >= 0 && fraction <= 1)) {  // NaN too
-    throw UsageError(fmt::format("split fraction {} is not in [0, 1]", fraction));
-  }
+  check_fraction("fraction", fraction);
   std::sort(patients.begin(), patients.end());
   patients.erase(std::unique(patients.begin(), patients.end()), patients.end());
   shuffle_in_place(patients, seed);
@@ -69,10 +82,11 @@ std::vector<Split> assign_splits(const std::vector<CsvRecord>& records, bool hav
                                  const std::unordered_set<std::string>& test,
                                  const SplitOptions& options, DataIssues& issues,
                                  const std::string& list_dir) {
+  options.validate();
   std::vector<Split> splits(records.size(), Split::kNone);
   if (!have_lists) {
     if (options.val_fraction + options.test_fraction > 1) {
-      throw UsageError(fmt::format("val fraction {} + test fraction {} exceed 1",
+      throw UsageError(fmt::format("val_fraction {} + `test_fraction` {} exceed 1",
                                    options.val_fraction, options.test_fraction));
     }
     std::vector<int64_t> all;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -16,21 +17,28 @@ namespace chexscale::data {
 enum class Split : uint8_t { kTrain = 0, kVal = 1, kTest = 2, kNone = 3 };
 
 const char* to_string(Split split);
-// "train" | "val" | "test"; throws UsageError otherwise.
-Split parse_split(const std::string& name);
+// "train" | "val" | "test"; throws UsageError naming `split` otherwise.
+Split parse_split(std::string_view name);
 
 // Image names listed in a split file (one a line); warnings for duplicates.
 std::unordered_set<std::string> read_split_list(const std::string& path, DataIssues& issues);
 
 // Patient ids chosen for a held-out part: whole patients in a seeded random order until
-// `fraction` of the patients are taken. Deterministic for (patients as a set, fraction, seed).
+// `fraction` (in [0, 1], else UsageError) of the patients are taken. Deterministic for (patients as
+// a set, fraction, seed).
 std::unordered_set<int64_t> choose_patients(std::vector<int64_t> patients, double fraction,
                                             uint64_t seed);
 
+inline constexpr double kDefaultValFraction = 0.1;
+inline constexpr double kDefaultTestFraction = 0.2;
+
 struct SplitOptions {
-  double val_fraction = 0.1;   // of train_val patients (or of all patients without lists)
-  double test_fraction = 0.2;  // of all patients, only when the official lists are absent
+  double val_fraction = kDefaultValFraction;    // of train_val patients (or of all without lists)
+  double test_fraction = kDefaultTestFraction;  // of all patients, only when lists are absent
   uint64_t seed = 0;
+
+  // UsageError naming the field unless both fractions are in [0, 1].
+  void validate() const;
 };
 
 // Assigns a split to each record. With lists (`have_lists`), records in train_val go to train or

@@ -37,6 +37,9 @@ extern const std::array<double, kNumPathologies> kSyntheticLabelRates;
 // The same seed gives the same background whatever the labels.
 GrayImage render_synthetic_image(LabelBits labels, int image_size, uint64_t seed);
 
+// Patient ids are written with 8 digits, as ChestX-ray14's.
+inline constexpr int64_t kMaxSynthPatients = 99999999;
+
 struct SynthOptions {
   std::string out_dir;
   int64_t images = 1000;
@@ -45,6 +48,9 @@ struct SynthOptions {
   uint64_t seed = 0;
   int threads = 0;                                 // 0: all cores
   std::function<void(int64_t, int64_t)> progress;  // (written, total), from the calling thread
+
+  // UsageError naming the field of the first value out of range; reads no file.
+  void validate() const;
 };
 
 struct SynthResult {
@@ -54,6 +60,7 @@ struct SynthResult {
   int64_t png_bytes = 0;
 };
 
+// UsageError for options that validate() refuses or an out_dir that already holds a data set.
 SynthResult write_synthetic_dataset(const SynthOptions& options);
 
 }  // namespace chexscale::data

@@ -51,30 +51,16 @@ int64_t patient_count(const SynthOptions& opt) {
   return opt.patients > 0 ? opt.patients : std::max<int64_t>(1, opt.images / 3);
 }
 
-void check_options(const SynthOptions& opt) {
-  if (opt.out_dir.empty()) throw UsageError("synth needs an output folder (--out)");
-  // Never write over a data set (a real ChestX-ray14 folder would lose its CSV and images).
+// Never write over a data set (a real ChestX-ray14 folder would lose its CSV and images).
+void refuse_existing_dataset(const std::string& out_dir) {
   for (const char* held : {"Data_Entry_2017.csv", "images"}) {
-    if (fs::exists(fs::path(opt.out_dir) / held)) {
+    if (fs::exists(fs::path(out_dir) / held)) {
       throw UsageError(
           fmt::format("{} already holds {}: synth writes a new data set, choose an "
                       "empty or new folder",
-                      opt.out_dir, held));
+                      out_dir, held));
     }
   }
-  if (opt.patients < 0) throw UsageError(fmt::format("--patients {} < 0", opt.patients));
-  if (opt.threads < 0 || opt.threads > kMaxThreads) {
-    throw UsageError(fmt::format("--threads {} is not in [0, {}]", opt.threads, kMaxThreads));
-  }
-  if (opt.images < 1) throw UsageError(fmt::format("--images {} < 1", opt.images));
-  if (opt.image_size < 16 || opt.image_size > kMaxImageSize) {
-    throw UsageError(fmt::format("--size {} is not in [16, {}]", opt.image_size, kMaxImageSize));
-  }
-  const int64_t patients = patient_count(opt);
-  if (patients > opt.images) {
-    throw UsageError(fmt::format("--patients {} exceeds --images {}", patients, opt.images));
-  }
-  if (patients > 99999999) throw UsageError("at most 99999999 patients");
 }
 
 // Images per patient: one each, the rest spread at random; names as ChestX-ray14's.
@@ -177,8 +163,28 @@ int64_t write_images(const std::vector<CsvRecord>& records, const std::vector<La
 
 }  // namespace
 
+void SynthOptions::validate() const {
+  if (out_dir.empty()) throw UsageError("an output folder is needed (`out_dir`)");
+  if (patients < 0) throw UsageError(fmt::format("patients {} < 0", patients));
+  if (threads < 0 || threads > kMaxThreads) {
+    throw UsageError(fmt::format("threads {} is not in [0, {}]", threads, kMaxThreads));
+  }
+  if (images < 1) throw UsageError(fmt::format("images {} < 1", images));
+  if (image_size < 16 || image_size > kMaxImageSize) {
+    throw UsageError(fmt::format("image_size {} is not in [16, {}]", image_size, kMaxImageSize));
+  }
+  const int64_t planned = patient_count(*this);
+  if (planned > images) {
+    throw UsageError(fmt::format("patients {} exceeds `images` {}", planned, images));
+  }
+  if (planned > kMaxSynthPatients) {
+    throw UsageError(fmt::format("patients {} is above {}", planned, kMaxSynthPatients));
+  }
+}
+
 SynthResult write_synthetic_dataset(const SynthOptions& opt) {
-  check_options(opt);
+  opt.validate();
+  refuse_existing_dataset(opt.out_dir);
   const int64_t patients = patient_count(opt);
   const std::vector<CsvRecord> records = plan_images(opt, patients);
   const OfficialLists lists = official_lists(records, patients, opt.seed);

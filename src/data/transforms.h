@@ -11,6 +11,10 @@
 
 namespace chexscale::data {
 
+// CheXNet's input: images resized to 256 x 256, then a 224 x 224 crop.
+inline constexpr int64_t kDefaultImageSize = 256;
+inline constexpr int64_t kDefaultCropSize = 224;
+
 inline constexpr std::array<float, 3> kImageNetMean = {0.485f, 0.456f, 0.406f};
 inline constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
 

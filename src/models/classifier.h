@@ -17,6 +17,10 @@ struct ModelOptions {
   std::string arch = "densenet121";  // densenet121/169/201, resnet18/34/50/101
   int64_t num_classes = kChestXray14Classes;
   double dropout = 0.0;  // before the classifier head; 0 = none (as torchvision)
+
+  // UsageError for an unknown arch (listing the valid ones), num_classes < 1, or dropout
+  // outside [0, 1), naming the field. Defined with the architectures (registry.cpp).
+  void validate() const;
 };
 
 class ClassifierImpl : public torch::nn::Module {

@@ -30,20 +30,31 @@ const std::vector<Architecture>& table() {
   return archs;
 }
 
+// The architecture named `name`, or null.
+const Architecture* find_architecture(const std::string& name) {
+  for (const auto& arch : table()) {
+    if (name == arch.name) return &arch;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-Classifier make_model(const ModelOptions& options) {
-  if (options.num_classes < 1) {
-    throw UsageError(fmt::format("num-classes must be at least 1, got {}", options.num_classes));
+void ModelOptions::validate() const {
+  if (num_classes < 1) {
+    throw UsageError(fmt::format("num_classes must be at least 1, got {}", num_classes));
   }
-  if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
-    throw UsageError(fmt::format("dropout must be in [0, 1), got {}", options.dropout));
+  if (!(dropout >= 0.0 && dropout < 1.0)) {
+    throw UsageError(fmt::format("dropout must be in [0, 1), got {}", dropout));
   }
-  for (const auto& arch : table()) {
-    if (options.arch == arch.name) return arch.make(options);
-  }
-  throw UsageError(fmt::format("unknown architecture '{}' (choose one of: {})", options.arch,
+  if (find_architecture(arch) != nullptr) return;
+  throw UsageError(fmt::format("unknown architecture '{}' for `arch` (choose one of: {})", arch,
                                fmt::join(architectures(), ", ")));
+}
+
+Classifier make_model(const ModelOptions& options) {
+  options.validate();
+  return find_architecture(options.arch)->make(options);
 }
 
 std::vector<std::string> architectures() {

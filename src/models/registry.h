@@ -9,8 +9,7 @@
 
 namespace chexscale::models {
 
-// Builds a freshly initialised model. UsageError for an unknown arch (listing the valid ones),
-// num_classes < 1, or dropout outside [0, 1).
+// Builds a freshly initialised model; UsageError when options.validate() refuses the options.
 Classifier make_model(const ModelOptions& options);
 
 // Every architecture name make_model accepts, in display order.

@@ -214,6 +214,42 @@ LoadReport load_weights(ClassifierImpl& model, const std::string& path,
   return report;
 }
 
+const char* to_string(WeightDtype dtype) {
+  switch (dtype) {
+    case WeightDtype::kF16:
+      return "f16";
+    case WeightDtype::kBf16:
+      return "bf16";
+    case WeightDtype::kF64:
+      return "f64";
+    case WeightDtype::kF32:
+      break;
+  }
+  return "f32";
+}
+
+WeightDtype parse_weight_dtype(std::string_view name) {
+  for (const WeightDtype dtype :
+       {WeightDtype::kF32, WeightDtype::kF16, WeightDtype::kBf16, WeightDtype::kF64}) {
+    if (name == to_string(dtype)) return dtype;
+  }
+  throw UsageError(fmt::format("dtype must be f32, f16, bf16 or f64, not '{}'", name));
+}
+
+torch::ScalarType scalar_type(WeightDtype dtype) {
+  switch (dtype) {
+    case WeightDtype::kF16:
+      return torch::kFloat16;
+    case WeightDtype::kBf16:
+      return torch::kBFloat16;
+    case WeightDtype::kF64:
+      return torch::kFloat64;
+    case WeightDtype::kF32:
+      break;
+  }
+  return torch::kFloat32;
+}
+
 void save_weights(const ClassifierImpl& model, const std::string& path,
                   torch::ScalarType float_dtype, std::map<std::string, std::string> metadata) {
   if (!c10::isFloatingType(float_dtype)) {

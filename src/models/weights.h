@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/classifier.h"
@@ -44,6 +45,14 @@ LoadReport load_state_dict(ClassifierImpl& model, const std::vector<NamedTensor>
 // Reads a safetensors file and loads it; logs every note of the report at info level.
 LoadReport load_weights(ClassifierImpl& model, const std::string& path,
                         const LoadOptions& options = {});
+
+// The stored dtype of floating tensors in a weights file.
+enum class WeightDtype { kF32, kF16, kBf16, kF64 };
+
+const char* to_string(WeightDtype dtype);  // "f32" | "f16" | "bf16" | "f64"
+// UsageError naming `dtype` for anything but f32, f16, bf16 or f64.
+WeightDtype parse_weight_dtype(std::string_view name);
+torch::ScalarType scalar_type(WeightDtype dtype);
 
 // Writes the state_dict as safetensors; floating tensors are stored as `float_dtype` (F32, F16,
 // BF16 or F64). Metadata gets format=pt, arch and num_classes added.

@@ -28,7 +28,7 @@ void convert_to_channels_last(torch::nn::Module& module) {
 torch::Tensor to_channels_last(const torch::Tensor& images) {
   if (images.dim() != 4) {
     throw UsageError(fmt::format(
-        "--channels-last needs [N, C, H, W] images, got {} dimensions (ten-crop batches are "
+        "channels_last needs [N, C, H, W] images, got {} dimensions (ten-crop batches are "
         "5-D)",
         images.dim()));
   }

@@ -89,7 +89,9 @@ Checkpoint read_checkpoint(const std::string& manifest_path) {
 
 CheckpointStore::CheckpointStore(std::string dir, int keep_last)
     : dir_(std::move(dir)), keep_last_(keep_last) {
-  if (keep_last_ < 1) throw UsageError("keep at least one checkpoint (--keep-checkpoints >= 1)");
+  if (keep_last_ < 1) {
+    throw UsageError(fmt::format("keep_last must be at least 1, got {}", keep_last_));
+  }
 }
 
 std::string CheckpointStore::write(const std::string& stem, const nlohmann::json& state,

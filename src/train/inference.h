@@ -16,8 +16,8 @@ namespace chexscale::train {
 
 struct InferenceModel {
   models::Classifier model;  // in eval mode, on `device`
-  int64_t image_size = 256;
-  int64_t crop_size = 224;
+  int64_t image_size = data::kDefaultImageSize;
+  int64_t crop_size = data::kDefaultCropSize;
   std::string checkpoint;  // the manifest it came from
   torch::Device device{torch::kCPU};
 };

@@ -8,22 +8,23 @@
 
 namespace chexscale::train {
 
+void LossScalerOptions::validate() const {
+  if (!(init_scale > 0)) {
+    throw UsageError(fmt::format("init_scale {} must be > 0", init_scale));
+  }
+  if (!(growth_factor > 1)) {
+    throw UsageError(fmt::format("growth_factor {} must be > 1", growth_factor));
+  }
+  if (!(backoff_factor > 0 && backoff_factor < 1)) {
+    throw UsageError(fmt::format("backoff_factor {} must be in (0, 1)", backoff_factor));
+  }
+  if (growth_interval < 1) {
+    throw UsageError(fmt::format("growth_interval {} must be >= 1", growth_interval));
+  }
+}
+
 DynamicLossScaler::DynamicLossScaler(LossScalerOptions options) : options_(options) {
-  if (!(options_.init_scale > 0)) {
-    throw UsageError(fmt::format("loss scale {} must be > 0", options_.init_scale));
-  }
-  if (!(options_.growth_factor > 1)) {
-    throw UsageError(
-        fmt::format("loss-scale growth factor {} must be > 1", options_.growth_factor));
-  }
-  if (!(options_.backoff_factor > 0 && options_.backoff_factor < 1)) {
-    throw UsageError(
-        fmt::format("loss-scale backoff factor {} must be in (0, 1)", options_.backoff_factor));
-  }
-  if (options_.growth_interval < 1) {
-    throw UsageError(
-        fmt::format("loss-scale growth interval {} must be >= 1", options_.growth_interval));
-  }
+  options_.validate();
   state_.scale = options_.init_scale;
 }
 

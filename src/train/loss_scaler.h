@@ -16,6 +16,9 @@ struct LossScalerOptions {
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;  // good steps in a row before the scale grows
+
+  // UsageError naming the field of the first value out of range.
+  void validate() const;
 };
 
 // The scaler's state, for checkpoints.

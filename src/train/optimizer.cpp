@@ -21,34 +21,46 @@ bool is_adam(torch::optim::Optimizer& optimizer) {
 
 }  // namespace
 
+const char* to_string(OptimizerKind kind) {
+  return kind == OptimizerKind::kSgd ? "sgd" : "adam";
+}
+
+OptimizerKind parse_optimizer_kind(std::string_view name) {
+  for (const OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kSgd}) {
+    if (name == to_string(kind)) return kind;
+  }
+  throw UsageError(fmt::format("optimizer must be adam or sgd, not '{}'", name));
+}
+
+void OptimizerOptions::validate() const {
+  // Written so that NaN fails every check (`!(x >= 0)` is true for NaN).
+  if (!(lr > 0) || std::isinf(lr)) {
+    throw UsageError(fmt::format("lr {} must be a positive number", lr));
+  }
+  for (const auto& [field, beta] : {std::pair{"beta1", beta1}, {"beta2", beta2}}) {
+    if (!(beta >= 0 && beta < 1)) {
+      throw UsageError(fmt::format("{} {} is not in [0, 1)", field, beta));
+    }
+  }
+  for (const auto& [field, value] :
+       {std::pair{"momentum", momentum}, {"weight_decay", weight_decay}}) {
+    if (!(value >= 0) || std::isinf(value)) {
+      throw UsageError(fmt::format("{} {} must be a number >= 0", field, value));
+    }
+  }
+}
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
                                                         const OptimizerOptions& options) {
-  // Checked here, not by LibTorch, so a bad flag is a usage error naming it (`!(x >= 0)` is true
-  // for NaN).
-  if (!(options.lr > 0) || std::isinf(options.lr)) {
-    throw UsageError(fmt::format("--lr {} must be a positive number", options.lr));
-  }
-  for (const auto& [flag, beta] :
-       {std::pair{"--beta1", options.beta1}, {"--beta2", options.beta2}}) {
-    if (!(beta >= 0 && beta < 1))
-      throw UsageError(fmt::format("{} {} is not in [0, 1)", flag, beta));
-  }
-  if (!(options.momentum >= 0) || !(options.weight_decay >= 0) ||
-      std::isinf(options.momentum + options.weight_decay)) {
-    throw UsageError(fmt::format("--momentum {} and --weight-decay {} must be numbers >= 0",
-                                 options.momentum, options.weight_decay));
-  }
-  if (options.name == "adam") {
-    return std::make_unique<FusedAdam>(params, torch::optim::AdamOptions(options.lr)
-                                                   .betas({options.beta1, options.beta2})
-                                                   .weight_decay(options.weight_decay));
-  }
-  if (options.name == "sgd") {
+  options.validate();
+  if (options.kind == OptimizerKind::kSgd) {
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(options.lr)
                                                            .momentum(options.momentum)
                                                            .weight_decay(options.weight_decay));
   }
-  throw UsageError("unknown optimizer '" + options.name + "' (adam | sgd)");
+  return std::make_unique<FusedAdam>(params, torch::optim::AdamOptions(options.lr)
+                                                 .betas({options.beta1, options.beta2})
+                                                 .weight_decay(options.weight_decay));
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {

@@ -6,20 +6,39 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/safetensors.h"
 
 namespace chexscale::train {
 
+enum class OptimizerKind {
+  kAdam,  // CheXNet's optimizer (FusedAdam)
+  kSgd    // SGD with momentum
+};
+
+const char* to_string(OptimizerKind kind);
+// "adam" | "sgd"; UsageError naming `optimizer` for anything else.
+OptimizerKind parse_optimizer_kind(std::string_view name);
+
+// CheXNet's learning rate (Adam, one GPU).
+inline constexpr double kDefaultLearningRate = 1e-3;
+
 struct OptimizerOptions {
-  std::string name = "adam";  // adam | sgd
-  double lr = 1e-3;
+  OptimizerKind kind = OptimizerKind::kAdam;
+  double lr = kDefaultLearningRate;
   double beta1 = 0.9;  // Adam
   double beta2 = 0.999;
   double momentum = 0.9;  // SGD
   double weight_decay = 0;
+
+  // UsageError naming the field of the first value out of range (NaN and infinity included),
+  // before LibTorch sees it.
+  void validate() const;
 };
+
+// The optimizer of `options` (validated) over `params`.
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
                                                         const OptimizerOptions& options);

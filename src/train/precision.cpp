@@ -8,14 +8,7 @@
 
 namespace chexscale::train {
 
-AmpMode parse_amp_mode(const std::string& name) {
-  if (name == "off") return AmpMode::kOff;
-  if (name == "bf16") return AmpMode::kBf16;
-  if (name == "fp16") return AmpMode::kFp16;
-  throw UsageError("--amp must be off, bf16 or fp16, not '" + name + "'");
-}
-
-const char* amp_mode_name(AmpMode mode) {
+const char* to_string(AmpMode mode) {
   switch (mode) {
     case AmpMode::kBf16:
       return "bf16";
@@ -27,16 +20,23 @@ const char* amp_mode_name(AmpMode mode) {
   return "off";
 }
 
+AmpMode parse_amp_mode(std::string_view name) {
+  for (const AmpMode mode : {AmpMode::kOff, AmpMode::kBf16, AmpMode::kFp16}) {
+    if (name == to_string(mode)) return mode;
+  }
+  throw UsageError(fmt::format("amp must be off, bf16 or fp16, not '{}'", name));
+}
+
 void check_amp_supported(AmpMode mode, const torch::Device& device) {
   if (mode == AmpMode::kOff) return;
   if (!device.is_cpu() && !device.is_cuda()) {
-    throw UsageError(fmt::format("--amp {} is supported on cpu and cuda devices, not {}",
-                                 amp_mode_name(mode), device.str()));
+    throw UsageError(fmt::format("amp {} is supported on cpu and cuda devices, not {}",
+                                 to_string(mode), device.str()));
   }
   if (mode == AmpMode::kFp16 && device.is_cpu()) {
     throw UsageError(
-        "--amp fp16 needs a CUDA device (LibTorch 1.13's CPU autocast is bfloat16-only, and fp16 "
-        "brings no speed on CPUs): use --amp bf16 on CPU, or --device cuda");
+        "amp fp16 needs a CUDA device (LibTorch 1.13's CPU autocast is bfloat16-only, and fp16 "
+        "brings no speed on CPUs): use `amp` bf16 on CPU, or `device` cuda");
   }
 }
 

@@ -4,7 +4,7 @@
 
 #include <torch/torch.h>
 
-#include <string>
+#include <string_view>
 
 namespace chexscale::train {
 
@@ -14,13 +14,13 @@ enum class AmpMode {
   kFp16   // autocast to float16 (CUDA only) with a dynamic loss scaler
 };
 
-// "off" | "bf16" | "fp16"; UsageError for anything else.
-AmpMode parse_amp_mode(const std::string& name);
-const char* amp_mode_name(AmpMode mode);
+const char* to_string(AmpMode mode);
+// "off" | "bf16" | "fp16"; UsageError naming `amp` for anything else.
+AmpMode parse_amp_mode(std::string_view name);
 
-// Throws UsageError, with the way out, when `mode` cannot run on `device`: fp16 on a CPU
-// (LibTorch 1.13 refuses it: "AutocastCPU only support Bfloat16"), or a device that is neither a
-// CPU nor a CUDA GPU.
+// Throws UsageError naming `amp`, with the way out, when `mode` cannot run on `device`: fp16 on a
+// CPU (LibTorch 1.13 refuses it: "AutocastCPU only support Bfloat16"), or a device that is neither
+// a CPU nor a CUDA GPU.
 void check_amp_supported(AmpMode mode, const torch::Device& device);
 
 // Autocast on for `device`'s type in `mode`'s dtype while the scope lives (nothing for kOff).

@@ -10,21 +10,28 @@
 
 namespace chexscale::train {
 
+void ScheduleOptions::validate() const {
+  // Written so that NaN fails every check.
+  if (!(base_lr > 0) || std::isinf(base_lr)) {
+    throw UsageError(fmt::format("base_lr {} must be a positive number", base_lr));
+  }
+  if (world_size < 1) {
+    throw UsageError(fmt::format("world_size must be at least 1, got {}", world_size));
+  }
+  if (!(warmup_epochs >= 0) || std::isinf(warmup_epochs)) {
+    throw UsageError(fmt::format("warmup_epochs {} must be a number >= 0", warmup_epochs));
+  }
+  if (!(plateau_factor > 0 && plateau_factor < 1)) {
+    throw UsageError(fmt::format("plateau_factor {} must be in (0, 1)", plateau_factor));
+  }
+  if (plateau_patience < 0) {
+    throw UsageError(fmt::format("plateau_patience {} must be >= 0", plateau_patience));
+  }
+}
+
 LrSchedule::LrSchedule(ScheduleOptions options, PlateauState state)
     : options_(options), state_(state) {
-  // Written so that NaN fails every check.
-  if (!(options_.base_lr > 0) || std::isinf(options_.base_lr)) {
-    throw UsageError(fmt::format("--lr {} must be a positive number", options_.base_lr));
-  }
-  if (options_.world_size < 1) throw UsageError("world size must be at least 1");
-  if (!(options_.warmup_epochs >= 0) || std::isinf(options_.warmup_epochs)) {
-    throw UsageError(
-        fmt::format("--warmup-epochs {} must be a number >= 0", options_.warmup_epochs));
-  }
-  if (!(options_.plateau_factor > 0 && options_.plateau_factor < 1)) {
-    throw UsageError("the plateau factor must be in (0, 1)");
-  }
-  if (options_.plateau_patience < 0) throw UsageError("the plateau patience must be >= 0");
+  options_.validate();
 }
 
 double LrSchedule::target_lr() const {

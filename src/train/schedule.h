@@ -6,17 +6,22 @@
 #include <cstdint>
 #include <optional>
 
+#include "train/optimizer.h"
+
 namespace chexscale::train {
 
 struct ScheduleOptions {
-  double base_lr = 1e-3;  // per-worker learning rate (the single-worker recipe's)
-  bool scale_lr = false;  // multiply by the world size (linear scaling rule)
+  double base_lr = kDefaultLearningRate;  // per-worker learning rate (the single-worker recipe's)
+  bool scale_lr = false;                  // multiply by the world size (linear scaling rule)
   int world_size = 1;
   double warmup_epochs = 0;         // ramp to the target lr over this many epochs (0 = none)
   double plateau_factor = 0.1;      // multiply the lr by this when the val loss plateaus
   int plateau_patience = 1;         // epochs without improvement tolerated before reducing
   double plateau_threshold = 1e-4;  // relative improvement that counts (PyTorch's default)
   double min_lr = 0;
+
+  // UsageError naming the field of the first value out of range (NaN included).
+  void validate() const;
 };
 
 // Plateau state, saved in checkpoints so a resumed run reduces the lr at the same epochs.

@@ -14,6 +14,31 @@
 
 namespace chexscale::train {
 
+const char* to_string(NonFinitePolicy policy) {
+  switch (policy) {
+    case NonFinitePolicy::kSkip:
+      return "skip";
+    case NonFinitePolicy::kIgnore:
+      return "ignore";
+    case NonFinitePolicy::kStop:
+      break;
+  }
+  return "stop";
+}
+
+NonFinitePolicy parse_non_finite_policy(std::string_view name) {
+  for (const NonFinitePolicy policy :
+       {NonFinitePolicy::kStop, NonFinitePolicy::kSkip, NonFinitePolicy::kIgnore}) {
+    if (name == to_string(policy)) return policy;
+  }
+  throw UsageError(fmt::format("non_finite must be stop, skip or ignore, not '{}'", name));
+}
+
+void TrainStepOptions::validate() const {
+  check_amp_supported(amp, device);
+  loss_scaler.validate();
+}
+
 TrainStep::TrainStep(models::Classifier model, torch::optim::Optimizer& optimizer,
                      BceWithLogitsLoss loss, distributed::GradientReducer* reducer,
                      TrainStepOptions options)
@@ -24,7 +49,7 @@ TrainStep::TrainStep(models::Classifier model, torch::optim::Optimizer& optimize
       options_(options),
       parameters_(model_->parameters()) {
   CHX_CHECK(model_ != nullptr, "TrainStep needs a model");
-  check_amp_supported(options_.amp, options_.device);
+  options_.validate();
   if (options_.channels_last) convert_to_channels_last(*model_);
   if (options_.amp == AmpMode::kFp16 || options_.loss_scaling) {
     scaler_ = std::make_unique<DynamicLossScaler>(options_.loss_scaler);

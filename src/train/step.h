@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "common/step_times.h"
 #include "data/batch.h"
@@ -30,6 +31,10 @@ enum class NonFinitePolicy {
   kIgnore  // no check at all (no extra pass over the gradients; benchmarks)
 };
 
+const char* to_string(NonFinitePolicy policy);
+// "stop" | "skip" | "ignore"; UsageError naming `non_finite` for anything else.
+NonFinitePolicy parse_non_finite_policy(std::string_view name);
+
 struct TrainStepOptions {
   NonFinitePolicy non_finite = NonFinitePolicy::kStop;
   torch::Device device{torch::kCPU};  // where the model lives; batches are moved there
@@ -37,6 +42,9 @@ struct TrainStepOptions {
   bool channels_last = false;         // NHWC model and input (the constructor converts the model)
   bool loss_scaling = false;          // dynamic loss scaling; always on with fp16
   LossScalerOptions loss_scaler;
+
+  // UsageError naming the field: `amp` that cannot run on `device`, or a bad loss_scaler value.
+  void validate() const;
 };
 
 struct StepResult {
@@ -50,7 +58,7 @@ class TrainStep {
  public:
   // `reducer` may be null (world size 1, or benchmarks of the local step). The model, optimizer
   // and reducer must outlive the TrainStep. The model must already be on options.device.
-  // Throws UsageError when options.amp cannot run on options.device.
+  // Throws UsageError when `options` are refused by TrainStepOptions::validate().
   TrainStep(models::Classifier model, torch::optim::Optimizer& optimizer, BceWithLogitsLoss loss,
             distributed::GradientReducer* reducer, TrainStepOptions options = {});
 

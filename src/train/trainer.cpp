@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/timeline.h"
 #include "common/timer.h"
@@ -42,16 +43,45 @@ BceWithLogitsLoss make_loss(const TrainerOptions& o) {
 
 }  // namespace
 
+void TrainerOptions::validate() const {
+  model.validate();
+  data.validate();
+  if (val_threads < 1 || val_threads > kMaxThreads) {
+    throw UsageError(fmt::format("val_threads {} is not in [1, {}]", val_threads, kMaxThreads));
+  }
+  if (intra_op_threads < 0 || intra_op_threads > kMaxThreads) {
+    throw UsageError(
+        fmt::format("intra_op_threads {} is not in [0, {}]", intra_op_threads, kMaxThreads));
+  }
+  optimizer.validate();
+  ScheduleOptions as_run = schedule;  // the trainer sets these two
+  as_run.base_lr = optimizer.lr;
+  as_run.world_size = 1;
+  as_run.validate();
+  if (epochs < 1) throw UsageError(fmt::format("epochs must be at least 1, got {}", epochs));
+  if (max_steps < 0) {
+    throw UsageError(fmt::format("max_steps must be >= 0 (0 = no limit), got {}", max_steps));
+  }
+  if (checkpoint_every < 0) {
+    throw UsageError(fmt::format("checkpoint_every must be >= 0, got {}", checkpoint_every));
+  }
+  if (keep_checkpoints < 1) {
+    throw UsageError(fmt::format("keep_checkpoints must be at least 1, got {}", keep_checkpoints));
+  }
+  if (out_dir.empty()) throw UsageError("a run directory is needed (`out_dir`)");
+  if (log_every < 1)
+    throw UsageError(fmt::format("log_every must be at least 1, got {}", log_every));
+  if (non_finite == NonFinitePolicy::kIgnore) {
+    throw UsageError("non_finite must be stop or skip in training, not 'ignore'");
+  }
+}
+
 class Trainer::Impl {
  public:
   Impl(TrainerOptions o, std::shared_ptr<distributed::DistContext> ctx, TrainerObserver* observer)
       : opt_(std::move(o)), ctx_(std::move(ctx)), observer_(observer) {
     CHX_CHECK(ctx_ != nullptr, "the trainer needs a DistContext");
-    if (opt_.epochs < 1) throw UsageError("train for at least one epoch (--epochs)");
-    if (opt_.log_every < 1) throw UsageError("--log-every must be at least 1");
-    if (opt_.checkpoint_every < 0) throw UsageError("--checkpoint-every must be >= 0");
-    if (opt_.max_steps < 0) throw UsageError("--max-steps must be >= 0 (0 = no limit)");
-    if (opt_.out_dir.empty()) throw UsageError("a run directory is needed (--out)");
+    opt_.validate();
     device_ = ctx_->device();
     main_ = ctx_->is_main();
 
@@ -64,11 +94,11 @@ class Trainer::Impl {
 
     opt_.data.rank = ctx_->rank();
     opt_.data.world_size = ctx_->world_size();
-    opt_.data.split = "train";
+    opt_.data.split = data::Split::kTrain;
     opt_.data.pin_memory = device_.is_cuda();  // pinned batches copy to the GPU asynchronously
     train_loader_ = std::make_unique<data::Loader>(opt_.data);
     data::LoaderOptions val = opt_.data;
-    val.split = "val";
+    val.split = data::Split::kVal;
     val.augment = false;
     val.shuffle = false;
     val.threads = opt_.val_threads;
@@ -371,8 +401,8 @@ class Trainer::Impl {
     if (opt_.resume == "auto") return store_->load_latest();
     if (!opt_.resume.empty()) return read_checkpoint(opt_.resume);
     if (!store_->list().empty()) {
-      throw UsageError(store_->dir() + " already holds checkpoints: pass --resume auto to " +
-                       "continue that run, or choose another --out");
+      throw UsageError(store_->dir() + " already holds checkpoints: pass `resume` auto to " +
+                       "continue that run, or choose another `out_dir`");
     }
     return std::nullopt;
   }

@@ -21,9 +21,10 @@ namespace chexscale::train {
 
 struct TrainerOptions {
   models::ModelOptions model;
-  std::string pretrained;      // safetensors weights to start from (head replaced when 1000-way)
-  data::LoaderOptions data;    // train split; rank, world size and split are set by the trainer
-  int val_threads = 2;         // loader threads for validation
+  std::string pretrained;    // safetensors weights to start from (head replaced when 1000-way)
+  data::LoaderOptions data;  // train split; rank, world size and split are set by the trainer
+  int val_threads = data::kDefaultLoaderThreads;  // loader threads for validation
+  int intra_op_threads = 0;  // LibTorch threads, set by the caller (process-wide); 0 = its default
   OptimizerOptions optimizer;  // lr = per-worker base lr
   ScheduleOptions schedule;    // base_lr and world_size are set by the trainer
   bool class_weights = true;   // the paper's per-class positive/negative weighting
@@ -40,6 +41,10 @@ struct TrainerOptions {
   distributed::ReducerOptions reducer;
   std::string timeline;  // Chrome trace path ("" = none)
   uint64_t seed = 0;     // model initialisation; the loader has its own seed
+
+  // UsageError naming the field of the first value out of range, its parts' (model, data,
+  // optimizer, schedule) included; reads no file. The trainer calls it first.
+  void validate() const;
 };
 
 // What a logged step reports (rank 0's view; loss averaged over ranks).

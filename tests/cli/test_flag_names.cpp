@@ -77,6 +77,7 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
       {"commbench --path nccl", "--path 'nccl': choose raw or reducer"},
       {"bench --steps 0 --threads 1", "--steps 0 must be >= 1"},
       {"bench --workers 1,0", "--workers '1,0': expected worker counts >= 1"},
+      {"bench --workers 1,2 --steps 0", "--steps 0 must be >= 1"},  // before any run starts
       {"launch --nproc-per-node 0 -- env", "--nproc-per-node 0 must be at least 1"},
       {"launch --max-restarts -1 -- env", "--max-restarts -1 must be at least 0"},
       {"k8s render --job-name Bad -- bench", "--job-name 'Bad': expected lower-case letters"},
@@ -84,6 +85,43 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
       {"k8s render --image-pull-policy always -- bench", "--image-pull-policy 'always': choose"},
       {"k8s render --shm-size 2GB -- bench", "--shm-size '2GB': expected a Kubernetes quantity"},
       {"doctor --master-port 0", "--master-port 0 must be in [1, 65535]"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto r = test_util::run_chexscale(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    const std::string first = r.output.substr(0, r.output.find('\n'));
+    EXPECT_NE(first.find(expected), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
+// The same for the data, model and training options (train, prepare, synth, eval, export-weights,
+// models): a field is named by the flag of the command that refused it.
+TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedDataModelAndTrainingOption) {
+  const std::string train = "train --data /nonexistent/data --out /nonexistent/run ";
+  const std::string prepare = "prepare --data /nonexistent/data --out /nonexistent/shards ";
+  const std::string synth = "synth --out /nonexistent/synth ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {train + "--loader-threads 0", "--loader-threads 0 is not in [1, 1024]"},
+      {train + "--prefetch 0", "--prefetch must be at least 1, got 0"},
+      {train + "--lr nan", "--lr nan must be a positive number"},
+      {train + "--plateau-factor 1", "--plateau-factor 1 must be in (0, 1)"},
+      {train + "--optimizer adamw", "--optimizer must be adam or sgd, not 'adamw'"},
+      {train + "--on-nan retry", "--on-nan must be stop, skip or ignore, not 'retry'"},
+      {train + "--on-nan ignore", "--on-nan must be stop or skip in training, not 'ignore'"},
+      {train + "--val-fraction 2", "--val-fraction must be in [0, 1], got 2"},
+      {train + "--dropout 1", "--dropout must be in [0, 1), got 1"},
+      {prepare + "--size 7", "--size 7 is not in [8, 4096]"},
+      {prepare + "--shard-records 0", "--shard-records must be at least 1, got 0"},
+      {prepare + "--test-fraction -1", "--test-fraction must be in [0, 1], got -1"},
+      {synth + "--images 0", "--images 0 < 1"},
+      {synth + "--size 8", "--size 8 is not in [16, 4096]"},
+      {synth + "--threads -1", "--threads -1 is not in [0, 1024]"},
+      {"eval --checkpoint /nonexistent/best.json --data /nonexistent --out /nonexistent/eval "
+       "--split holdout",
+       "--split must be train, val or test, not 'holdout'"},
+      {"export-weights --dtype f8 --out /nonexistent/w.safetensors",
+       "--dtype must be f32, f16, bf16 or f64, not 'f8'"},
+      {"models --num-classes 0", "--num-classes must be at least 1, got 0"},
   };
   for (const auto& [args, expected] : cases) {
     const auto r = test_util::run_chexscale(args);

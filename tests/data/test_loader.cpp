@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "data/chestxray14_dataset.h"
 #include "data/example_source.h"
 #include "data/loader.h"
@@ -14,6 +15,7 @@
 #include "data/resize.h"
 #include "data/synthetic.h"
 #include "data/transforms.h"
+#include "test_util/error_message.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::data {
@@ -131,7 +133,7 @@ TEST_F(LoaderTest, ShardsGiveExactlyTheLoosePngBatches) {
   EXPECT_EQ(loose.dataset_size(), shards.dataset_size());
   expect_same(epoch(loose, 1), epoch(shards, 1));
   auto o = options(data_->path());
-  o.split = "val";
+  o.split = Split::kVal;
   o.augment = false;
   auto os = o;
   os.source = shards_->path();
@@ -210,7 +212,7 @@ TEST_F(LoaderTest, SyntheticTensorsNeedNoData) {
 
 TEST_F(LoaderTest, TenCropForEvaluation) {
   auto o = options(shards_->path());
-  o.split = "test";
+  o.split = Split::kTest;
   o.ten_crop = true;
   o.augment = false;
   Loader loader(o);
@@ -224,7 +226,7 @@ TEST_F(LoaderTest, TenCropForEvaluation) {
 
 TEST_F(LoaderTest, BadOptionsAreUsageErrors) {
   auto o = options(data_->path());
-  o.split = "holdout";
+  o.prefetch_batches = 0;
   EXPECT_THROW(Loader{o}, UsageError);
   o = options(data_->path());
   o.rank = 2;
@@ -242,6 +244,32 @@ TEST_F(LoaderTest, BadOptionsAreUsageErrors) {
   o = options(data_->path());
   o.threads = 1025;  // above kMaxThreads: a typo, not a decoding pool
   EXPECT_THROW(Loader{o}, UsageError);
+}
+
+TEST(LoaderOptions, EachBadValueIsRefusedNamingItsField) {
+  EXPECT_NO_THROW(LoaderOptions{}.validate());
+  const std::vector<std::pair<std::string, std::function<void(LoaderOptions&)>>> cases = {
+      {"batch_size", [](LoaderOptions& o) { o.batch_size = 0; }},
+      {"crop_size", [](LoaderOptions& o) { o.crop_size = 0; }},
+      {"image_size", [](LoaderOptions& o) { o.image_size = kMaxImageSize + 1; }},
+      {"threads", [](LoaderOptions& o) { o.threads = 0; }},
+      {"threads", [](LoaderOptions& o) { o.threads = kMaxThreads + 1; }},
+      {"prefetch_batches", [](LoaderOptions& o) { o.prefetch_batches = 0; }},
+      {"rank", [](LoaderOptions& o) { o.rank = 1; }},
+      {"synthetic_size",
+       [](LoaderOptions& o) {
+         o.synthetic = true;
+         o.synthetic_size = 0;
+       }},
+      {"val_fraction", [](LoaderOptions& o) { o.val_fraction = 2; }},
+      {"test_fraction", [](LoaderOptions& o) { o.test_fraction = -1; }},
+  };
+  for (const auto& [field, spoil] : cases) {
+    LoaderOptions o;
+    spoil(o);
+    const std::string message = test_util::message_of<UsageError>([&] { o.validate(); });
+    EXPECT_EQ(message.rfind(field + " ", 0), 0u) << field << ": " << message;
+  }
 }
 
 }  // namespace

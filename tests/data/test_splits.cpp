@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "data/chestxray14_dataset.h"
 #include "data/splits.h"
+#include "test_util/error_message.h"
 
 namespace chexscale::data {
 namespace {
@@ -60,6 +61,29 @@ TEST(Splits, FractionOutsideZeroOneOrNaNIsAUsageError) {
   EXPECT_THROW(choose_patients({1, 2, 3}, 1.5, 0), UsageError);
   EXPECT_THROW(choose_patients({1, 2, 3}, std::nan(""), 0), UsageError);  // was an empty split
   EXPECT_EQ(choose_patients({1, 2, 3}, 1.0, 0).size(), 3u);
+}
+
+TEST(Splits, EveryNameRoundTripsAndABadOneListsTheValidOnes) {
+  for (const Split split : {Split::kTrain, Split::kVal, Split::kTest}) {
+    EXPECT_EQ(parse_split(to_string(split)), split) << to_string(split);
+  }
+  EXPECT_EQ(test_util::message_of<UsageError>([] { parse_split("validation"); }),
+            "split must be train, val or test, not 'validation'");
+  EXPECT_THROW(parse_split("none"), UsageError);  // kNone names no split a user can choose
+}
+
+TEST(Splits, OptionsRefuseFractionsOutsideZeroOneNamingTheField) {
+  EXPECT_NO_THROW(SplitOptions{}.validate());
+  for (const double bad : {-0.1, 1.5, std::nan("")}) {
+    const std::string val = test_util::message_of<UsageError>([&] {
+      SplitOptions{bad, 0.2, 0}.validate();
+    });
+    EXPECT_EQ(val.rfind("val_fraction ", 0), 0u) << val;
+    const std::string test = test_util::message_of<UsageError>([&] {
+      SplitOptions{0.1, bad, 0}.validate();
+    });
+    EXPECT_EQ(test.rfind("test_fraction ", 0), 0u) << test;
+  }
 }
 
 TEST(Splits, ReproducibleForASeedAndDifferentForAnother) {

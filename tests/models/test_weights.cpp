@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "models/registry.h"
 #include "models/weights.h"
+#include "test_util/error_message.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::models {
@@ -47,6 +48,21 @@ void expect_rejected(const std::string& arch, int64_t num_classes,
         << "message: " << e.what() << "\nexpected to contain: " << needle;
   }
   EXPECT_TRUE(same_weights(before, cloned_state(*model))) << "a failed load changed the model";
+}
+
+TEST(WeightDtype, EveryNameRoundTripsAndABadOneListsTheValidOnes) {
+  const std::pair<WeightDtype, torch::ScalarType> dtypes[] = {
+      {WeightDtype::kF32, torch::kFloat32},
+      {WeightDtype::kF16, torch::kFloat16},
+      {WeightDtype::kBf16, torch::kBFloat16},
+      {WeightDtype::kF64, torch::kFloat64}};
+  for (const auto& [dtype, scalar] : dtypes) {
+    EXPECT_EQ(parse_weight_dtype(to_string(dtype)), dtype) << to_string(dtype);
+    EXPECT_EQ(scalar_type(dtype), scalar) << to_string(dtype);
+  }
+  EXPECT_STREQ(to_string(WeightDtype::kBf16), "bf16");
+  EXPECT_EQ(test_util::message_of<UsageError>([] { parse_weight_dtype("f8"); }),
+            "dtype must be f32, f16, bf16 or f64, not 'f8'");
 }
 
 TEST(Weights, StateDictAliasesTheModel) {

@@ -22,16 +22,19 @@ TEST(AmpMode, ParsesTheThreeModesAndRejectsOthers) {
   EXPECT_EQ(parse_amp_mode("off"), AmpMode::kOff);
   EXPECT_EQ(parse_amp_mode("bf16"), AmpMode::kBf16);
   EXPECT_EQ(parse_amp_mode("fp16"), AmpMode::kFp16);
-  EXPECT_STREQ(amp_mode_name(AmpMode::kBf16), "bf16");
+  for (const AmpMode mode : {AmpMode::kOff, AmpMode::kBf16, AmpMode::kFp16}) {
+    EXPECT_EQ(parse_amp_mode(to_string(mode)), mode) << to_string(mode);
+  }
+  EXPECT_STREQ(to_string(AmpMode::kBf16), "bf16");
   EXPECT_EQ(usage_message([] { parse_amp_mode("fp8"); }),
-            "--amp must be off, bf16 or fp16, not 'fp8'");
+            "amp must be off, bf16 or fp16, not 'fp8'");
 }
 
 TEST(AmpMode, Fp16OnCpuIsAUsageErrorWithTheWayOut) {
   const std::string msg =
       usage_message([] { check_amp_supported(AmpMode::kFp16, torch::Device(torch::kCPU)); });
-  EXPECT_NE(msg.find("--amp fp16 needs a CUDA device"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("--amp bf16"), std::string::npos) << msg;
+  EXPECT_EQ(msg.rfind("amp fp16 needs a CUDA device", 0), 0u) << msg;
+  EXPECT_NE(msg.find("use `amp` bf16 on CPU"), std::string::npos) << msg;
   EXPECT_NO_THROW(check_amp_supported(AmpMode::kBf16, torch::Device(torch::kCPU)));
   EXPECT_NO_THROW(check_amp_supported(AmpMode::kFp16, torch::Device(torch::kCUDA, 0)));
   // The step refuses it before doing anything.
