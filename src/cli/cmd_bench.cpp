@@ -106,6 +106,12 @@ std::vector<std::string> forwarded_args(const BenchFlags& f) {
 }
 
 int run_sweep(const BenchFlags& f) {
+  // Each run of the sweep would refuse the same bad value: refuse it once, before the first.
+  bench::ThroughputOptions run = f.run;
+  run.reducer = f.reducer.resolved();
+  run.amp = train::parse_amp_mode(f.amp);
+  run.validate();
+  f.dist.resolved();
   bench::SweepOptions s;
   s.executable = "/proc/self/exe";
   s.workers = bench::parse_worker_counts(f.workers);
