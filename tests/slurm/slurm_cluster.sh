@@ -19,10 +19,12 @@ start_daemon() {
   CLUSTER_PIDS+=($!)
 }
 
-# slurm_cluster_start DIR CPUS [BINDING]: a node named after this host with CPUS CPUs (more than
-# the host has is allowed: the node's configuration is taken as given). BINDING "cores" binds
-# each task to its CPUs (task/affinity, as many sites do; CPUS must then be the host's); by
-# default tasks are not bound (task/none).
+# slurm_cluster_start DIR CPUS [BINDING]: partition "test" (the default) is a node named after
+# this host with CPUS CPUs (more than the host has is allowed: the node's configuration is taken
+# as given). BINDING "cores" binds each task to its CPUs (task/affinity, as many sites do; CPUS
+# must then be the host's); by default tasks are not bound (task/none). Partition "gpu" has two
+# nodes of 32 CPUs and 4 GPUs that never start (State=FUTURE): jobs of that shape are accepted
+# and wait there, so `sbatch --hold` shows how Slurm reads a GPU batch script.
 slurm_cluster_start() {
   CLUSTER_DIR=$1
   local cpus=$2 binding=${3:-none}
@@ -72,6 +74,9 @@ ReturnToService=2
 KillWait=5
 NodeName=$node CPUs=$cpus RealMemory=1000 State=UNKNOWN
 PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP
+GresTypes=gpu
+NodeName=gpu[1-2] CPUs=32 Gres=gpu:4 RealMemory=1000 State=FUTURE
+PartitionName=gpu Nodes=gpu[1-2] MaxTime=INFINITE State=UP
 EOF
   export SLURM_CONF=$dir/slurm.conf
   start_daemon slurmctld slurmctld -D -f "$SLURM_CONF"

@@ -2,9 +2,11 @@
 # chexscale under a real single-node Slurm (a private cluster from slurm_cluster.sh, stopped at
 # exit). Usage: test_slurm.sh CHEXSCALE_BIN SOURCE_DIR CASE, where CASE is
 #   bench     `srun -n 2 chexscale bench`: both ranks join from Slurm's variables, one result;
-#   sbatch    deploy/slurm/chexscale-train.sbatch less its GPU line on 1 node x 2 tasks with a
-#             tiny model, to completion: `scontrol show job` shows what the script asked, the
-#             run directory holds a 2-rank checkpoint and an evaluated epoch;
+#   sbatch    deploy/slurm/chexscale-train.sbatch as written, held: `scontrol show job` shows
+#             what it asks (2 nodes x 4 tasks x 8 CPUs, 4 GPUs per node); then less its GPU line
+#             on 1 node x 2 tasks with a tiny model, to completion: the job shows the script's
+#             resources with those two changes, the run holds a 2-rank checkpoint and an
+#             evaluated epoch;
 #   binding   the script where Slurm binds tasks to cores: a worker gets its --cpus-per-task
 #             CPUs (LAUNCH=tasks), a per-node launcher those of all its workers (LAUNCH=per-node,
 #             which also starts one launcher for 2 workers and trains to completion);
@@ -135,6 +137,18 @@ the store at $node:$MASTER_PORT" "rank $r joined from SLURM_PROCID, store on the
   ;;
 
 sbatch)
+  # The script as written, held in the partition of GPU nodes that never start.
+  mkdir -p "$work/held"
+  cd "$work/held"
+  held=$(sbatch --parsable --hold --partition=gpu "$script") || fail "sbatch refused the script as written"
+  scontrol show job "$held" >"$work/held.txt"
+  for field in "JobName=chexscale" "NumNodes=2-2 " "NumCPUs=64 " "NumTasks=8 " "CPUs/Task=8 " \
+    "NtasksPerN:B:S:C=4:" "TresPerNode=gres:gpu:4" "TimeLimit=12:00:00" \
+    "StdOut=$work/held/chexscale-$held.out"; do
+    expect_in "$work/held.txt" "$field" "the script as written: scontrol show job: $field"
+  done
+  scancel "$held"
+
   cpu_variant "$work/job"
   synth_data
   cd "$work/job"
