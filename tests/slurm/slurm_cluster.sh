@@ -35,8 +35,15 @@ slurm_cluster_start() {
   fi
   # A job of an enclosing Slurm allocation (a CI job) must not leak into this cluster's commands.
   unset "${!SLURM_@}"
+  local tool
+  for tool in munged mungekey slurmctld slurmd srun sbatch scontrol; do
+    command -v "$tool" >/dev/null ||
+      { echo "FAIL: $tool is missing: install slurm-wlm and munge (scripts/install-deps.sh)"; return 1; }
+  done
+  [ "$(id -u)" -eq 0 ] || { echo "FAIL: the Slurm daemons of the test cluster run as root"; return 1; }
   mkdir -p "$dir/munge" "$dir/state" "$dir/spool" "$dir/log"
   chmod 700 "$dir/munge"
+  : >"$dir/plugstack.conf"
 
   mungekey --create --keyfile="$dir/munge/munge.key"
   start_daemon munged munged --foreground --force --socket="$dir/munge/socket" \
@@ -61,6 +68,7 @@ SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 MailProg=/bin/true
+PlugStackConfig=$dir/plugstack.conf
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
 $task_plugin
