@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <fstream>
 #include <thread>
 
 #include "test_util/chexscale_cli.h"
@@ -56,7 +55,7 @@ TEST(LaunchCli, SigtermIsForwardedAndTheLauncherExitsWithIt) {
   int steps = 0;
   while (steps < 2 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream(dir.path() + "/progress") >> steps;
+    steps = test_util::worker_progress(dir.path());
   }
   ASSERT_GE(steps, 2) << "the job never got going";
   const auto sent = std::chrono::steady_clock::now();

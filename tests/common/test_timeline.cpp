@@ -2,8 +2,6 @@
 // including after the writing process is killed with SIGKILL mid-run.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -13,6 +11,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/timeline.h"
+#include "test_util/process.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -74,20 +73,16 @@ TEST(Timeline, StaysValidJsonAfterKillDashNine) {
   test_util::TempDir dir;
   for (int attempt = 0; attempt < 4; ++attempt) {
     const std::string path = dir.path() + "/killed" + std::to_string(attempt) + ".json";
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
+    test_util::Process child([&] {
       TimelineWriter writer(path, TimelineOptions{0, std::chrono::milliseconds(5)});
       for (int64_t i = 0;; ++i) {
         writer.record("step", TimelineLane::kStep, i, i + 1, {{"i", i}});
         if (i % 16 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
-    }
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + 70 * attempt));
-    ASSERT_EQ(::kill(child, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFSIGNALED(status));
+    child.send_signal(SIGKILL);
+    ASSERT_EQ(child.wait().exit_code, 128 + SIGKILL);
     json trace;
     ASSERT_NO_THROW(trace = json::parse(read_file(path))) << "attempt " << attempt;
     const auto events = complete_events(trace);

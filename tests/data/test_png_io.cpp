@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 
 #include "common/error.h"
 #include "data/png_io.h"
 #include "png_variants.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::data {
@@ -216,8 +216,7 @@ TEST(Png, BrokenFilesAreDataErrorsNamingTheFile) {
   test_util::TempDir dir;
   const auto good =
       write_variant(dir, "good.png", {}, 1, [](int x, int y, int) { return gray_at(x, y); });
-  std::ifstream in(good, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = test_util::file_contents(good);
   std::string flipped = bytes;
   flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x5A);
   const std::vector<std::string> broken = {

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "common/torch_compat.h"
 #include "distributed/tiny_net.h"
@@ -19,11 +18,7 @@ namespace {
 
 using test_util::TinyNet;
 
-std::vector<torch::Tensor> load(const std::string& path) {
-  std::vector<torch::Tensor> tensors;
-  torch::load(tensors, path);
-  return tensors;
-}
+using test_util::saved_tensors;
 
 // The mean over ranks of each rank's loss, computed on the concatenated batch in one process.
 torch::Tensor reference_loss(TinyNet& net, int world, int step) {
@@ -84,9 +79,9 @@ void check_job(int world) {
     ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
 
   const std::string rank0 = ".rank0.pt";
-  const auto initial = load(dir.path() + "/initial" + rank0);
+  const auto initial = saved_tensors(dir.path() + "/initial" + rank0);
   for (int r = 1; r < world; ++r) {
-    const auto theirs = load(dir.path() + "/initial.rank" + std::to_string(r) + ".pt");
+    const auto theirs = saved_tensors(dir.path() + "/initial.rank" + std::to_string(r) + ".pt");
     for (size_t i = 0; i < initial.size(); ++i) {
       EXPECT_TRUE(torch::equal(initial[i], theirs[i])) << "broadcast: parameter " << i;
     }
@@ -100,7 +95,7 @@ void check_job(int world) {
     for (int r = 0; r < 2 * world; ++r) {
       const std::string file = fmt::format("{}/{}{}.rank{}.pt", dir.path(), config,
                                            r < world ? "" : ".again", r % world);
-      const auto got = load(file);
+      const auto got = saved_tensors(file);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) {
         const double tolerance =
@@ -110,13 +105,13 @@ void check_job(int world) {
     }
   }
   // The never-used head must come back as zeros, not garbage or NaN.
-  const auto unused = load(dir.path() + "/overlap-0.004" + rank0);
+  const auto unused = saved_tensors(dir.path() + "/overlap-0.004" + rank0);
   EXPECT_EQ(unused[unused.size() - 1].abs().sum().item<double>(), 0.0);
   EXPECT_GT(want[0].abs().sum().item<double>(), 0.0);
 
   const std::string bf16_error = dir.path() + "/bf16.rank0.error";
   if (CHEXSCALE_TORCH_AT_LEAST(2, 0) && !std::filesystem::exists(bf16_error)) {
-    const auto got = load(dir.path() + "/bf16" + rank0);
+    const auto got = saved_tensors(dir.path() + "/bf16" + rank0);
     for (size_t i = 0; i < want.size(); ++i) {
       EXPECT_LE(max_abs_diff(got[i], want[i]), 2e-2 * want[i].abs().max().item<double>() + 1e-4);
     }
@@ -126,10 +121,10 @@ void check_job(int world) {
     EXPECT_NE(message.find("cannot allreduce bf16"), std::string::npos) << message;
   }
 
-  const auto trained = load(dir.path() + "/trained" + rank0);
+  const auto trained = saved_tensors(dir.path() + "/trained" + rank0);
   const auto expected = reference_training(initial, world);
   for (int r = 1; r < world; ++r) {
-    const auto theirs = load(dir.path() + "/trained.rank" + std::to_string(r) + ".pt");
+    const auto theirs = saved_tensors(dir.path() + "/trained.rank" + std::to_string(r) + ".pt");
     for (size_t i = 0; i < trained.size(); ++i) {
       EXPECT_TRUE(torch::equal(trained[i], theirs[i])) << "rank " << r << " " << names[i];
     }

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <fstream>
 #include <thread>
 
 #include "test_util/temp_dir.h"
@@ -15,23 +14,16 @@ namespace {
 
 constexpr int kCollectiveTimeout = 20;
 
-int progress(const std::string& dir) {
-  std::ifstream in(dir + "/progress");
-  int steps = 0;
-  in >> steps;
-  return steps;
-}
-
 TEST(Failures, KilledRankEndsTheOthersWithItsNameWithinTheTimeout) {
   test_util::TempDir dir;
   test_util::WorkerGroup job(
       CHEXSCALE_DISTRIBUTED_WORKER, {"loop", dir.path(), "100000"}, 3, dir.path(),
       {{"CHEXSCALE_TEST_COLLECTIVE_TIMEOUT", std::to_string(kCollectiveTimeout)}});
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (progress(dir.path()) < 3 && std::chrono::steady_clock::now() < until) {
+  while (test_util::worker_progress(dir.path()) < 3 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_GE(progress(dir.path()), 3) << "the job never got going";
+  ASSERT_GE(test_util::worker_progress(dir.path()), 3) << "the job never got going";
   const auto killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(job.pid(2), SIGKILL), 0);
   const auto exits = job.wait_all(std::chrono::seconds(120));

@@ -7,13 +7,12 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/timer.h"
 #include "launch/local_launcher.h"
 #include "test_util/error_message.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -42,10 +41,7 @@ Captured run_workers(const std::vector<std::string>& args, int nproc, int max_re
   c.result = launch::run_local_group(launch::resolve_topology(o, {}));
   c.seconds = watch.seconds();
   ::close(fd);
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  c.output = text.str();
+  c.output = test_util::file_contents(log);
   return c;
 }
 
@@ -172,10 +168,7 @@ TEST(LocalLauncher, WorkersGetTheRendezvousTimeoutWhenGiven) {
   o.worker_rdzv_timeout = std::chrono::seconds(42);
   EXPECT_EQ(launch::run_local_group(launch::resolve_topology(o, {})).exit_code, 0);
   ::close(fd);
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_EQ(text.str(), "[rank 0] timeout=unset\n[rank 0] timeout=42\n");
+  EXPECT_EQ(test_util::file_contents(log), "[rank 0] timeout=unset\n[rank 0] timeout=42\n");
 }
 
 }  // namespace

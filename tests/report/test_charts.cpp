@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "common/error.h"
 #include "report/bench_fixture.h"
 #include "report/charts.h"
+#include "test_util/process.h"
 
 namespace chexscale::report {
 namespace {
@@ -96,7 +96,8 @@ Box svg_plot_area(const std::string& report_dir, const std::string& chart) {
       "GPVAL_TERM_XMIN, GPVAL_TERM_XMAX, GPVAL_TERM_YMIN, GPVAL_TERM_YMAX, "
       "1.0 * GPVAL_TERM_YSIZE / GPVAL_TERM_SCALE\"",
       report_dir, chart);
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  const test_util::ProcessResult gnuplot = test_util::run_shell(command);
+  EXPECT_EQ(gnuplot.exit_code, 0) << command << "\n" << gnuplot.output;
   std::istringstream layout(read_file(report_dir + "/plot/layout.txt"));
   double xmin = 0, xmax = 0, ymin = 0, ymax = 0, height = 0;
   layout >> xmin >> xmax >> ymin >> ymax >> height;

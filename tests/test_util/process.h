@@ -61,34 +61,18 @@ class Process {
     // Everything is prepared before fork(): the child only calls async-signal-safe functions.
     std::vector<char*> argv = c_strings(spec.argv);
     std::vector<char*> envp = c_strings(spec.env);
-    const int fd = open_output();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
+    start([&] {
       ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
-    }
-    ::setpgid(pid_, pid_);
-    ::close(fd);
+    });
   }
 
   // Forks this test program; the child runs `body`, then exits with status 0.
   explicit Process(const std::function<void()>& body) {
-    const int fd = open_output();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
+    start([&] {
       body();
       ::_exit(0);
-    }
-    ::setpgid(pid_, pid_);
-    ::close(fd);
+    });
   }
 
   ~Process() {
@@ -144,6 +128,22 @@ class Process {
       out.push_back(s.data());
     out.push_back(nullptr);
     return out;
+  }
+
+  // Forks; the child, in its own process group with stdout and stderr on the output file, runs
+  // `in_child` (which does not return).
+  void start(const std::function<void()>& in_child) {
+    const int fd = open_output();
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      in_child();
+    }
+    ::setpgid(pid_, pid_);
+    ::close(fd);
   }
 
   int open_output() {

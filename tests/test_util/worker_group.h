@@ -1,15 +1,20 @@
 // Runs N real worker processes as one single-node job (torchrun's environment, a free port) for
-// the multi-process tests; each rank's stdout and stderr go to <log_dir>/rank<N>.log.
+// the multi-process tests; each rank's stdout and stderr go to <log_dir>/rank<N>.log. And what the
+// test workers leave for the test: their progress file and the tensors they saved.
 #pragma once
+
+#include <torch/torch.h>
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "distributed/rendezvous.h"
 #include "test_util/process.h"
+#include "test_util/read_file.h"
 
 namespace chexscale::test_util {
 
@@ -48,5 +53,20 @@ class WorkerGroup {
   std::chrono::steady_clock::time_point start_;
   std::vector<std::unique_ptr<Process>> ranks_;
 };
+
+// The steps rank 0 of the distributed test worker's `loop` reported in DIR/progress (0 before the
+// first).
+inline int worker_progress(const std::string& dir) {
+  int steps = 0;
+  std::istringstream(file_contents(dir + "/progress")) >> steps;
+  return steps;
+}
+
+// The tensors a worker saved with torch::save.
+inline std::vector<torch::Tensor> saved_tensors(const std::string& path) {
+  std::vector<torch::Tensor> tensors;
+  torch::load(tensors, path);
+  return tensors;
+}
 
 }  // namespace chexscale::test_util

@@ -14,12 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<torch::Tensor> load_params(const std::string& path) {
-  std::vector<torch::Tensor> tensors;
-  torch::load(tensors, path);
-  return tensors;
-}
-
 TEST(LossScalerRanks, OneRanksOverflowSkipsTheStepOnEveryRank) {
   test_util::TempDir dir;
   test_util::WorkerGroup group(CHEXSCALE_SCALER_WORKER, {dir.path(), "12"}, 2, dir.path(),
@@ -53,8 +47,8 @@ TEST(LossScalerRanks, OneRanksOverflowSkipsTheStepOnEveryRank) {
   EXPECT_LT(r1.at("final_scale").get<double>(), s1[0].at("scale_before").get<double>());
   EXPECT_EQ(r0.at("final_scale"), r1.at("final_scale"));
 
-  const auto p0 = load_params(dir.path() + "/rank0.pt");
-  const auto p1 = load_params(dir.path() + "/rank1.pt");
+  const auto p0 = test_util::saved_tensors(dir.path() + "/rank0.pt");
+  const auto p1 = test_util::saved_tensors(dir.path() + "/rank1.pt");
   ASSERT_EQ(p0.size(), p1.size());
   for (size_t i = 0; i < p0.size(); ++i)
     EXPECT_TRUE(torch::equal(p0[i], p1[i])) << "parameter " << i;
