@@ -206,9 +206,11 @@ void print_summary(const train::TrainSummary& s, const std::string& out_dir) {
 void add_train_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "train",
-      "Train CheXNet (default: DenseNet-121, Adam 1e-3, class-weighted BCE, lr / 10 on a\n"
-      "validation-loss plateau, 224 crops of 256, random flips). Each epoch ends with the\n"
-      "validation loss and per-class AUROC; checkpoints resume exactly (--resume auto).");
+      fmt::format(
+          "Train CheXNet (default: DenseNet-121, Adam {:g}, class-weighted BCE, lr / 10 on a\n"
+          "validation-loss plateau, {} crops of {}, random flips). Each epoch ends with the\n"
+          "validation loss and per-class AUROC; checkpoints resume exactly (--resume auto).",
+          train::kDefaultLearningRate, data::kDefaultCropSize, data::kDefaultImageSize));
   auto f = std::make_shared<TrainFlags>();
   add_options(*cmd, *f);
   registry.add(cmd, [f](const RunContext& run) {

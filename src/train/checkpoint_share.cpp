@@ -50,8 +50,9 @@ nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read
 
 [[noreturn]] void throw_remote(const nlohmann::json& outcome) {
   const std::string kind = outcome.at("kind").get<std::string>();
+  // Not "rank 0 ...": a usage error's leading word names an option field, and rank is one.
   const std::string message =
-      "rank 0 could not read the checkpoint: " + outcome.at("message").get<std::string>();
+      "worker rank 0 could not read the checkpoint: " + outcome.at("message").get<std::string>();
   if (kind == "usage") throw UsageError(message);
   if (kind == "data") throw DataError(message);
   if (kind == "io") throw IoError(message);
