@@ -1,7 +1,8 @@
 // `chexscale launch`: torchrun's job on bare metal. Starts --nproc-per-node workers of a chexscale
 // subcommand on this node with the environment contract, prefixes their output with the rank,
 // forwards SIGINT/SIGTERM, tears the group down when one fails (exiting with its status) and
-// restarts the group up to --max-restarts times.
+// restarts the group up to --max-restarts times. Flags left unset take torchrun's PET_* variables
+// (a Kubeflow PyTorchJob sets them), so it runs where torchrun would.
 #include <fmt/format.h>
 
 #include <memory>
@@ -23,6 +24,22 @@ struct LaunchFlags {
   double grace_period_s = launch::kDefaultGracePeriod.count();
 };
 
+// Fills the options no flag, CHEXSCALE_* variable or config file set from torchrun's PET_*
+// variables.
+void take_torchrun_flags(const RunContext& ctx, const std::map<std::string, std::string>& env,
+                         launch::LaunchOptions& o) {
+  const launch::TorchrunFlags pet = launch::read_torchrun_flags(env);
+  auto take = [&](const char* option, auto& field, const auto& value) {
+    if (value && ctx.config.source(option) == ConfigSource::kDefault) field = *value;
+  };
+  take("nnodes", o.nnodes, pet.nnodes);
+  take("nproc-per-node", o.nproc_per_node, pet.nproc_per_node);
+  take("node-rank", o.node_rank, pet.node_rank);
+  take("max-restarts", o.max_restarts, pet.max_restarts);
+  take("master-addr", o.master_addr, pet.master_addr);
+  take("master-port", o.master_port, pet.master_port);
+}
+
 }  // namespace
 
 void add_launch_command(CLI::App& app, CommandRegistry& registry) {
@@ -35,25 +52,28 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
       "--master-addr and --master-port and its own --node-rank (see docs/bare-metal.md).");
   auto f = std::make_shared<LaunchFlags>();
   auto& o = f->options;
-  cmd->add_option("--nproc-per-node", o.nproc_per_node, "Workers on this node")
+  cmd->add_option("--nproc-per-node", o.nproc_per_node,
+                  "Workers on this node (unset: PET_NPROC_PER_NODE)")
       ->capture_default_str();
   cmd->add_option("--nnodes", o.nnodes,
-                  "Nodes in the job; -1 = NNODES or SLURM_NNODES from the environment, else 1")
+                  "Nodes in the job; -1 = PET_NNODES, NNODES or SLURM_NNODES from the "
+                  "environment, else 1")
       ->capture_default_str();
   cmd->add_option("--node-rank", o.node_rank,
-                  "This node's index; -1 = JOB_COMPLETION_INDEX, SLURM_NODEID or NODE_RANK, "
-                  "else 0")
+                  "This node's index; -1 = PET_NODE_RANK, JOB_COMPLETION_INDEX, SLURM_NODEID or "
+                  "NODE_RANK, else 0")
       ->capture_default_str();
   cmd->add_option("--master-addr", o.master_addr,
-                  "Host of node 0 (rendezvous store); empty = MASTER_ADDR, Slurm's first node, "
-                  "or 127.0.0.1 on one node");
+                  "Host of node 0 (rendezvous store); empty = the host of PET_RDZV_ENDPOINT or "
+                  "PET_MASTER_ADDR, MASTER_ADDR, Slurm's first node, or 127.0.0.1 on one node");
   cmd->add_option("--master-port", o.master_port,
-                  fmt::format("Rendezvous port; 0 = a free port (one node) or MASTER_PORT / {}",
+                  fmt::format("Rendezvous port; 0 = the port of PET_RDZV_ENDPOINT or "
+                              "PET_MASTER_PORT, a free port (one node), or MASTER_PORT / {}",
                               distributed::kDefaultMasterPort))
       ->capture_default_str();
   cmd->add_option("--max-restarts", o.max_restarts,
                   "Restart the whole local group this many times after a failure (workers "
-                  "resume from their latest checkpoint)")
+                  "resume from their latest checkpoint; unset: PET_MAX_RESTARTS)")
       ->capture_default_str();
   cmd->add_option("--rdzv-timeout", f->rdzv_timeout_s,
                   "Seconds workers wait for every rank to join (passed as "
@@ -73,7 +93,9 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
     if (ctx.config.source("rdzv-timeout") != ConfigSource::kDefault) {
       options.worker_rdzv_timeout = std::chrono::seconds(f->rdzv_timeout_s);
     }
-    options = launch::resolve_topology(options, distributed::process_environment());
+    const auto env = distributed::process_environment();
+    take_torchrun_flags(ctx, env, options);
+    options = launch::resolve_topology(options, env);
     const launch::LaunchResult result = launch::run_local_group(options);
     if (result.exit_code == 0) {
       log::info("chexscale launch: {}", result.summary);

@@ -200,6 +200,57 @@ void LaunchOptions::validate() const {
   }
 }
 
+TorchrunFlags read_torchrun_flags(const std::map<std::string, std::string>& env) {
+  auto text = [&](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) return std::nullopt;
+    return it->second;
+  };
+  TorchrunFlags f;
+  if (auto nnodes = text("PET_NNODES")) {
+    // torchrun's MIN:MAX; a fixed job says N or N:N.
+    const size_t colon = nnodes->find(':');
+    const std::string min = nnodes->substr(0, colon);
+    if (colon != std::string::npos && nnodes->substr(colon + 1) != min) {
+      throw UsageError(fmt::format(
+          "PET_NNODES='{}' is an elastic range: chexscale launch runs a fixed number of nodes, so "
+          "give N or N:N (an elastic PyTorchJob's minReplicas equal to its maxReplicas)",
+          *nnodes));
+    }
+    f.nnodes = env_int({{"PET_NNODES", min}}, "PET_NNODES");
+  }
+  f.nproc_per_node = env_int(env, "PET_NPROC_PER_NODE");
+  f.node_rank = env_int(env, "PET_NODE_RANK");
+  f.max_restarts = env_int(env, "PET_MAX_RESTARTS");
+  f.master_addr = text("PET_MASTER_ADDR");
+  f.master_port = env_int(env, "PET_MASTER_PORT");
+  if (auto endpoint = text("PET_RDZV_ENDPOINT")) {
+    // "host", "host:port", "[v6 address]:port" (a bare v6 address has no port).
+    std::string host = *endpoint, port;
+    if (endpoint->front() == '[' && endpoint->find(']') != std::string::npos) {
+      const size_t close = endpoint->find(']');
+      host = endpoint->substr(1, close - 1);
+      if (endpoint->compare(close + 1, 1, ":") == 0) port = endpoint->substr(close + 2);
+    } else if (const size_t colon = endpoint->find(':');
+               colon != std::string::npos && colon == endpoint->rfind(':')) {
+      host = endpoint->substr(0, colon);
+      port = endpoint->substr(colon + 1);
+    }
+    f.master_addr = host;
+    if (!port.empty()) {
+      try {
+        size_t used = 0;
+        f.master_port = std::stoi(port, &used);
+        if (used != port.size()) throw std::invalid_argument(port);
+      } catch (const std::exception&) {
+        throw UsageError(fmt::format("PET_RDZV_ENDPOINT='{}': the port '{}' is not an integer",
+                                     *endpoint, port));
+      }
+    }
+  }
+  return f;
+}
+
 LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std::string>& env) {
   o.validate();
   if (o.nnodes < 0) {

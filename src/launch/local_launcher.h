@@ -49,6 +49,23 @@ struct LaunchResult {
   std::string summary;   // one line for humans: what happened
 };
 
+// torchrun's own flags as the PET_<FLAG> variables torchrun reads them from (a Kubeflow PyTorchJob
+// sets them for it), so `chexscale launch` runs where torchrun would: PET_NNODES ("N" or "N:N"),
+// PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MAX_RESTARTS, PET_MASTER_ADDR and PET_MASTER_PORT, and
+// PET_RDZV_ENDPOINT ("host[:port]", the store's host: node 0), which wins over PET_MASTER_* as it
+// does in torchrun. Unset variables stay unset. Throws UsageError for a value that is not an
+// integer, or an elastic PET_NNODES range ("1:4"): a local group has a fixed number of nodes.
+struct TorchrunFlags {
+  std::optional<int> nnodes;
+  std::optional<int> nproc_per_node;
+  std::optional<int> node_rank;
+  std::optional<int> max_restarts;
+  std::optional<std::string> master_addr;
+  std::optional<int> master_port;
+};
+
+TorchrunFlags read_torchrun_flags(const std::map<std::string, std::string>& env);
+
 // Fills the -1 / "" / 0 fields of `options` from `env` (normally the process environment).
 // Throws UsageError for invalid options (validate()), inconsistent values or a program that
 // cannot run.
