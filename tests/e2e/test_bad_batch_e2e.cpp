@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "data/chestxray14_dataset.h"
-#include "e2e/e2e_util.h"
+#include "e2e/metrics_records.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -33,9 +35,8 @@ int64_t lines_with(const std::string& text, const std::string& a, const std::str
 TEST(BadBatchE2E, AStepWhoseBatchLostEveryImageIsSkippedOnEveryWorker) {
   test_util::TempDir tmp;
   const std::string data = tmp.path() + "/data";
-  const auto s = run_chexscale("synth --out " + data + " --images 32 --size 64 --seed 9",
-                               tmp.path() + "/synth.log");
-  ASSERT_EQ(s.status, 0) << s.output;
+  const auto s = run_chexscale("synth --out " + data + " --images 32 --size 64 --seed 9");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
   // One training image truncated, one validation image with damaged bytes (checksum).
   data::DataIssues issues;
   std::string train_image;
@@ -46,7 +47,7 @@ TEST(BadBatchE2E, AStepWhoseBatchLostEveryImageIsSkippedOnEveryWorker) {
   }
   ASSERT_FALSE(train_image.empty() || val_image.empty());
   fs::resize_file(train_image, fs::file_size(train_image) / 2);
-  std::string bytes = test_util::slurp(val_image);
+  std::string bytes = test_util::file_contents(val_image);
   for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 16; ++i)
     bytes[i] = static_cast<char>(bytes[i] ^ 0x5A);
   std::ofstream(val_image, std::ios::binary | std::ios::trunc) << bytes;
@@ -57,9 +58,8 @@ TEST(BadBatchE2E, AStepWhoseBatchLostEveryImageIsSkippedOnEveryWorker) {
                   "--image-size 64 --crop-size 64 --batch-size 1 --epochs 2 --no-augment "
                   "--loader-threads 1 --val-threads 1 --intra-op-threads 1 --log-every 1 "
                   "--collective-timeout 30",
-                  data, run),
-      tmp.path() + "/train.log");
-  ASSERT_EQ(t.status, 0) << t.output;
+                  data, run));
+  ASSERT_EQ(t.exit_code, 0) << t.output;
 
   // With one image a batch, every failed decode of the training image empties one batch.
   const std::string train_name = fs::path(train_image).filename().string();

@@ -16,9 +16,10 @@
 #include "data/png_io.h"
 #include "data/resize.h"
 #include "data/synthetic.h"
-#include "e2e/e2e_util.h"
 #include "models/registry.h"
 #include "models/weights.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/inference.h"
@@ -64,10 +65,9 @@ struct EvalData {
 EvalData make_data(const test_util::TempDir& tmp) {
   EvalData d;
   d.dir = tmp.path() + "/data";
-  const auto r =
-      run_chexscale(fmt::format("synth --out {} --images 80 --size {} --seed 8", d.dir, kImageSize),
-                    tmp.path() + "/synth.log");
-  EXPECT_EQ(r.status, 0) << r.output;
+  const auto r = run_chexscale(
+      fmt::format("synth --out {} --images 80 --size {} --seed 8", d.dir, kImageSize));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   data::DataIssues issues;
   d.records = data::read_data_entry_csv(d.dir + "/Data_Entry_2017.csv", issues);
   const data::GrayImage img = data::render_synthetic_image(0b110, kImageSize, 77);
@@ -97,7 +97,7 @@ std::vector<std::string> split_commas(const std::string& line) {
 // predictions.csv as image -> cells after the name (14 probabilities, 14 labels).
 std::map<std::string, std::vector<std::string>> read_predictions(const std::string& path) {
   std::map<std::string, std::vector<std::string>> rows;
-  std::istringstream in(test_util::slurp(path));
+  std::istringstream in(test_util::file_contents(path));
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
@@ -176,12 +176,11 @@ TEST_F(EvalE2E, ListOfImagesPredictsAllAndScoresTheLabelledOnes) {
       write_list(tmp.path() + "/list.txt",
                  {"# three from the CSV and one it does not list", d.records[0].image, "",
                   "  " + d.records[1].image, d.unlisted, d.records[2].image + "\r"});
-  const auto r =
-      run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval", ckpt,
-                                d.dir, list, tmp.path()),
-                    tmp.path() + "/eval.log");
-  ASSERT_EQ(r.status, 0) << r.output;
-  const auto metrics = nlohmann::json::parse(test_util::slurp(tmp.path() + "/eval/metrics.json"));
+  const auto r = run_chexscale(fmt::format(
+      "eval --checkpoint {} --data {} --images {} --out {}/eval", ckpt, d.dir, list, tmp.path()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto metrics =
+      nlohmann::json::parse(test_util::file_contents(tmp.path() + "/eval/metrics.json"));
   EXPECT_EQ(metrics.at("examples").get<int>(), 4);
   EXPECT_EQ(metrics.at("labelled").get<int>(), 3);
   EXPECT_EQ(metrics.at("images").get<std::string>(), list);
@@ -211,9 +210,8 @@ TEST_F(EvalE2E, ListOfImagesPredictsAllAndScoresTheLabelledOnes) {
 
   // The unlisted image's probabilities are predict's.
   const auto p = run_chexscale(
-      fmt::format("predict --checkpoint {} --image {}/images/{} --json", ckpt, d.dir, d.unlisted),
-      tmp.path() + "/predict.log");
-  ASSERT_EQ(p.status, 0) << p.output;
+      fmt::format("predict --checkpoint {} --image {}/images/{} --json", ckpt, d.dir, d.unlisted));
+  ASSERT_EQ(p.exit_code, 0) << p.output;
   const auto predicted = nlohmann::json::parse(p.output).at("probabilities");
   const auto listed = probabilities(rows.at(d.unlisted));
   for (int c = 0; c < data::kNumPathologies; ++c) {
@@ -221,11 +219,11 @@ TEST_F(EvalE2E, ListOfImagesPredictsAllAndScoresTheLabelledOnes) {
   }
 
   // A heat map that cannot be written fails before any result is printed.
-  const auto bad_cam = run_chexscale(fmt::format("predict --checkpoint {} --image {}/images/{} "
-                                                 "--json --cam /etc/passwd/cam.png",
-                                                 ckpt, d.dir, d.unlisted),
-                                     tmp.path() + "/predict-cam.log");
-  EXPECT_EQ(bad_cam.status, 1) << bad_cam.output;
+  const auto bad_cam =
+      run_chexscale(fmt::format("predict --checkpoint {} --image {}/images/{} "
+                                "--json --cam /etc/passwd/cam.png",
+                                ckpt, d.dir, d.unlisted));
+  EXPECT_EQ(bad_cam.exit_code, 1) << bad_cam.output;
   EXPECT_EQ(bad_cam.output.find("probabilities"), std::string::npos) << bad_cam.output;
   EXPECT_NE(bad_cam.output.find("/etc/passwd"), std::string::npos) << bad_cam.output;
 }
@@ -238,12 +236,12 @@ TEST_F(EvalE2E, UnreadableImageIsCountedAsSkipped) {
                                       {d.records[0].image, "junk_0001.png", d.records[1].image});
   const auto r =
       run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval",
-                                checkpoint_, d.dir, list, tmp.path()),
-                    tmp.path() + "/eval.log");
-  ASSERT_EQ(r.status, 0) << r.output;
+                                checkpoint_, d.dir, list, tmp.path()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 of 3 images could not be read and were skipped"), std::string::npos)
       << r.output;
-  const auto metrics = nlohmann::json::parse(test_util::slurp(tmp.path() + "/eval/metrics.json"));
+  const auto metrics =
+      nlohmann::json::parse(test_util::file_contents(tmp.path() + "/eval/metrics.json"));
   EXPECT_EQ(metrics.at("skipped"), 1);
   EXPECT_EQ(metrics.at("examples"), 2);
   EXPECT_EQ(read_predictions(tmp.path() + "/eval/predictions.csv").size(), 2u);
@@ -257,10 +255,10 @@ TEST_F(EvalE2E, ListWithEveryClassDefinedPrintsNoNaNote) {
     names.push_back(rec.image);
   const auto r =
       run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval", ckpt,
-                                d.dir, write_list(tmp.path() + "/all.txt", names), tmp.path()),
-                    tmp.path() + "/eval.log");
-  ASSERT_EQ(r.status, 0) << r.output;
-  const auto metrics = nlohmann::json::parse(test_util::slurp(tmp.path() + "/eval/metrics.json"));
+                                d.dir, write_list(tmp.path() + "/all.txt", names), tmp.path()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto metrics =
+      nlohmann::json::parse(test_util::file_contents(tmp.path() + "/eval/metrics.json"));
   for (const auto& [name, v] : metrics.at("auroc").at("per_class").items()) {
     ASSERT_FALSE(v.is_null()) << name << ": the premise of this test (every class defined) fails";
   }
@@ -273,29 +271,28 @@ TEST_F(EvalE2E, BadListsAreClearErrors) {
   const std::string& ckpt = checkpoint_;
   const auto eval = [&](const std::string& list) {
     return run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval",
-                                     ckpt, d.dir, list, tmp.path()),
-                         tmp.path() + "/eval.log");
+                                     ckpt, d.dir, list, tmp.path()));
   };
   const std::string missing = tmp.path() + "/no_such_list.txt";
   const auto m = eval(missing);
-  EXPECT_EQ(m.status, 2) << m.output;
+  EXPECT_EQ(m.exit_code, 2) << m.output;
   EXPECT_NE(m.output.find(missing + ": no such file"), std::string::npos) << m.output;
 
   const std::string empty = write_list(tmp.path() + "/empty.txt", {"# nothing", "", "   "});
   const auto e = eval(empty);
-  EXPECT_EQ(e.status, 2) << e.output;
+  EXPECT_EQ(e.exit_code, 2) << e.output;
   EXPECT_NE(e.output.find(empty + " names no image"), std::string::npos) << e.output;
 
   const std::string unknown = write_list(tmp.path() + "/unknown.txt",
                                          {d.records[0].image, d.records[1].image, "nope_000.png"});
   const auto u = eval(unknown);
-  EXPECT_EQ(u.status, 1) << u.output;
+  EXPECT_EQ(u.exit_code, 1) << u.output;
   EXPECT_NE(u.output.find(unknown + ":3: no image 'nope_000.png'"), std::string::npos) << u.output;
 
   const std::string twice = write_list(
       tmp.path() + "/twice.txt", {d.records[0].image, d.records[1].image, d.records[0].image});
   const auto t = eval(twice);
-  EXPECT_EQ(t.status, 1) << t.output;
+  EXPECT_EQ(t.exit_code, 1) << t.output;
   EXPECT_NE(t.output.find(twice + ":3: '" + d.records[0].image +
                           "' is listed twice (first on "
                           "line 1)"),
@@ -310,19 +307,19 @@ TEST_F(EvalE2E, TenCropAveragesTheTenCropsAndDiffersFromTheCentreCrop) {
   const std::string list =
       write_list(tmp.path() + "/list.txt", {d.records[3].image, d.unlisted, d.records[4].image});
   const auto eval = [&](const std::string& out, const std::string& extra) {
-    return run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {} "
-                                     "--batch-size 2 {}",
-                                     ckpt, d.dir, list, out, extra),
-                         out + ".log");
+    return run_chexscale(
+        fmt::format("eval --checkpoint {} --data {} --images {} --out {} "
+                    "--batch-size 2 {}",
+                    ckpt, d.dir, list, out, extra));
   };
   const auto ten = eval(tmp.path() + "/ten", "--ten-crop");
-  ASSERT_EQ(ten.status, 0) << ten.output;
+  ASSERT_EQ(ten.exit_code, 0) << ten.output;
   EXPECT_NE(ten.output.find("(ten-crop)"), std::string::npos) << ten.output;
-  EXPECT_TRUE(nlohmann::json::parse(test_util::slurp(tmp.path() + "/ten/metrics.json"))
+  EXPECT_TRUE(nlohmann::json::parse(test_util::file_contents(tmp.path() + "/ten/metrics.json"))
                   .at("ten_crop")
                   .get<bool>());
   const auto centre = eval(tmp.path() + "/centre", "");
-  ASSERT_EQ(centre.status, 0) << centre.output;
+  ASSERT_EQ(centre.exit_code, 0) << centre.output;
   const auto ten_rows = read_predictions(tmp.path() + "/ten/predictions.csv");
   const auto centre_rows = read_predictions(tmp.path() + "/centre/predictions.csv");
 

@@ -8,28 +8,22 @@
 #include <sstream>
 #include <string>
 
-#include "e2e/e2e_util.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
 namespace {
 
-using test_util::slurp;
+using test_util::file_contents;
 
-std::string source_dir() {
-  const char* dir = std::getenv("CHEXSCALE_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
-
-// Runs gpu-check.sh with `env` (VAR=value ...) and `parts`; output goes to out/run.log.
-test_util::CommandResult run_gpu_check(const std::string& out, const std::string& env,
+// Runs gpu-check.sh with `env` (VAR=value ...) and `parts`; returns its status and output.
+test_util::ProcessResult run_gpu_check(const std::string& out, const std::string& env,
                                        const std::string& parts) {
-  const std::string log = out + ".log";
   const std::string cmd = "env OUT=" + out + " BIN=" + test_util::chexscale_bin() +
                           " PYTHON=/usr/bin/python3 DEVICE=cpu THREADS=1 " + env + " bash " +
-                          source_dir() + "/scripts/gpu-check.sh " + parts + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(log)};
+                          test_util::source_dir() + "/scripts/gpu-check.sh " + parts;
+  return test_util::run_shell(cmd);
 }
 
 int count_lines_matching(const std::string& text, const std::regex& re) {
@@ -48,7 +42,7 @@ TEST(GpuCheckRehearsal, CorrectnessAndSweepRunAndReportOnTheCpu) {
                                "CHECK_ARCH=resnet18 CHECK_IMAGE_SIZE=64 ARCHS=resnet18 BATCHES=2 "
                                "MODES='fp32 bf16-cl' IMAGE_SIZE=64 STEPS=2 WARMUP=1",
                                "correctness sweep");
-  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
 
   // Four comparisons, each over every logged step, each within its tolerance.
   EXPECT_EQ(count_lines_matching(r.output, std::regex(R"(steps 8/8 .* ok$)")), 3) << r.output;
@@ -56,9 +50,9 @@ TEST(GpuCheckRehearsal, CorrectnessAndSweepRunAndReportOnTheCpu) {
   EXPECT_EQ(count_lines_matching(r.output, std::regex("FAIL")), 0) << r.output;
 
   // The sweep table: one row per configuration with both sides measured and their ratio.
-  const std::string summary = slurp(out + "/summary.md");
+  const std::string summary = file_contents(out + "/summary.md");
   EXPECT_NE(summary.find("all checks passed"), std::string::npos) << summary;
-  const std::string sweep = slurp(out + "/sweep.md");
+  const std::string sweep = file_contents(out + "/sweep.md");
   const std::regex row(
       R"(\| resnet18 \| 2 \| (fp32|bf16-cl) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
   int rows = 0;
@@ -79,8 +73,8 @@ TEST(GpuCheckRehearsal, FailuresAreNamedInTheSummaryAndTheExitStatus) {
   const auto r = run_gpu_check(
       out, "CHECK_ARCH=no-such-arch CHECK_IMAGE_SIZE=64 ARCHS=no-such-arch BATCHES=2 MODES=fp32",
       "correctness sweep");
-  EXPECT_EQ(r.status, 1) << r.output;
-  const std::string summary = slurp(out + "/summary.md");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string summary = file_contents(out + "/summary.md");
   EXPECT_NE(summary.find("FAILED: train ref"), std::string::npos) << summary;
   EXPECT_NE(summary.find("FAILED: correctness tolerances"), std::string::npos) << summary;
   // A configuration where both sides failed still has its row.
@@ -90,10 +84,10 @@ TEST(GpuCheckRehearsal, FailuresAreNamedInTheSummaryAndTheExitStatus) {
 
 TEST(GpuCheckRehearsal, RefusesToBuildOrRunUnknownPartsOnTheCpu) {
   test_util::TempDir tmp;
-  EXPECT_EQ(run_gpu_check(tmp.path() + "/a", "", "all").status, 2);
-  EXPECT_EQ(run_gpu_check(tmp.path() + "/b", "", "build").status, 2);
-  EXPECT_EQ(run_gpu_check(tmp.path() + "/c", "", "sweep bogus").status, 2);
-  EXPECT_EQ(run_gpu_check(tmp.path() + "/d", "DEVICE=tpu", "sweep").status, 2);
+  EXPECT_EQ(run_gpu_check(tmp.path() + "/a", "", "all").exit_code, 2);
+  EXPECT_EQ(run_gpu_check(tmp.path() + "/b", "", "build").exit_code, 2);
+  EXPECT_EQ(run_gpu_check(tmp.path() + "/c", "", "sweep bogus").exit_code, 2);
+  EXPECT_EQ(run_gpu_check(tmp.path() + "/d", "DEVICE=tpu", "sweep").exit_code, 2);
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "e2e/e2e_util.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -39,28 +40,24 @@ std::vector<std::string> step_checkpoints(const std::string& dir) {
 TEST(ResumeE2E, KilledAndDamagedRunResumesToTheSameBytes) {
   test_util::TempDir dir;
   const std::string data = dir.path() + "/data";
-  ASSERT_EQ(run_chexscale("synth --out " + data + " --images 160 --size 32 --seed 4",
-                          dir.path() + "/synth.log")
-                .status,
-            0);
+  ASSERT_EQ(run_chexscale("synth --out " + data + " --images 160 --size 32 --seed 4").exit_code, 0);
   const std::string a = dir.path() + "/a";
-  const auto full = run_chexscale(flags(data, a), dir.path() + "/a.log");
-  ASSERT_EQ(full.status, 0) << full.output;
+  const auto full = run_chexscale(flags(data, a));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
   const auto final_names = step_checkpoints(a + "/checkpoints");
   ASSERT_FALSE(final_names.empty());
   const std::string last = final_names.back();
 
   // Run B: killed once its third checkpoint exists (step 6), well before the end.
   const std::string b = dir.path() + "/b";
-  const pid_t pid = test_util::start_chexscale(flags(data, b), dir.path() + "/b1.log");
+  test_util::Process run_b(test_util::chexscale_command(flags(data, b)));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   while (!fs::exists(b + "/checkpoints/step-000000006.json") &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  run_b.send_signal(SIGKILL);
+  run_b.wait();
   auto killed = step_checkpoints(b + "/checkpoints");
   ASSERT_GE(killed.size(), 2u);
   ASSERT_LT(killed.back(), last) << "run B finished before it was killed";
@@ -68,20 +65,20 @@ TEST(ResumeE2E, KilledAndDamagedRunResumesToTheSameBytes) {
   // Damage the newest checkpoint: one flipped byte in its tensors.
   const std::string newest = b + "/checkpoints/" + killed.back();
   const std::string tensors = fs::path(newest).replace_extension(".safetensors").string();
-  std::string bytes = test_util::slurp(tensors);
+  std::string bytes = test_util::file_contents(tensors);
   bytes[bytes.size() / 2] ^= 0x01;
   std::ofstream(tensors, std::ios::binary | std::ios::trunc) << bytes;
 
-  const auto resumed = run_chexscale(flags(data, b) + " --resume auto", dir.path() + "/b2.log");
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  const auto resumed = run_chexscale(flags(data, b) + " --resume auto");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("skipping damaged checkpoint"), std::string::npos)
       << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
 
   for (const std::string& file : {last, fs::path(last).replace_extension(".safetensors").string(),
                                   std::string("best.safetensors")}) {
-    const std::string ta = test_util::slurp(a + "/checkpoints/" + file);
-    const std::string tb = test_util::slurp(b + "/checkpoints/" + file);
+    const std::string ta = test_util::file_contents(a + "/checkpoints/" + file);
+    const std::string tb = test_util::file_contents(b + "/checkpoints/" + file);
     ASSERT_FALSE(ta.empty()) << file;
     EXPECT_TRUE(ta == tb) << file << " differs between the uninterrupted and resumed runs";
   }

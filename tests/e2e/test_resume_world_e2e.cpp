@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
 #include "data/chestxray14_dataset.h"
 #include "distributed/rendezvous.h"
-#include "e2e/e2e_util.h"
+#include "e2e/metrics_records.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -37,9 +40,8 @@ struct Data {
 
 Data make_data(const test_util::TempDir& tmp) {
   Data d{tmp.path() + "/data"};
-  const auto r = run_chexscale("synth --out " + d.dir + " --images 64 --size 32 --seed 6",
-                               tmp.path() + "/synth.log");
-  EXPECT_EQ(r.status, 0) << r.output;
+  const auto r = run_chexscale("synth --out " + d.dir + " --images 64 --size 32 --seed 6");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   data::DataIssues issues;
   for (const auto& e : data::index_chestxray14(d.dir, {}, issues))  // train's default splits
     d.train_examples += e.split == data::Split::kTrain ? 1 : 0;
@@ -59,33 +61,19 @@ std::string train_args(const Data& d, const std::string& out, int epochs) {
 
 // Runs a 2-worker job whose ranks get their own arguments (e.g. their own run directory, as on
 // nodes without a shared file system); returns each rank's exit status and output.
-std::vector<test_util::CommandResult> run_two_ranks(const std::vector<std::string>& args,
+std::vector<test_util::ProcessResult> run_two_ranks(const std::vector<std::string>& args,
                                                     const std::string& log_prefix) {
   const int port = distributed::pick_free_port();
-  std::vector<pid_t> pids;
-  std::vector<test_util::CommandResult> results(2);
+  std::vector<std::unique_ptr<test_util::Process>> ranks;
   for (int r = 0; r < 2; ++r) {
-    pids.push_back(test_util::start_chexscale(
+    ranks.push_back(std::make_unique<test_util::Process>(test_util::chexscale_command(
         fmt::format("{} --rank {} --world-size 2 --local-rank {} --local-world-size 2 "
                     "--master-addr 127.0.0.1 --master-port {}",
                     args[r], r, r, port),
-        log_prefix + std::to_string(r) + ".log"));
+        log_prefix + std::to_string(r) + ".log")));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
-  for (int r = 0; r < 2; ++r) {
-    int status = 0;
-    while (::waitpid(pids[r], &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pids[r], SIGKILL);
-        ::waitpid(pids[r], &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    results[r].status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    results[r].output = test_util::slurp(log_prefix + std::to_string(r) + ".log");
-  }
-  return results;
+  return test_util::wait_all({ranks[0].get(), ranks[1].get()},
+                             std::chrono::steady_clock::now() + std::chrono::minutes(3));
 }
 
 // The epoch records' steps, by epoch.
@@ -97,7 +85,7 @@ std::map<int64_t, int64_t> epoch_end_steps(const std::string& run) {
 }
 
 nlohmann::json manifest_state(const std::string& path) {
-  return nlohmann::json::parse(test_util::slurp(path)).at("state");
+  return nlohmann::json::parse(test_util::file_contents(path)).at("state");
 }
 
 TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
@@ -110,9 +98,8 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
 
   // 2 workers, stopped after 3 steps: 3 x 8 samples of epoch 0's permutation consumed.
   const auto first =
-      run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, run, 3) + " --max-steps 3",
-                    tmp.path() + "/first.log");
-  ASSERT_EQ(first.status, 0) << first.output;
+      run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, run, 3) + " --max-steps 3");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
   const auto stopped = manifest_state(run + "/checkpoints/step-000000003.json");
   EXPECT_EQ(stopped.at("world_size"), 2);
   EXPECT_EQ(stopped.at("epoch"), 0);
@@ -120,9 +107,8 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
 
   // 1 worker: epoch 0 continues after the 24 samples (6 of its batches), epoch 1 is laid out
   // for 1 worker.
-  const auto second =
-      run_chexscale(train_args(d, run, 2) + " --resume auto", tmp.path() + "/second.log");
-  ASSERT_EQ(second.status, 0) << second.output;
+  const auto second = run_chexscale(train_args(d, run, 2) + " --resume auto");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("resuming a 2-worker run with 1 workers: epoch 0 continues after "
                                "6 batches"),
             std::string::npos)
@@ -144,8 +130,8 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
   const auto third = run_two_ranks(
       {train_args(d, run, 3) + " --resume auto", train_args(d, elsewhere, 3) + " --resume auto"},
       tmp.path() + "/third.rank");
-  ASSERT_EQ(third[0].status, 0) << third[0].output << third[1].output;
-  ASSERT_EQ(third[1].status, 0) << third[1].output;
+  ASSERT_EQ(third[0].exit_code, 0) << third[0].output << third[1].output;
+  ASSERT_EQ(third[1].exit_code, 0) << third[1].output;
   EXPECT_NE(third[0].output.find("resuming a 1-worker run with 2 workers: epoch 2 continues "
                                  "after 0 batches"),
             std::string::npos)
@@ -166,7 +152,7 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
 void expect_rank_timeline(const std::string& path, int rank, int64_t steps) {
   SCOPED_TRACE(path + " rank " + std::to_string(rank));
   nlohmann::json trace;
-  ASSERT_NO_THROW(trace = nlohmann::json::parse(test_util::slurp(path)));
+  ASSERT_NO_THROW(trace = nlohmann::json::parse(test_util::file_contents(path)));
   std::map<std::string, std::set<int64_t>> phase_steps;
   int64_t allreduces = 0;
   for (const auto& e : trace.at("traceEvents")) {
@@ -194,24 +180,22 @@ TEST(ResumeWorldE2E, RankZeroSendsTheCheckpointAndTheResumeIsExact) {
   const int64_t bpe2 = ceil_div(ceil_div(d.train_examples, 2), kBatch);
   const std::string whole = tmp.path() + "/whole";
   const auto w = run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, whole, 1) +
-                                   " --timeline " + whole + "/timeline.json",
-                               tmp.path() + "/whole.log");
-  ASSERT_EQ(w.status, 0) << w.output;
+                               " --timeline " + whole + "/timeline.json");
+  ASSERT_EQ(w.exit_code, 0) << w.output;
   expect_rank_timeline(whole + "/timeline.json", 0, bpe2);  // rank 0 merged rank 1's file
   expect_rank_timeline(whole + "/timeline.json", 1, bpe2);
   EXPECT_FALSE(fs::exists(whole + "/timeline.rank1.json"));
 
   const std::string run = tmp.path() + "/run";
   const auto stopped =
-      run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, run, 1) + " --max-steps 3",
-                    tmp.path() + "/stopped.log");
-  ASSERT_EQ(stopped.status, 0) << stopped.output;
+      run_chexscale("launch --nproc-per-node 2 -- " + train_args(d, run, 1) + " --max-steps 3");
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
   const std::string elsewhere = tmp.path() + "/rank1_dir";
   const auto resumed = run_two_ranks(
       {train_args(d, run, 1) + " --resume auto", train_args(d, elsewhere, 1) + " --resume auto"},
       tmp.path() + "/resumed.rank");
-  ASSERT_EQ(resumed[0].status, 0) << resumed[0].output << resumed[1].output;
-  ASSERT_EQ(resumed[1].status, 0) << resumed[1].output;
+  ASSERT_EQ(resumed[0].exit_code, 0) << resumed[0].output << resumed[1].output;
+  ASSERT_EQ(resumed[1].exit_code, 0) << resumed[1].output;
   EXPECT_NE(resumed[1].output.find("resumed from " + run + "/checkpoints/step-000000003.json"),
             std::string::npos)
       << resumed[1].output;
@@ -220,8 +204,8 @@ TEST(ResumeWorldE2E, RankZeroSendsTheCheckpointAndTheResumeIsExact) {
   const std::string last = fmt::format("step-{:09d}", bpe2);
   for (const std::string& file :
        {last + ".safetensors", last + ".json", std::string("best.safetensors")}) {
-    const std::string a = test_util::slurp(whole + "/checkpoints/" + file);
-    const std::string b = test_util::slurp(run + "/checkpoints/" + file);
+    const std::string a = test_util::file_contents(whole + "/checkpoints/" + file);
+    const std::string b = test_util::file_contents(run + "/checkpoints/" + file);
     ASSERT_FALSE(a.empty()) << file;
     EXPECT_TRUE(a == b) << file << " differs between the uninterrupted and resumed runs";
   }
@@ -236,8 +220,8 @@ TEST(ResumeWorldE2E, ACheckpointRankZeroCannotReadStopsEveryRankWithItsError) {
   const auto r = run_two_ranks({train_args(d, tmp.path() + "/run", 1) + resume,
                                 train_args(d, tmp.path() + "/run1", 1) + resume},
                                tmp.path() + "/rank");
-  EXPECT_EQ(r[0].status, 1) << r[0].output;
-  EXPECT_EQ(r[1].status, 1) << r[1].output;
+  EXPECT_EQ(r[0].exit_code, 1) << r[0].output;
+  EXPECT_EQ(r[1].exit_code, 1) << r[1].output;
   EXPECT_NE(r[0].output.find(manifest + ": not a checkpoint manifest"), std::string::npos)
       << r[0].output;
   EXPECT_NE(r[1].output.find("rank 0 could not read the checkpoint: " + manifest +

@@ -9,7 +9,9 @@
 
 #include "data/png_io.h"
 #include "data/synthetic.h"
-#include "e2e/e2e_util.h"
+#include "e2e/metrics_records.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 #include "train/cam.h"
 #include "train/inference.h"
@@ -25,9 +27,8 @@ constexpr int kSize = 64;
 std::string synth(const test_util::TempDir& dir, int images) {
   const std::string data = dir.path() + "/data";
   const auto r = run_chexscale(
-      fmt::format("synth --out {} --images {} --size {} --seed 3", data, images, kSize),
-      dir.path() + "/synth.log");
-  EXPECT_EQ(r.status, 0) << r.output;
+      fmt::format("synth --out {} --images {} --size {} --seed 3", data, images, kSize));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   return data;
 }
 
@@ -43,9 +44,8 @@ TEST(TrainE2E, LearnsSyntheticDataEvaluatesAndLooksWhereThePathologyIs) {
   const std::string data = synth(dir, 480);
   const std::string run = dir.path() + "/run";
   const auto t =
-      run_chexscale("train " + train_flags(data, run, 3e-3) + " --epochs 10 --batch-size 16",
-                    dir.path() + "/train.log");
-  ASSERT_EQ(t.status, 0) << t.output;
+      run_chexscale("train " + train_flags(data, run, 3e-3) + " --epochs 10 --batch-size 16");
+  ASSERT_EQ(t.exit_code, 0) << t.output;
   const auto epochs = test_util::metrics_records(run + "/metrics.jsonl", "epoch");
   ASSERT_EQ(epochs.size(), 10u);
   double best_auroc = 0;  // best.json holds the epoch of the best mean AUROC
@@ -57,15 +57,14 @@ TEST(TrainE2E, LearnsSyntheticDataEvaluatesAndLooksWhereThePathologyIs) {
 
   // eval on the test split: files, and a model that really learned.
   const std::string best = run + "/checkpoints/best.json";
-  const auto e =
-      run_chexscale(fmt::format("eval --checkpoint {} --data {} --split test --out {}/eval", best,
-                                data, dir.path()),
-                    dir.path() + "/eval.log");
-  ASSERT_EQ(e.status, 0) << e.output;
-  const auto metrics = nlohmann::json::parse(test_util::slurp(dir.path() + "/eval/metrics.json"));
+  const auto e = run_chexscale(fmt::format(
+      "eval --checkpoint {} --data {} --split test --out {}/eval", best, data, dir.path()));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  const auto metrics =
+      nlohmann::json::parse(test_util::file_contents(dir.path() + "/eval/metrics.json"));
   EXPECT_GT(metrics.at("auroc").at("mean").get<double>(), 0.85) << e.output;
   const int64_t examples = metrics.at("examples").get<int64_t>();
-  const std::string csv = test_util::slurp(dir.path() + "/eval/predictions.csv");
+  const std::string csv = test_util::file_contents(dir.path() + "/eval/predictions.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), examples + 1);
   EXPECT_NE(e.output.find("Cardiomegaly"), std::string::npos);
 
@@ -73,10 +72,10 @@ TEST(TrainE2E, LearnsSyntheticDataEvaluatesAndLooksWhereThePathologyIs) {
   const auto e2 = run_chexscale(
       fmt::format("launch --nproc-per-node 2 -- eval --checkpoint {} --data {} --split test "
                   "--out {}/eval2 --batch-size 7",
-                  best, data, dir.path()),
-      dir.path() + "/eval2.log");
-  ASSERT_EQ(e2.status, 0) << e2.output;
-  const auto metrics2 = nlohmann::json::parse(test_util::slurp(dir.path() + "/eval2/metrics.json"));
+                  best, data, dir.path()));
+  ASSERT_EQ(e2.exit_code, 0) << e2.output;
+  const auto metrics2 =
+      nlohmann::json::parse(test_util::file_contents(dir.path() + "/eval2/metrics.json"));
   EXPECT_EQ(metrics2.at("examples").get<int64_t>(), examples);
   for (const auto& [name, v] : metrics.at("auroc").at("per_class").items()) {
     if (v.is_null()) {
@@ -97,9 +96,8 @@ TEST(TrainE2E, LearnsSyntheticDataEvaluatesAndLooksWhereThePathologyIs) {
   const auto p = run_chexscale(
       fmt::format("predict --checkpoint {} --image {} --json --cam {}/cam.png --class "
                   "Cardiomegaly",
-                  best, png, dir.path()),
-      dir.path() + "/predict.log");
-  ASSERT_EQ(p.status, 0) << p.output;
+                  best, png, dir.path()));
+  ASSERT_EQ(p.exit_code, 0) << p.output;
   const auto doc = nlohmann::json::parse(p.output);
   EXPECT_GT(doc.at("probabilities").at("Cardiomegaly").get<double>(), 0.5);
   data::GrayImage cam_png;
@@ -124,14 +122,12 @@ TEST(TrainE2E, OneAndTwoWorkersTrainAlikeAtTheSameGlobalBatch) {
   test_util::TempDir dir;
   const std::string data = synth(dir, 240);
   const auto one = run_chexscale("train " + train_flags(data, dir.path() + "/one") +
-                                     " --epochs 2 --batch-size 16 --no-augment",
-                                 dir.path() + "/one.log");
-  ASSERT_EQ(one.status, 0) << one.output;
+                                 " --epochs 2 --batch-size 16 --no-augment");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
   const auto two =
       run_chexscale("launch --nproc-per-node 2 -- train " + train_flags(data, dir.path() + "/two") +
-                        " --epochs 2 --batch-size 8 --no-augment",
-                    dir.path() + "/two.log");
-  ASSERT_EQ(two.status, 0) << two.output;
+                    " --epochs 2 --batch-size 8 --no-augment");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
   const auto s1 = test_util::metrics_records(dir.path() + "/one/metrics.jsonl", "step");
   const auto s2 = test_util::metrics_records(dir.path() + "/two/metrics.jsonl", "step");
   ASSERT_EQ(s1.size(), s2.size());

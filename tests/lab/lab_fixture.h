@@ -3,45 +3,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "test_util/chexscale_cli.h"
+
 namespace chexscale::test_util {
-
-struct ShellResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs a /bin/sh command line; returns its exit status and output.
-inline ShellResult shell(const std::string& command) {
-  ShellResult r;
-  FILE* pipe = ::popen(("{ " + command + "\n} 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
-    r.output.append(buf.data(), n);
-  const int rc = ::pclose(pipe);
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return r;
-}
-
-inline std::string source_dir() {
-  const char* dir = std::getenv("CHEXSCALE_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
-
-inline std::string chexscale_bin() {
-  const char* bin = std::getenv("CHEXSCALE_BIN");
-  return bin != nullptr ? bin : "chexscale";
-}
 
 // Why this machine cannot run the lab, or "" when it can.
 inline std::string lab_unavailable_reason() {
@@ -50,8 +19,8 @@ inline std::string lab_unavailable_reason() {
            "): the lab needs root for network namespaces, veth, VXLAN and tc";
   }
   const std::string probe = "chxprobe" + std::to_string(::getpid());
-  const ShellResult r = shell("ip netns add " + probe + " && ip netns del " + probe);
-  if (r.status != 0) return "cannot create a network namespace: " + r.output;
+  const ProcessResult r = run_shell("ip netns add " + probe + " && ip netns del " + probe);
+  if (r.exit_code != 0) return "cannot create a network namespace: " + r.output;
   return "";
 }
 
@@ -70,20 +39,21 @@ class LabTest : public ::testing::Test {
   }
 
   // `lab/cluster.sh ARGS` with this test's prefix.
-  ShellResult cluster(const std::string& args) const {
-    return shell(env() + " bash " + source_dir() + "/lab/cluster.sh " + args);
+  ProcessResult cluster(const std::string& args) const {
+    return run_shell(env() + " bash " + source_dir() + "/lab/cluster.sh " + args);
   }
 
   // Runs a bash snippet with this test's prefix and lab/lib.sh (and pods.sh) sourced.
-  ShellResult lab_shell(const std::string& snippet) const {
-    return shell(env() + " bash -s <<'LAB_SNIPPET'\nsource " + source_dir() +
-                 "/lab/lib.sh\nsource " + source_dir() + "/lab/pods.sh\n" + snippet +
-                 "\nLAB_SNIPPET");
+  ProcessResult lab_shell(const std::string& snippet) const {
+    return run_shell(env() + " bash -s <<'LAB_SNIPPET'\nsource " + source_dir() +
+                     "/lab/lib.sh\nsource " + source_dir() + "/lab/pods.sh\n" + snippet +
+                     "\nLAB_SNIPPET");
   }
 
   // Namespaces whose names start with this test's prefix.
   std::vector<std::string> namespaces() const {
-    const ShellResult r = shell("ip netns list | cut -d' ' -f1 | grep '^" + prefix_ + "-' || true");
+    const ProcessResult r =
+        run_shell("ip netns list | cut -d' ' -f1 | grep '^" + prefix_ + "-' || true");
     std::vector<std::string> out;
     size_t start = 0;
     while (start < r.output.size()) {

@@ -24,11 +24,12 @@ using nlohmann::json;
 class LabCompare : public LabTest {
  protected:
   // lab/compare.sh on 2 nodes with ResNet-18 at 64 px, batch 4, 1 warm-up step, plus ARGS.
-  ShellResult compare(const std::string& args, const std::string& out) const {
-    return shell(env() + " bash " + source_dir() +
-                 "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 --warmup 1 "
-                 "--run-timeout 150 " +
-                 args + " --bin " + chexscale_bin() + " --out " + out);
+  ProcessResult compare(const std::string& args, const std::string& out) const {
+    return run_shell(
+        env() + " bash " + source_dir() +
+        "/lab/compare.sh --nodes 2 --arch resnet18 --image-size 64 --batch 4 --warmup 1 "
+        "--run-timeout 150 " +
+        args + " --bin " + chexscale_bin() + " --out " + out);
   }
 };
 
@@ -105,8 +106,8 @@ void expect_sane_cpu(const std::string& out, const std::string& cpu_file, const 
 TEST_F(LabCompare, SmallComparisonEndToEnd) {
   TempDir dir;
   const std::string out = dir.path() + "/cmp";
-  const ShellResult r = compare("--steps 4 --variants naive,hostnet --peer", out);
-  ASSERT_EQ(r.status, 0) << r.output;
+  const ProcessResult r = compare("--steps 4 --variants naive,hostnet --peer", out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(namespaces().empty()) << "compare.sh left its lab up";
 
   // Each set's runs in report.json are the bench files' numbers.
@@ -207,8 +208,8 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
 TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
   TempDir dir;
   const std::string out = dir.path() + "/rounds";
-  const ShellResult r = compare("--steps 2 --variants overlap --rounds 2", out);
-  ASSERT_EQ(r.status, 0) << r.output;
+  const ProcessResult r = compare("--steps 2 --variants overlap --rounds 2", out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
 
   const auto ips = [&](const std::string& set, int workers, int round) {
     const std::string suffix = std::to_string(workers) + "-r" + std::to_string(round) + ".json";

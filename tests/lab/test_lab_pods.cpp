@@ -35,17 +35,18 @@ std::string after(const std::vector<std::string>& argv, const std::string& flag)
 
 std::string render(const TempDir& dir, const std::string& flags) {
   const std::string manifest = dir.path() + "/job.yaml";
-  const ShellResult r = shell(chexscale_bin() + " k8s render --job-name lab-job --nnodes 2 " +
-                              flags + " -- bench --arch resnet18 --steps 3 > " + manifest);
-  EXPECT_EQ(r.status, 0) << r.output;
+  const ProcessResult r = run_shell(chexscale_bin() + " k8s render --job-name lab-job --nnodes 2 " +
+                                    flags + " -- bench --arch resnet18 --steps 3 > " + manifest);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   return manifest;
 }
 
 TEST_F(LabPods, RenderedPodGetsKubeletArgvAndEnv) {
   TempDir dir;
   const std::string manifest = render(dir, "--gloo-socket-ifname eth0 --master-port 29777");
-  const ShellResult argv_r = lab_shell("pods_argv " + manifest + " 1 10.78.1.2 /opt/bin/chexscale");
-  ASSERT_EQ(argv_r.status, 0) << argv_r.output;
+  const ProcessResult argv_r =
+      lab_shell("pods_argv " + manifest + " 1 10.78.1.2 /opt/bin/chexscale");
+  ASSERT_EQ(argv_r.exit_code, 0) << argv_r.output;
   const auto argv = lines(argv_r.output);
   ASSERT_GE(argv.size(), 3u) << argv_r.output;
   EXPECT_EQ(argv[0], "/opt/bin/chexscale");
@@ -58,8 +59,8 @@ TEST_F(LabPods, RenderedPodGetsKubeletArgvAndEnv) {
   EXPECT_EQ(after(argv, "--arch"), "resnet18");
   EXPECT_EQ(argv_r.output.find("$("), std::string::npos) << "unexpanded reference";
 
-  const ShellResult env_r = lab_shell("pods_env " + manifest + " 1 10.78.1.2");
-  ASSERT_EQ(env_r.status, 0) << env_r.output;
+  const ProcessResult env_r = lab_shell("pods_env " + manifest + " 1 10.78.1.2");
+  ASSERT_EQ(env_r.exit_code, 0) << env_r.output;
   const auto env = lines(env_r.output);
   const auto has = [&](const std::string& kv) {
     return std::find(env.begin(), env.end(), kv) != env.end();
@@ -72,12 +73,12 @@ TEST_F(LabPods, RenderedPodGetsKubeletArgvAndEnv) {
 TEST_F(LabPods, ServiceNamesResolveToPodOrNodeAddresses) {
   TempDir dir;
   const std::string manifest = render(dir, "");
-  ASSERT_EQ(lab_shell("pods_resolve_service " + manifest + " 2 0").status, 0);
+  ASSERT_EQ(lab_shell("pods_resolve_service " + manifest + " 2 0").exit_code, 0);
   const std::string hosts = read_file("/etc/netns/" + prefix_ + "-p1/hosts");
   EXPECT_NE(hosts.find("10.78.0.2 lab-job-0 lab-job-0.lab-job "), std::string::npos) << hosts;
   EXPECT_NE(hosts.find("10.78.1.2 lab-job-1 "), std::string::npos) << hosts;
   // On the host network the same names are the nodes' fabric addresses, in the node namespaces.
-  ASSERT_EQ(lab_shell("pods_resolve_service " + manifest + " 2 1").status, 0);
+  ASSERT_EQ(lab_shell("pods_resolve_service " + manifest + " 2 1").exit_code, 0);
   const std::string host_net = read_file("/etc/netns/" + prefix_ + "-n0/hosts");
   EXPECT_NE(host_net.find("10.77.0.1 lab-job-0 lab-job-0.lab-job "), std::string::npos) << host_net;
 }
@@ -101,10 +102,10 @@ spec:
         - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
         - {name: EMPTY}
 )YAML");
-  const ShellResult argv = lab_shell("pods_argv " + manifest + " 3 10.78.3.2 /b/chexscale");
-  ASSERT_EQ(argv.status, 0) << argv.output;
+  const ProcessResult argv = lab_shell("pods_argv " + manifest + " 3 10.78.3.2 /b/chexscale");
+  ASSERT_EQ(argv.exit_code, 0) << argv.output;
   EXPECT_EQ(argv.output, "/b/chexscale\nlaunch\n--node-rank\n3\n--ip\n10.78.3.2\n$(UNDEFINED)\n");
-  const ShellResult env = lab_shell("pods_env " + manifest + " 3 10.78.3.2");
+  const ProcessResult env = lab_shell("pods_env " + manifest + " 3 10.78.3.2");
   EXPECT_NE(env.output.find("POD_NAME=j-3\n"), std::string::npos) << env.output;
   EXPECT_NE(env.output.find("EMPTY=\n"), std::string::npos) << env.output;
 
@@ -112,8 +113,8 @@ spec:
 metadata: {name: j}
 spec: {template: {spec: {containers: [{name: w, command: [x], env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: s, key: k}}}]}]}}}
 )YAML");
-  const ShellResult bad = lab_shell("pods_env " + secret + " 0 10.78.0.2");
-  EXPECT_NE(bad.status, 0);
+  const ProcessResult bad = lab_shell("pods_env " + secret + " 0 10.78.0.2");
+  EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("env TOKEN: secretKeyRef is not emulated by the lab"),
             std::string::npos)
       << bad.output;
