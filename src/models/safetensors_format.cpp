@@ -125,9 +125,9 @@ TensorEntry parse_entry(const std::string& name, const Json& value) {
   entry.name = name;
   const Json& dtype = value["dtype"];
   if (!dtype.is_string()) fail(where + ": dtype is not a string");
-  if (!parse_dtype(dtype.get<std::string>(), &entry.dtype)) {
-    fail(where + ": unsupported dtype " + quote_name(dtype.get<std::string>()));
-  }
+  const std::optional<Dtype> parsed = parse_dtype(dtype.get<std::string>());
+  if (!parsed) fail(where + ": unsupported dtype " + quote_name(dtype.get<std::string>()));
+  entry.dtype = *parsed;
   const Json& shape = value["shape"];
   if (!shape.is_array()) fail(where + ": shape is not an array");
   if (shape.size() > kMaxRank) {
@@ -151,7 +151,7 @@ TensorEntry parse_entry(const std::string& name, const Json& value) {
   if (entry.end < entry.begin) fail(where + ": data_offsets end is before begin");
   if (entry.end - entry.begin != bytes) {
     fail(where + ": data_offsets span " + std::to_string(entry.end - entry.begin) +
-         " bytes but dtype " + dtype_name(entry.dtype) + " x shape " + shape_string(entry.shape) +
+         " bytes but dtype " + to_string(entry.dtype) + " x shape " + shape_string(entry.shape) +
          " needs " + std::to_string(bytes));
   }
   return entry;
@@ -188,7 +188,7 @@ void check_layout(const std::vector<TensorEntry>& tensors, uint64_t buffer_bytes
 
 }  // namespace
 
-const char* dtype_name(Dtype dtype) {
+const char* to_string(Dtype dtype) {
   return info(dtype).name;
 }
 
@@ -196,14 +196,11 @@ std::size_t dtype_size(Dtype dtype) {
   return info(dtype).size;
 }
 
-bool parse_dtype(std::string_view name, Dtype* dtype) {
+std::optional<Dtype> parse_dtype(std::string_view name) {
   for (const auto& d : kDtypes) {
-    if (name == d.name) {
-      *dtype = d.dtype;
-      return true;
-    }
+    if (name == d.name) return d.dtype;
   }
-  return false;
+  return std::nullopt;
 }
 
 ParsedFile parse(const uint8_t* data, std::size_t size) {
@@ -254,7 +251,7 @@ std::string serialize(const std::vector<TensorBytes>& tensors,
                   std::to_string(t.bytes.size()) + " bytes, shape " + shape_string(t.shape) +
                   " needs " + std::to_string(bytes));
     }
-    header[t.name] = {{"dtype", dtype_name(t.dtype)},
+    header[t.name] = {{"dtype", to_string(t.dtype)},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,11 +24,11 @@ inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 enum class Dtype { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool };
 
 // "F32", "BF16", ...; the spec's spelling.
-const char* dtype_name(Dtype dtype);
+const char* to_string(Dtype dtype);
+// The dtype of a spec name; none for a name we do not support (the file's reader says where).
+std::optional<Dtype> parse_dtype(std::string_view name);
 // Bytes of one element.
 std::size_t dtype_size(Dtype dtype);
-// Parses a spec dtype name; false when it is not one we support.
-bool parse_dtype(std::string_view name, Dtype* dtype);
 
 // One tensor's header entry. [begin, end) is relative to the data buffer.
 struct TensorEntry {

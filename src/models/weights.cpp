@@ -21,7 +21,7 @@ std::string shape_string(const torch::Tensor& t) {
 }
 
 std::string dtype_string(torch::ScalarType type) {
-  return safetensors::dtype_name(to_safetensors_dtype(type));
+  return safetensors::to_string(to_safetensors_dtype(type));
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {

@@ -58,7 +58,7 @@ TEST(AgainstTorchvision, ParameterCountsAndFullStateDictMatch) {
       ASSERT_EQ(ours[i].name, theirs[i][0].get<std::string>()) << "entry " << i;
       EXPECT_EQ(ours[i].tensor.sizes().vec(), theirs[i][1].get<std::vector<int64_t>>())
           << ours[i].name;
-      EXPECT_STREQ(safetensors::dtype_name(to_safetensors_dtype(ours[i].tensor.scalar_type())),
+      EXPECT_STREQ(safetensors::to_string(to_safetensors_dtype(ours[i].tensor.scalar_type())),
                    theirs[i][2].get<std::string>().c_str())
           << ours[i].name;
     }
