@@ -51,6 +51,8 @@ slurm_cluster_start() {
     --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed"
   wait_for "munged's socket" test -S "$dir/munge/socket"
 
+  # A requeued job may start again after cred_expire + 1 s (default 120), at the next scheduling
+  # pass (sched_interval, default 60 s): both short here.
   cat >"$dir/slurm.conf" <<EOF
 ClusterName=chexscale-test
 SlurmctldHost=$node
@@ -60,7 +62,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/socket
+AuthInfo=socket=$dir/munge/socket,cred_expire=5
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
@@ -75,6 +77,7 @@ $task_plugin
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1,sched_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides

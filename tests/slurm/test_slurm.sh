@@ -10,6 +10,9 @@
 #   binding   the script where Slurm binds tasks to cores: a worker gets its --cpus-per-task
 #             CPUs (LAUNCH=tasks), a per-node launcher those of all its workers (LAUNCH=per-node,
 #             which also starts one launcher for 2 workers and trains to completion);
+#   requeue   the CPU variant for 4 epochs, requeued (`scontrol requeue`, as after a node failure
+#             or preemption) once it has a checkpoint: the same job id, RUN and log continue,
+#             the second attempt resumes from that checkpoint and finishes;
 #   killed    an srun step in which task 1 is SIGKILLed while training: the step ends non-zero,
 #             srun and the surviving rank name rank 1, with and without --kill-on-bad-exit.
 # Prints a PASS line per check; the first failed check prints FAIL and exits 1.
@@ -72,11 +75,10 @@ synth_data() {
     fail "chexscale synth: $(cat "$work/synth.log")"
 }
 
-# submit WHAT [VAR=VALUE...] -- SBATCH ARGUMENTS...: submits from the current folder with the
-# variables set, waits up to 120 s for the job to end, checks it completed with status 0 and
-# leaves its id in $job and `scontrol show job` in $work/job-$job.txt.
-submit() {
-  local what=$1 vars=() start=$SECONDS
+# submit_job WHAT [VAR=VALUE...] -- SBATCH ARGUMENTS...: submits from the current folder with
+# the variables set; leaves the job's id in $job.
+submit_job() {
+  local what=$1 vars=()
   shift
   while [ "$1" != -- ]; do
     vars+=("$1")
@@ -84,17 +86,31 @@ submit() {
   done
   shift
   job=$(env "${vars[@]}" sbatch --parsable "$@") || fail "$what: sbatch refused the job"
+  submitted=$SECONDS
+}
+
+# wait_job WHAT: waits up to 120 s for $job to end, checks it completed with status 0 and leaves
+# `scontrol show job` in $work/job-$job.txt.
+wait_job() {
+  local state=""
   for _ in $(seq 1200); do
-    squeue --noheader --jobs="$job" 2>/dev/null | grep -q . || break
+    state=$(scontrol show job "$job" | grep -o 'JobState=[A-Z_]*')
+    case $state in JobState=PENDING | JobState=RUNNING | JobState=COMPLETING | \
+      JobState=CONFIGURING | JobState=REQUEUED) ;; *) break ;; esac
     sleep 0.1
   done
   scontrol show job "$job" >"$work/job-$job.txt"
-  grep -q "JobState=COMPLETED" "$work/job-$job.txt" || {
+  [ "$state" = JobState=COMPLETED ] || {
     cat "$work/job-$job.txt" "chexscale-$job.out" || true
-    fail "$what: job $job did not complete: $(grep -o 'JobState=[A-Z_]*' "$work/job-$job.txt") \
-(after $((SECONDS - start)) s, 120 s at most)"
+    fail "$1: job $job did not complete: $state (after $((SECONDS - submitted)) s, 120 s at most)"
   }
-  expect_in "$work/job-$job.txt" "ExitCode=0:0" "$what: job $job completed in $((SECONDS - start)) s"
+  expect_in "$work/job-$job.txt" "ExitCode=0:0" "$1: job $job completed in $((SECONDS - submitted)) s"
+}
+
+# submit WHAT [VAR=VALUE...] -- SBATCH ARGUMENTS...: submit_job, then wait_job.
+submit() {
+  submit_job "$@"
+  wait_job "$1"
 }
 
 # expect_trained RUN WORLD WHAT: RUN holds the checkpoint of one epoch by WORLD ranks.
@@ -205,6 +221,34 @@ EOF
     "LAUNCH=per-node: the launcher started both workers"
   expect_in "$log" "[rank 1] " "LAUNCH=per-node: rank-prefixed output"
   expect_trained "$work/run-per-node" 2 "LAUNCH=per-node"
+  ;;
+
+requeue)
+  cpu_variant "$work/job"
+  synth_data
+  cd "$work/job"
+  submit_job "4 epochs" PATH="$(dirname "$bin"):$PATH" DATA="$work/data" "${tiny_train_env[@]}" \
+    -- --nodes=1 --ntasks-per-node=2 cpu.sbatch --crop-size 56 --epochs 4 --loader-threads 1 \
+    --val-threads 1
+  run=$work/job/runs/chexnet-$job
+  for _ in $(seq 1200); do
+    compgen -G "$run/checkpoints/step-*.json" >/dev/null && break
+    sleep 0.1
+  done
+  first=$(basename "$(compgen -G "$run/checkpoints/step-*.json" | head -n 1)" .json) ||
+    fail "no checkpoint in $run/checkpoints within 120 s"
+  scontrol requeue "$job"
+  pass "requeued job $job after its checkpoint $first"
+  wait_job "4 epochs, requeued"
+  expect_in "$work/job-$job.txt" "Restarts=1 " "scontrol show job: Restarts=1"
+  log=$work/job/chexscale-$job.out
+  expect_in "$log" "CANCELLED AT" "the log keeps the first attempt (open-mode=append)"
+  expect_eq "$(grep -c 'joining as rank 0 of 2' "$log")" 2 "the log holds both attempts"
+  expect_in "$log" "resumed from $run/checkpoints/$first.json" "the second attempt resumed in RUN"
+  expect_eq "$(jq -s -c '[.[] | select(.type == "epoch") | .epoch] | unique' "$run/metrics.jsonl")" \
+    "[0,1,2,3]" "epochs of both attempts in metrics.jsonl"
+  last=$(compgen -G "$run/checkpoints/step-*.json" | sort | tail -n 1)
+  expect_eq "$(jq -r .state.epoch "$last")" 4 "the last checkpoint is after epoch 4"
   ;;
 
 killed)
