@@ -3,6 +3,7 @@
 # configuration, spool and free ports in one folder, so nothing under /etc is read or written and
 # several clusters can run at once. slurm_cluster_start DIR CPUS [BINDING] starts it and exports
 # SLURM_CONF; slurm_cluster_stop stops every daemon it started (call it from an EXIT trap).
+# shellcheck shell=bash
 
 CLUSTER_PIDS=()
 

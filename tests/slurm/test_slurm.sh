@@ -22,6 +22,7 @@ bin=$(realpath "$1")
 source_dir=$(realpath "$2")
 case_name=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/slurm/slurm_cluster.sh
 source "$here/slurm_cluster.sh"
 unset MASTER_ADDR RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE
 
