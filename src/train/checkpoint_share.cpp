@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 #include "models/safetensors.h"
@@ -26,37 +27,76 @@ std::string broadcast_bytes(distributed::DistContext& ctx, const std::string& by
   return {reinterpret_cast<const char*>(received.data_ptr<uint8_t>()), static_cast<size_t>(n)};
 }
 
+// What rank 0 found: no checkpoint, a checkpoint, or an error of one of chexscale's kinds.
+enum class Outcome { kNone, kCheckpoint, kUsageError, kDataError, kIoError, kError };
+
+constexpr Outcome kOutcomes[] = {Outcome::kNone,      Outcome::kCheckpoint, Outcome::kUsageError,
+                                 Outcome::kDataError, Outcome::kIoError,    Outcome::kError};
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kNone:
+      return "none";
+    case Outcome::kCheckpoint:
+      return "checkpoint";
+    case Outcome::kUsageError:
+      return "usage";
+    case Outcome::kDataError:
+      return "data";
+    case Outcome::kIoError:
+      return "io";
+    case Outcome::kError:
+      break;
+  }
+  return "error";
+}
+
+// The outcome named in rank 0's message (Error for a name rank 0 never sends).
+Outcome parse_outcome(std::string_view name) {
+  for (const Outcome outcome : kOutcomes) {
+    if (name == to_string(outcome)) return outcome;
+  }
+  throw Error(fmt::format("rank 0 sent an unknown checkpoint outcome '{}'", name));
+}
+
+nlohmann::json failure_json(Outcome kind, const std::exception& e, std::exception_ptr& failure) {
+  failure = std::current_exception();
+  return {{"kind", to_string(kind)}, {"message", e.what()}};
+}
+
 // What rank 0 found, as the other ranks learn it.
 nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read,
                           std::optional<Checkpoint>& ckpt, std::exception_ptr& failure) {
   try {
     ckpt = read();
-    if (!ckpt) return {{"kind", "none"}};
-    return {{"kind", "checkpoint"}, {"state", ckpt->state}, {"path", ckpt->path}};
+    if (!ckpt) return {{"kind", to_string(Outcome::kNone)}};
+    return {
+        {"kind", to_string(Outcome::kCheckpoint)}, {"state", ckpt->state}, {"path", ckpt->path}};
   } catch (const UsageError& e) {
-    failure = std::current_exception();
-    return {{"kind", "usage"}, {"message", e.what()}};
+    return failure_json(Outcome::kUsageError, e, failure);
   } catch (const DataError& e) {
-    failure = std::current_exception();
-    return {{"kind", "data"}, {"message", e.what()}};
+    return failure_json(Outcome::kDataError, e, failure);
   } catch (const IoError& e) {
-    failure = std::current_exception();
-    return {{"kind", "io"}, {"message", e.what()}};
+    return failure_json(Outcome::kIoError, e, failure);
   } catch (const std::exception& e) {
-    failure = std::current_exception();
-    return {{"kind", "error"}, {"message", e.what()}};
+    return failure_json(Outcome::kError, e, failure);
   }
 }
 
-[[noreturn]] void throw_remote(const nlohmann::json& outcome) {
-  const std::string kind = outcome.at("kind").get<std::string>();
+[[noreturn]] void throw_remote(Outcome kind, const nlohmann::json& outcome) {
   // Not "rank 0 ...": a usage error's leading word names an option field, and rank is one.
   const std::string message =
       "worker rank 0 could not read the checkpoint: " + outcome.at("message").get<std::string>();
-  if (kind == "usage") throw UsageError(message);
-  if (kind == "data") throw DataError(message);
-  if (kind == "io") throw IoError(message);
-  throw Error(message);
+  switch (kind) {
+    case Outcome::kUsageError:
+      throw UsageError(message);
+    case Outcome::kDataError:
+      throw DataError(message);
+    case Outcome::kIoError:
+      throw IoError(message);
+    default:
+      throw Error(message);
+  }
 }
 
 }  // namespace
@@ -70,9 +110,9 @@ std::optional<Checkpoint> read_checkpoint_on_rank0(
   if (ctx.is_main()) outcome = outcome_of(read, ckpt, failure);
   outcome = nlohmann::json::parse(broadcast_bytes(ctx, ctx.is_main() ? outcome.dump() : ""));
   if (failure) std::rethrow_exception(failure);
-  const std::string kind = outcome.at("kind").get<std::string>();
-  if (kind == "none") return std::nullopt;
-  if (kind != "checkpoint") throw_remote(outcome);
+  const Outcome kind = parse_outcome(outcome.at("kind").get<std::string>());
+  if (kind == Outcome::kNone) return std::nullopt;
+  if (kind != Outcome::kCheckpoint) throw_remote(kind, outcome);
   const std::string tensors =
       broadcast_bytes(ctx, ctx.is_main() ? models::serialize_safetensors(ckpt->tensors) : "");
   if (ctx.is_main()) return ckpt;
