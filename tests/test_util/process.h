@@ -1,10 +1,12 @@
 // Starting processes from tests: a command (or a forked function) in its own process group with
 // its stdout and stderr in one file, waited for with a deadline after which the whole group is
-// killed, so that a hung child fails its test instead of hanging it.
+// killed, so that a hung child fails its test instead of hanging it. A child is also killed when
+// the test program dies (Ctrl-C, a crash), since it no longer shares the terminal's signals.
 #pragma once
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +140,7 @@ class Process {
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
       ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       in_child();
