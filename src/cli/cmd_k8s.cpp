@@ -23,7 +23,8 @@ struct RenderFlags {
 void add_render_options(CLI::App* cmd, RenderFlags& f) {
   auto& o = f.options;
   cmd->add_option("--flavor", f.flavor,
-                  "indexed-job (batch/v1 Job + headless Service) or pytorchjob (Kubeflow)")
+                  "indexed-job (batch/v1 Job + headless Service), pytorchjob (Kubeflow) or "
+                  "pytorchjob-elastic (Kubeflow, elasticPolicy and torchrun's PET_* variables)")
       ->capture_default_str();
   cmd->add_option("--out", f.out_dir,
                   "Write one YAML file per object into this directory (default: stdout)");
@@ -38,6 +39,9 @@ void add_render_options(CLI::App* cmd, RenderFlags& f) {
   cmd->add_option("--nproc-per-node", o.nproc_per_node, "Worker processes per pod")
       ->capture_default_str();
   cmd->add_flag("--gpus", o.gpus, "Request nvidia.com/gpu = --nproc-per-node per pod");
+  cmd->add_option("--max-restarts", o.max_restarts,
+                  "pytorchjob-elastic: restarts of each pod's worker group (elasticPolicy)")
+      ->capture_default_str();
   cmd->add_option("--master-port", o.master_port, "Rendezvous (TCPStore) port")
       ->capture_default_str();
   cmd->add_option("--master-addr", o.master_addr,

@@ -1,5 +1,6 @@
 // Renders the Kubernetes objects of one job (see k8s_render.h): option checks, the headless
-// Service, ConfigMap, NetworkPolicy, and the Indexed Job or Kubeflow PyTorchJob around the pod.
+// Service, ConfigMap, NetworkPolicy, and the Indexed Job or (elastic) Kubeflow PyTorchJob around
+// the pod.
 #include "launch/k8s_render.h"
 
 #include <fmt/format.h>
@@ -159,6 +160,35 @@ K8sObject pytorch_job(const K8sRenderOptions& o) {
             {"pytorchReplicaSpecs", replicas}}}};
 }
 
+// Worker replicas only (the operator's elastic PyTorchJob has no Master), a fixed size: chexscale
+// launch runs a fixed group, and restarts it up to maxRestarts times inside each pod.
+K8sObject elastic_pytorch_job(const K8sRenderOptions& o) {
+  PodContainerSpec c;
+  c.container_name = kPyTorchContainer;
+  c.port_name = "pytorchjob-port";  // the operator's PET_RDZV_ENDPOINT port
+  c.args = {"launch", "--"};
+  c.args.insert(c.args.end(), o.command.begin(), o.command.end());
+  // torchrun's c10d rendezvous would assign node ranks; chexscale launch takes NODE_RANK, the
+  // pod's index among the Workers.
+  K8sObject rank_env = {{"name", "NODE_RANK"}};
+  rank_env["valueFrom"]["fieldRef"]["fieldPath"] =
+      std::string("metadata.labels['") + kReplicaIndexLabel + "']";
+  c.env.push_back(rank_env);
+  K8sObject policy = {{"rdzvBackend", "c10d"},
+                      {"minReplicas", o.nnodes},
+                      {"maxReplicas", o.nnodes},
+                      {"maxRestarts", o.max_restarts},
+                      {"nProcPerNode", o.nproc_per_node}};
+  if (!o.master_addr.empty()) policy["rdzvHost"] = o.master_addr;  // else <job>-worker-0
+  return {{"apiVersion", "kubeflow.org/v1"},
+          {"kind", "PyTorchJob"},
+          {"metadata", metadata(o, o.job_name)},
+          {"spec",
+           {{"elasticPolicy", policy},
+            {"runPolicy", {{"backoffLimit", 0}, {"cleanPodPolicy", "None"}}},
+            {"pytorchReplicaSpecs", {{"Worker", replica_spec(pod_template(o, c), o.nnodes)}}}}}};
+}
+
 }  // namespace
 
 const char* to_string(K8sFlavor flavor) {
@@ -167,15 +197,19 @@ const char* to_string(K8sFlavor flavor) {
       return "indexed-job";
     case K8sFlavor::kPyTorchJob:
       return "pytorchjob";
+    case K8sFlavor::kElasticPyTorchJob:
+      return "pytorchjob-elastic";
   }
   throw Error("unknown K8sFlavor value");
 }
 
 K8sFlavor parse_k8s_flavor(std::string_view text) {
-  for (K8sFlavor f : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob}) {
+  for (K8sFlavor f :
+       {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob}) {
     if (text == to_string(f)) return f;
   }
-  throw UsageError(fmt::format("flavor '{}': choose indexed-job or pytorchjob", text));
+  throw UsageError(
+      fmt::format("flavor '{}': choose indexed-job, pytorchjob or pytorchjob-elastic", text));
 }
 
 const char* to_string(ImagePullPolicy policy) {
@@ -230,6 +264,9 @@ void K8sRenderOptions::validate() const {
   if (master_port < 1 || master_port > 65535) {
     throw UsageError(fmt::format("master_port {} must be in [1, 65535]", master_port));
   }
+  if (max_restarts < 0) {
+    throw UsageError(fmt::format("max_restarts {} must be at least 0", max_restarts));
+  }
   if (run_as_user < 1) {
     throw UsageError(fmt::format("run_as_user {} must be a non-root uid (> 0)", run_as_user));
   }
@@ -259,7 +296,17 @@ std::vector<K8sObject> render_manifests(const K8sRenderOptions& o) {
   if (!o.config_yaml.empty()) objects.push_back(config_map(o));
   if (o.flavor == K8sFlavor::kIndexedJob) objects.push_back(headless_service(o));
   objects.push_back(network_policy(o));
-  objects.push_back(o.flavor == K8sFlavor::kIndexedJob ? indexed_job(o) : pytorch_job(o));
+  switch (o.flavor) {
+    case K8sFlavor::kIndexedJob:
+      objects.push_back(indexed_job(o));
+      break;
+    case K8sFlavor::kPyTorchJob:
+      objects.push_back(pytorch_job(o));
+      break;
+    case K8sFlavor::kElasticPyTorchJob:
+      objects.push_back(elastic_pytorch_job(o));
+      break;
+  }
   return objects;
 }
 

@@ -6,6 +6,12 @@
 //                    --master-port P --nproc-per-node G -- <command>
 // The PyTorchJob flavour renders a Kubeflow PyTorchJob (Master + Worker replicas) whose operator
 // sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK; its pods run the same launcher with those.
+// The elastic PyTorchJob flavour renders Worker replicas under an elasticPolicy (a fixed size,
+// minReplicas = maxReplicas) whose operator sets torchrun's PET_* variables; its pods run
+//   chexscale launch -- <command>
+// where they would run torchrun: the launcher reads PET_NNODES, PET_NPROC_PER_NODE,
+// PET_MAX_RESTARTS and PET_RDZV_ENDPOINT (<job>-worker-0:P) as its flags, and NODE_RANK, which the
+// pod takes from its replica-index label.
 // Objects are JSON values (ordered keys); k8s_yaml.h turns them into YAML documents.
 #pragma once
 
@@ -23,9 +29,10 @@ namespace chexscale::launch {
 
 using K8sObject = nlohmann::ordered_json;
 
-enum class K8sFlavor { kIndexedJob, kPyTorchJob };
+enum class K8sFlavor { kIndexedJob, kPyTorchJob, kElasticPyTorchJob };
 
-const char* to_string(K8sFlavor flavor);            // "indexed-job", "pytorchjob"
+// "indexed-job", "pytorchjob", "pytorchjob-elastic"
+const char* to_string(K8sFlavor flavor);
 K8sFlavor parse_k8s_flavor(std::string_view text);  // UsageError naming the valid values
 
 // When the kubelet pulls the image (the container's imagePullPolicy).
@@ -42,6 +49,7 @@ inline constexpr const char* kConfigFileName = "config.yaml";
 inline constexpr const char* kInstanceLabel = "app.kubernetes.io/instance";
 inline constexpr const char* kCompletionIndexAnnotation =
     "batch.kubernetes.io/job-completion-index";
+inline constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
 
 struct K8sRenderOptions {
   K8sFlavor flavor = K8sFlavor::kIndexedJob;
@@ -53,11 +61,12 @@ struct K8sRenderOptions {
   int nproc_per_node = 1;  // worker processes per pod
   bool gpus = false;       // request nvidia.com/gpu = nproc_per_node per pod
   int master_port = distributed::kDefaultMasterPort;  // TCPStore rendezvous port
-  std::string master_addr;           // "" = <job>-0.<job> (the headless Service's DNS name)
-  std::string cpu = "2";             // per-pod CPU request
-  std::string memory = "8Gi";        // per-pod memory request and limit
-  std::string shm_size = "2Gi";      // /dev/shm emptyDir (medium Memory) size limit
-  std::string data_pvc;              // "" = no data volume
+  int max_restarts = 0;          // elastic PyTorchJob: restarts of a pod's group (elasticPolicy)
+  std::string master_addr;       // "" = <job>-0.<job> (the headless Service's DNS name)
+  std::string cpu = "2";         // per-pod CPU request
+  std::string memory = "8Gi";    // per-pod memory request and limit
+  std::string shm_size = "2Gi";  // /dev/shm emptyDir (medium Memory) size limit
+  std::string data_pvc;          // "" = no data volume
   std::string data_mount = "/data";  // mounted read-only
   std::string output_pvc;            // "" = emptyDir (lost with the pod)
   std::string output_mount = "/output";

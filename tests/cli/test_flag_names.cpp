@@ -82,7 +82,7 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
       {"launch --nproc-per-node 0 -- env", "--nproc-per-node 0 must be at least 1"},
       {"launch --max-restarts -1 -- env", "--max-restarts -1 must be at least 0"},
       {"k8s render --job-name Bad -- bench", "--job-name 'Bad': expected lower-case letters"},
-      {"k8s render --flavor mpijob -- bench", "--flavor 'mpijob': choose indexed-job or"},
+      {"k8s render --flavor mpijob -- bench", "--flavor 'mpijob': choose indexed-job, pytorchjob"},
       {"k8s render --image-pull-policy always -- bench", "--image-pull-policy 'always': choose"},
       {"k8s render --shm-size 2GB -- bench", "--shm-size '2GB': expected a Kubernetes quantity"},
       {"doctor --master-port 0", "--master-port 0 must be in [1, 65535]"},

@@ -306,11 +306,12 @@ TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
 }
 
 TEST(K8sRenderNames, FlavorAndImagePullPolicyRoundTrip) {
-  for (K8sFlavor f : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob}) {
+  for (K8sFlavor f :
+       {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob}) {
     EXPECT_EQ(parse_k8s_flavor(to_string(f)), f) << to_string(f);
   }
   EXPECT_EQ(test_util::message_of<UsageError>([] { parse_k8s_flavor("mpijob"); }),
-            "flavor 'mpijob': choose indexed-job or pytorchjob");
+            "flavor 'mpijob': choose indexed-job, pytorchjob or pytorchjob-elastic");
   for (ImagePullPolicy p :
        {ImagePullPolicy::kAlways, ImagePullPolicy::kIfNotPresent, ImagePullPolicy::kNever}) {
     EXPECT_EQ(parse_image_pull_policy(to_string(p)), p) << to_string(p);

@@ -1,8 +1,10 @@
 // torchrun's flags as PET_* variables (what a Kubeflow PyTorchJob sets for torchrun), read by
-// `chexscale launch` for the flags it is not given.
+// `chexscale launch` for the flags it is not given; and the elastic PyTorchJob whose pods run it
+// so.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "launch/k8s_render.h"
 #include "launch/local_launcher.h"
 #include "test_util/chexscale_cli.h"
 
@@ -74,6 +76,60 @@ TEST(TorchrunFlags, LaunchTakesThemWhereNoFlagIsGiven) {
   run = test_util::run_chexscale("launch -- env", {"PET_NNODES=1:2"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("is an elastic range"), std::string::npos) << run.output;
+}
+
+TEST(TorchrunFlags, ElasticPyTorchJobPodsLaunchFromTheOperatorsVariables) {
+  launch::K8sRenderOptions o;
+  o.flavor = launch::K8sFlavor::kElasticPyTorchJob;
+  o.job_name = "cxr";
+  o.nnodes = 3;
+  o.nproc_per_node = 2;
+  o.max_restarts = 2;
+  o.master_port = 23456;
+  o.command = {"bench", "--arch", "densenet121"};
+  const auto objects = launch::render_manifests(o);
+  const launch::K8sObject& job = objects.back();
+  ASSERT_EQ(job["kind"], "PyTorchJob");
+  const launch::K8sObject& policy = job["spec"]["elasticPolicy"];
+  EXPECT_EQ(policy["rdzvBackend"], "c10d");
+  EXPECT_EQ(policy["minReplicas"], 3);
+  EXPECT_EQ(policy["maxReplicas"], 3);
+  EXPECT_EQ(policy["maxRestarts"], 2);
+  EXPECT_EQ(policy["nProcPerNode"], 2);
+  EXPECT_FALSE(policy.contains("rdzvHost"));
+  const launch::K8sObject& replicas = job["spec"]["pytorchReplicaSpecs"];
+  EXPECT_FALSE(replicas.contains("Master"));
+  EXPECT_EQ(replicas["Worker"]["replicas"], 3);
+  const launch::K8sObject& c = replicas["Worker"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["name"], "pytorch");
+  EXPECT_EQ(c["ports"][0]["name"], "pytorchjob-port");
+  EXPECT_EQ(c["ports"][0]["containerPort"], 23456);
+  EXPECT_EQ(c["args"],
+            launch::K8sObject::parse(R"(["launch", "--", "bench", "--arch", "densenet121"])"));
+  bool node_rank_from_label = false;
+  for (const auto& e : c["env"]) {
+    node_rank_from_label =
+        node_rank_from_label ||
+        (e["name"] == "NODE_RANK" && e["valueFrom"]["fieldRef"]["fieldPath"] ==
+                                         "metadata.labels['training.kubeflow.org/replica-index']");
+  }
+  EXPECT_TRUE(node_rank_from_label) << c["env"].dump();
+
+  // Worker 1's pod as the operator starts it (its elastic variables, the label as NODE_RANK),
+  // with a worker that prints its contract in place of bench.
+  const auto run = test_util::run_chexscale(
+      "launch --program /bin/sh -- -c "
+      "'echo contract $RANK/$WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE "
+      "$MASTER_ADDR:$MASTER_PORT'",
+      {"PET_RDZV_ENDPOINT=cxr-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=3:3",
+       "PET_MAX_RESTARTS=2", "PET_NPROC_PER_NODE=2", "NODE_RANK=1"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("[rank 2] contract 2/6 local 0/2 cxr-worker-0:23456"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("[rank 3] contract 3/6 local 1/2 cxr-worker-0:23456"),
+            std::string::npos)
+      << run.output;
 }
 
 }  // namespace
