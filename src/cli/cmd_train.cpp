@@ -25,6 +25,7 @@ struct TrainFlags {
   std::string optimizer = train::to_string(train::OptimizerOptions{}.kind);
   std::string on_nan = train::to_string(train::TrainerOptions{}.non_finite);
   std::string amp = train::to_string(train::TrainerOptions{}.amp);
+  std::string resume;
   bool no_augment = false;
 
   // The trainer's options with the converted flags filled in, validated.
@@ -38,6 +39,7 @@ train::TrainerOptions TrainFlags::resolved() const {
   o.optimizer.kind = train::parse_optimizer_kind(optimizer);
   o.non_finite = train::parse_non_finite_policy(on_nan);
   o.amp = train::parse_amp_mode(amp);
+  o.resume = train::parse_resume(resume);
   o.reducer = reducer.resolved();
   o.validate();
   return o;
@@ -160,7 +162,7 @@ void add_run_flags(CLI::App& cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd.add_option("--keep-checkpoints", t.keep_checkpoints, "Step checkpoints kept (newest)")
       ->capture_default_str();
-  cmd.add_option("--resume", t.resume,
+  cmd.add_option("--resume", f.resume,
                  "auto = continue from the newest valid checkpoint of --out (if any), or the path "
                  "of a checkpoint's .json");
   cmd.add_option("--log-every", t.log_every, "Steps between metrics.jsonl records")

@@ -25,6 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kResumeLatest = "auto";
+
 BceWithLogitsLoss make_loss(const TrainerOptions& o) {
   if (!o.class_weights) return BceWithLogitsLoss();
   if (o.data.synthetic) {
@@ -42,6 +44,24 @@ BceWithLogitsLoss make_loss(const TrainerOptions& o) {
 }
 
 }  // namespace
+
+std::string to_string(const ResumeFrom& resume) {
+  switch (resume.kind) {
+    case ResumeFrom::Kind::kLatest:
+      return kResumeLatest;
+    case ResumeFrom::Kind::kManifest:
+      return resume.manifest;
+    case ResumeFrom::Kind::kFresh:
+      break;
+  }
+  return "";
+}
+
+ResumeFrom parse_resume(std::string_view text) {
+  if (text.empty()) return {};
+  if (text == kResumeLatest) return {ResumeFrom::Kind::kLatest, ""};
+  return {ResumeFrom::Kind::kManifest, std::string(text)};
+}
 
 void TrainerOptions::validate() const {
   model.validate();
@@ -398,8 +418,9 @@ class Trainer::Impl {
 
   // Rank 0: the checkpoint named by --resume, verified (nullopt: start fresh).
   std::optional<Checkpoint> find_checkpoint() const {
-    if (opt_.resume == "auto") return store_->load_latest();
-    if (!opt_.resume.empty()) return read_checkpoint(opt_.resume);
+    if (opt_.resume.kind == ResumeFrom::Kind::kLatest) return store_->load_latest();
+    if (opt_.resume.kind == ResumeFrom::Kind::kManifest)
+      return read_checkpoint(opt_.resume.manifest);
     if (!store_->list().empty()) {
       throw UsageError(store_->dir() + " already holds checkpoints: pass `resume` auto to " +
                        "continue that run, or choose another `out_dir`");

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "data/loader.h"
 #include "distributed/context.h"
@@ -18,6 +19,18 @@
 #include "train/step.h"
 
 namespace chexscale::train {
+
+// Where a run starts (--resume): afresh, from the newest valid checkpoint of the run directory,
+// or from the checkpoint whose manifest is named.
+struct ResumeFrom {
+  enum class Kind { kFresh, kLatest, kManifest };
+  Kind kind = Kind::kFresh;
+  std::string manifest;  // with kManifest
+};
+
+// "" (afresh), "auto" (the newest checkpoint) or a manifest's path; parse_resume's inverse.
+std::string to_string(const ResumeFrom& resume);
+ResumeFrom parse_resume(std::string_view text);
 
 struct TrainerOptions {
   models::ModelOptions model;
@@ -32,8 +45,8 @@ struct TrainerOptions {
   int64_t max_steps = 0;         // stop after this many optimizer steps in all (0 = no limit)
   int64_t checkpoint_every = 0;  // steps between checkpoints (0 = only at epoch ends)
   int keep_checkpoints = 3;
-  std::string out_dir;     // the run directory (checkpoints/, metrics.jsonl)
-  std::string resume;      // "" | "auto" (newest valid checkpoint, if any) | manifest path
+  std::string out_dir;  // the run directory (checkpoints/, metrics.jsonl)
+  ResumeFrom resume;
   int64_t log_every = 10;  // steps between metrics.jsonl step records
   NonFinitePolicy non_finite = NonFinitePolicy::kStop;
   AmpMode amp = AmpMode::kOff;  // mixed precision of the training forward pass (--amp)

@@ -62,5 +62,16 @@ TEST(TrainerOptions, ScheduleFieldsTheTrainerSetsAreNotChecked) {
   EXPECT_NO_THROW(o.validate());
 }
 
+TEST(ResumeFrom, EveryKindRoundTrips) {
+  EXPECT_EQ(parse_resume("").kind, ResumeFrom::Kind::kFresh);
+  EXPECT_EQ(parse_resume("auto").kind, ResumeFrom::Kind::kLatest);
+  const ResumeFrom manifest = parse_resume("/runs/a/checkpoints/best.json");
+  EXPECT_EQ(manifest.kind, ResumeFrom::Kind::kManifest);
+  EXPECT_EQ(manifest.manifest, "/runs/a/checkpoints/best.json");
+  for (const std::string text : {"", "auto", "/runs/a/checkpoints/step-000000010.json"}) {
+    EXPECT_EQ(to_string(parse_resume(text)), text);
+  }
+}
+
 }  // namespace
 }  // namespace chexscale::train
