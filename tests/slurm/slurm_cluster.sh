@@ -12,6 +12,11 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 }
 
+# port_free PORT: nothing listens on or is bound to PORT now.
+port_free() {
+  python3 -c 'import socket, sys; socket.socket().bind(("", int(sys.argv[1])))' "$1" 2>/dev/null
+}
+
 # Starts one daemon in the foreground mode, in the background, logging to DIR/log/NAME.out.
 start_daemon() {
   local name=$1
@@ -25,7 +30,8 @@ start_daemon() {
 # as given). BINDING "cores" binds each task to its CPUs (task/affinity, as many sites do; CPUS
 # must then be the host's); by default tasks are not bound (task/none). Partition "gpu" has two
 # nodes of 32 CPUs and 4 GPUs that never start (State=FUTURE): jobs of that shape are accepted
-# and wait there, so `sbatch --hold` shows how Slurm reads a GPU batch script.
+# and wait there, so `sbatch --hold` shows how Slurm reads a GPU batch script. Job ids start at
+# FIRST_JOB_ID (default 1).
 slurm_cluster_start() {
   CLUSTER_DIR=$1
   local cpus=$2 binding=${3:-none}
@@ -71,6 +77,7 @@ SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 MailProg=/bin/true
+FirstJobId=${FIRST_JOB_ID:-1}
 PlugStackConfig=$dir/plugstack.conf
 MpiDefault=none
 ProctrackType=proctrack/linuxproc

@@ -129,6 +129,15 @@ expect_trained() {
 if [ "$case_name" = binding ]; then
   [ "$cpus" -ge 2 ] || fail "the binding case needs 2 CPUs or more (this host has $cpus)"
   slurm_cluster_start "$work/cluster" "$cpus" cores
+elif [ "$case_name" = sbatch ]; then
+  # The job here that trains (the second) takes the batch script's own MASTER_PORT, 20000 + job
+  # id mod 12000: the ids start where that port is free.
+  for _ in $(seq 100); do
+    FIRST_JOB_ID=$((RANDOM % 12000 + 1000))
+    script_port=$((20000 + (FIRST_JOB_ID + 1) % 12000))
+    port_free "$script_port" && break
+  done
+  slurm_cluster_start "$work/cluster" 16
 else
   slurm_cluster_start "$work/cluster" 16
 fi
@@ -169,8 +178,10 @@ sbatch)
   cpu_variant "$work/job"
   synth_data
   cd "$work/job"
+  unset MASTER_PORT
   submit "1 node x 2 tasks" PATH="$(dirname "$bin"):$PATH" DATA="$work/data" "${tiny_train_env[@]}" \
     -- --nodes=1 --ntasks-per-node=2 cpu.sbatch "${tiny_train_args[@]}"
+  expect_eq "$((20000 + job % 12000))" "$script_port" "job $job: the port the test made sure is free"
   for field in "JobName=chexscale" "NumNodes=1 " "NumCPUs=16 " "NumTasks=2 " "CPUs/Task=8 " \
     "NtasksPerN:B:S:C=2:" "TimeLimit=12:00:00" "StdOut=$work/job/chexscale-$job.out"; do
     expect_in "$work/job-$job.txt" "$field" "scontrol show job: $field"
@@ -178,7 +189,7 @@ sbatch)
   log=$work/job/chexscale-$job.out
   for r in 0 1; do
     expect_in "$log" "joining as rank $r of 2 (local $r of 2, Slurm convention) through the store \
-at $node:$MASTER_PORT" "job log: rank $r joined"
+at $node:$script_port" "job log: rank $r joined at the script's port for job $job"
   done
   run=$work/job/runs/chexnet-$job
   expect_in "$run/config.yaml" "arch: resnet18  # env" "run in RUN's default folder, model from the environment"
