@@ -1,6 +1,9 @@
 // The LR schedule: linear scaling, Horovod warm-up, ReduceLROnPlateau (factor, patience).
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <utility>
+
 #include "common/error.h"
 #include "test_util/error_message.h"
 #include "train/schedule.h"
@@ -95,6 +98,20 @@ TEST(OptionChecks, ScheduleRejectsNaN) {
       make({.warmup_epochs = std::numeric_limits<double>::quiet_NaN()}), "warmup_epochs");
   test_util::expect_usage_error_naming(
       make({.plateau_factor = std::numeric_limits<double>::quiet_NaN()}), "plateau_factor");
+}
+
+TEST(ScheduleOptions, EachBadValueIsRefusedNamingItsField) {
+  EXPECT_NO_THROW(ScheduleOptions{}.validate());
+  const std::pair<const char*, ScheduleOptions> cases[] = {
+      {"base_lr", {.base_lr = std::numeric_limits<double>::infinity()}},
+      {"world_size", {.world_size = 0}},
+      {"warmup_epochs", {.warmup_epochs = -1}},
+      {"plateau_factor", {.plateau_factor = 0}},
+      {"plateau_patience", {.plateau_patience = -1}},
+  };
+  for (const auto& [field, options] : cases) {
+    test_util::expect_usage_error_naming([&o = options] { o.validate(); }, field);
+  }
 }
 
 }  // namespace
