@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "common/error.h"
 #include "common/progress.h"
 #include "data/synthetic.h"
 
@@ -30,7 +29,7 @@ void add_synth_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--threads", opt->threads, "Worker threads; 0 = all cores")
       ->capture_default_str();
   registry.add(cmd, [opt](const RunContext&) {
-    if (opt->out_dir.empty()) throw UsageError("synth: --out is required");
+    opt->validate();  // before the progress bar
     ProgressReporter progress("synth", opt->images, "images");
     data::SynthOptions run = *opt;
     run.progress = [&](int64_t done, int64_t) { progress.update(done); };

@@ -8,7 +8,6 @@
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
-#include "common/error.h"
 #include "common/progress.h"
 #include "common/timeline.h"
 #include "data/batch.h"
@@ -216,8 +215,6 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
   auto f = std::make_shared<TrainFlags>();
   add_options(*cmd, *f);
   registry.add(cmd, [f](const RunContext& run) {
-    if (f->trainer.data.source.empty()) throw UsageError("train: --data is required");
-    if (f->trainer.out_dir.empty()) throw UsageError("train: --out is required");
     const train::TrainerOptions o = f->resolved();
     if (o.intra_op_threads > 0) torch::set_num_threads(o.intra_op_threads);
     auto ctx = distributed::DistContext::init(f->dist.resolved());

@@ -88,6 +88,9 @@ void TrainerOptions::validate() const {
   if (keep_checkpoints < 1) {
     throw UsageError(fmt::format("keep_checkpoints must be at least 1, got {}", keep_checkpoints));
   }
+  if (data.source.empty() && !data.synthetic) {
+    throw UsageError("a data set is needed (`source`)");
+  }
   if (out_dir.empty()) throw UsageError("a run directory is needed (`out_dir`)");
   if (log_every < 1)
     throw UsageError(fmt::format("log_every must be at least 1, got {}", log_every));

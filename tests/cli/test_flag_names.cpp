@@ -123,6 +123,9 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedDataModelAndTrainingOption) {
       {"export-weights --dtype f8 --out /nonexistent/w.safetensors",
        "--dtype must be f32, f16, bf16 or f64, not 'f8'"},
       {"models --num-classes 0", "--num-classes must be at least 1, got 0"},
+      {"train --out /nonexistent/run", "a data set is needed (--data)"},
+      {"train --data /nonexistent/data", "a run directory is needed (--out)"},
+      {"synth --images 3", "an output folder is needed (--out)"},
   };
   for (const auto& [args, expected] : cases) {
     const auto r = test_util::run_chexscale(args);

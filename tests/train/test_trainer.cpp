@@ -51,6 +51,12 @@ TEST(TrainerOptions, EachBadValueIsRefusedNamingItsField) {
   o.out_dir.clear();
   EXPECT_EQ(test_util::message_of<UsageError>([&] { o.validate(); }),
             "a run directory is needed (`out_dir`)");
+  o = valid_options();
+  o.data.source.clear();
+  EXPECT_EQ(test_util::message_of<UsageError>([&] { o.validate(); }),
+            "a data set is needed (`source`)");
+  o.data.synthetic = true;  // random tensors need no data set
+  EXPECT_NO_THROW(o.validate());
 }
 
 // The schedule's base_lr and world_size are the trainer's to set: what the caller left there is
