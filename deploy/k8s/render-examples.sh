@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Renders the example manifests in deploy/k8s from experiment.yaml: the default overlay set-up
-# (Indexed Job and PyTorchJob) and the bare-metal-like one (host network + RDMA).
+# (Indexed Job, PyTorchJob, TrainJob), gang-scheduled ones (Volcano, Kueue) and the
+# bare-metal-like one (host network + RDMA).
 # Usage: deploy/k8s/render-examples.sh CHEXSCALE_BIN [OUT_DIR]   (OUT_DIR defaults to deploy/k8s)
 # tests/launch/test_k8s_schema.cpp checks that the committed examples are what this script
 # renders today.
@@ -12,6 +13,9 @@ config="$here/experiment.yaml"
 render() { "$bin" k8s render --config "$config" "$@" >/dev/null; }
 render --out "$out/indexed-job" -- bench --out /output/k8s
 render --flavor pytorchjob --out "$out/pytorchjob" -- bench --out /output/k8s
+render --flavor trainjob --out "$out/trainjob" -- bench --out /output/k8s
+render --scheduler volcano --out "$out/indexed-job-volcano" -- bench --out /output/k8s
+render --flavor pytorchjob --queue team-a --out "$out/pytorchjob-kueue" -- bench --out /output/k8s
 render --host-network --rdma-resource rdma/hca_shared_devices_a=1 --nccl-socket-ifname ib0 \
   --gloo-socket-ifname ib0 --out "$out/hostnet-rdma" -- bench --label kubernetes/hostnet \
   --out /output/k8s-hostnet

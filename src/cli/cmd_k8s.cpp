@@ -1,5 +1,6 @@
-// `chexscale k8s render`: Kubernetes manifests (Indexed Job or PyTorchJob) for a job, as YAML on
-// stdout or one file per object in a directory, ready for `kubectl apply -f`.
+// `chexscale k8s render`: Kubernetes manifests (Indexed Job, PyTorchJob or TrainJob, optionally
+// gang-scheduled by Kueue or Volcano) for a job, as YAML on stdout or one file per object in a
+// directory, ready for `kubectl apply -f`.
 #include <fmt/format.h>
 
 #include <memory>
@@ -17,14 +18,22 @@ struct RenderFlags {
   launch::K8sRenderOptions options;
   std::string flavor = launch::to_string(launch::K8sRenderOptions{}.flavor);
   std::string image_pull_policy = launch::to_string(launch::K8sRenderOptions{}.image_pull_policy);
+  std::string scheduler = launch::to_string(launch::K8sRenderOptions{}.scheduler);
   std::string out_dir;
 };
 
 void add_render_options(CLI::App* cmd, RenderFlags& f) {
   auto& o = f.options;
   cmd->add_option("--flavor", f.flavor,
-                  "indexed-job (batch/v1 Job + headless Service), pytorchjob (Kubeflow) or "
-                  "pytorchjob-elastic (Kubeflow, elasticPolicy and torchrun's PET_* variables)")
+                  "indexed-job (batch/v1 Job + headless Service), pytorchjob (Kubeflow), "
+                  "pytorchjob-elastic (Kubeflow, elasticPolicy and torchrun's PET_* variables) "
+                  "or trainjob (Kubeflow Trainer TrainJob + ClusterTrainingRuntime)")
+      ->capture_default_str();
+  cmd->add_option("--queue", o.queue,
+                  "Kueue LocalQueue: the job carries kueue.x-k8s.io/queue-name and is created "
+                  "suspended until Kueue admits all of its pods");
+  cmd->add_option("--scheduler", f.scheduler,
+                  "default, or volcano: gang-scheduled (a PodGroup whose minMember is every pod)")
       ->capture_default_str();
   cmd->add_option("--out", f.out_dir,
                   "Write one YAML file per object into this directory (default: stdout)");
@@ -83,6 +92,7 @@ std::string file_name(size_t index, const launch::K8sObject& object) {
 int run_render(const RunContext& ctx, RenderFlags& f) {
   f.options.flavor = launch::parse_k8s_flavor(f.flavor);
   f.options.image_pull_policy = launch::parse_image_pull_policy(f.image_pull_policy);
+  f.options.scheduler = launch::parse_k8s_scheduler(f.scheduler);
   // The experiment's config file travels with the job, so pods run what bare metal runs.
   if (!ctx.config.config_file().empty())
     f.options.config_yaml = read_file(ctx.config.config_file());
@@ -107,7 +117,8 @@ void add_k8s_command(CLI::App& app, CommandRegistry& registry) {
   k8s->require_subcommand(1);
   auto* render = k8s->add_subcommand(
       "render",
-      "Render the manifests of a job: Indexed Job + headless Service (or a Kubeflow PyTorchJob),\n"
+      "Render the manifests of a job: Indexed Job + headless Service (or a Kubeflow PyTorchJob or\n"
+      "TrainJob; --queue for Kueue, --scheduler volcano for gang scheduling),\n"
       "NetworkPolicy and the --config file as a ConfigMap, with secure defaults.\n"
       "Example: chexscale k8s render --nnodes 2 --out k8s/ -- bench --arch densenet121");
   auto flags = std::make_shared<RenderFlags>();

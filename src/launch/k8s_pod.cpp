@@ -121,6 +121,7 @@ K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
                       {"runAsGroup", o.run_as_user},
                       {"fsGroup", o.run_as_user},
                       {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
+  if (o.scheduler == K8sScheduler::kVolcano) spec["schedulerName"] = "volcano";
   if (o.host_network) {
     spec["hostNetwork"] = true;
     spec["dnsPolicy"] = "ClusterFirstWithHostNet";  // keep cluster DNS for <job>-0.<job>

@@ -1,6 +1,6 @@
 // Renders the Kubernetes objects of one job (see k8s_render.h): option checks, the headless
-// Service, ConfigMap, NetworkPolicy, and the Indexed Job or (elastic) Kubeflow PyTorchJob around
-// the pod.
+// Service, ConfigMap, NetworkPolicy, the Indexed Job, (elastic) Kubeflow PyTorchJob or Trainer
+// TrainJob around the pod, and the gang-scheduling parts (Kueue queue, Volcano PodGroup).
 #include "launch/k8s_render.h"
 
 #include <fmt/format.h>
@@ -189,6 +189,74 @@ K8sObject elastic_pytorch_job(const K8sRenderOptions& o) {
             {"pytorchReplicaSpecs", {{"Worker", replica_spec(pod_template(o, c), o.nnodes)}}}}}};
 }
 
+// Trainer's torch plugin puts PET_* into the container named "node" of the replicated job "node"
+// (the one labelled as the trainer step), and JobSet publishes <job>-node-0-<i>.<job> for pod i.
+K8sObject cluster_training_runtime(const K8sRenderOptions& o) {
+  PodContainerSpec c;
+  c.container_name = kTrainerNode;
+  c.port_name = "rendezvous";
+  const std::string addr = o.master_addr.empty() ? "$(PET_MASTER_ADDR)" : o.master_addr;
+  c.args = launcher_args(o, "$(PET_NODE_RANK)", addr, "$(PET_MASTER_PORT)");
+  K8sObject node_job = {
+      {"name", kTrainerNode},
+      {"template",
+       {{"metadata", {{"labels", {{kTrainerAncestorLabel, "trainer"}}}}},
+        // One failed pod fails the job (and the JobSet: no restarts), as for the Indexed Job.
+        {"spec", {{"backoffLimit", 0}, {"template", pod_template(o, c)}}}}}};
+  K8sObject spec = {{"mlPolicy", {{"numNodes", o.nnodes}, {"torch", K8sObject::object()}}}};
+  // Trainer creates the PodGroup (minMember: every pod) and annotates the pods with its name.
+  if (o.scheduler == K8sScheduler::kVolcano)
+    spec["podGroupPolicy"] = {{"volcano", K8sObject::object()}};
+  spec["template"] = {
+      {"spec", {{"failurePolicy", {{"maxRestarts", 0}}}, {"replicatedJobs", {node_job}}}}};
+  return {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+          {"kind", "ClusterTrainingRuntime"},
+          {"metadata", {{"name", training_runtime_name(o)}, {"labels", job_labels(o)}}},
+          {"spec", spec}};
+}
+
+K8sObject train_job(const K8sRenderOptions& o) {
+  return {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+          {"kind", "TrainJob"},
+          {"metadata", metadata(o, o.job_name)},
+          {"spec",
+           {{"runtimeRef",
+             {{"name", training_runtime_name(o)},
+              {"apiGroup", "trainer.kubeflow.org"},
+              {"kind", "ClusterTrainingRuntime"}}},
+            // numProcPerNode here: newer Trainer releases dropped it from the runtime's mlPolicy.
+            {"trainer", {{"numNodes", o.nnodes}, {"numProcPerNode", o.nproc_per_node}}}}}};
+}
+
+// Volcano binds none of the group's pods until it can bind minMember of them at once.
+K8sObject volcano_pod_group(const K8sRenderOptions& o) {
+  return {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+          {"kind", "PodGroup"},
+          {"metadata", metadata(o, o.job_name)},
+          {"spec", {{"minMember", o.nnodes}}}};
+}
+
+// The gang-scheduling fields of the job object (the pods' schedulerName is in pod_template).
+void add_gang_scheduling(const K8sRenderOptions& o, K8sObject& job) {
+  const std::string kind = job["kind"];
+  if (!o.queue.empty()) {
+    // Kueue admits the whole workload at once and only then unsuspends it: no pod exists before.
+    job["metadata"]["labels"][kKueueQueueLabel] = o.queue;
+    if (kind == "PyTorchJob") {
+      job["spec"]["runPolicy"]["suspend"] = true;
+    } else {
+      job["spec"]["suspend"] = true;
+    }
+  }
+  if (o.scheduler != K8sScheduler::kVolcano) return;
+  if (kind == "Job") {
+    job["spec"]["template"]["metadata"]["annotations"][kVolcanoGroupAnnotation] = o.job_name;
+  } else if (kind == "PyTorchJob") {
+    // The training operator (gang scheduler volcano) creates the PodGroup with this minMember.
+    job["spec"]["runPolicy"]["schedulingPolicy"] = {{"minAvailable", o.nnodes}};
+  }
+}
+
 }  // namespace
 
 const char* to_string(K8sFlavor flavor) {
@@ -199,17 +267,36 @@ const char* to_string(K8sFlavor flavor) {
       return "pytorchjob";
     case K8sFlavor::kElasticPyTorchJob:
       return "pytorchjob-elastic";
+    case K8sFlavor::kTrainJob:
+      return "trainjob";
   }
   throw Error("unknown K8sFlavor value");
 }
 
 K8sFlavor parse_k8s_flavor(std::string_view text) {
-  for (K8sFlavor f :
-       {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob}) {
+  for (K8sFlavor f : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob,
+                      K8sFlavor::kTrainJob}) {
     if (text == to_string(f)) return f;
   }
-  throw UsageError(
-      fmt::format("flavor '{}': choose indexed-job, pytorchjob or pytorchjob-elastic", text));
+  throw UsageError(fmt::format(
+      "flavor '{}': choose indexed-job, pytorchjob, pytorchjob-elastic or trainjob", text));
+}
+
+const char* to_string(K8sScheduler scheduler) {
+  switch (scheduler) {
+    case K8sScheduler::kDefault:
+      return "default";
+    case K8sScheduler::kVolcano:
+      return "volcano";
+  }
+  throw Error("unknown K8sScheduler value");
+}
+
+K8sScheduler parse_k8s_scheduler(std::string_view text) {
+  for (K8sScheduler s : {K8sScheduler::kDefault, K8sScheduler::kVolcano}) {
+    if (text == to_string(s)) return s;
+  }
+  throw UsageError(fmt::format("scheduler '{}': choose default or volcano", text));
 }
 
 const char* to_string(ImagePullPolicy policy) {
@@ -231,6 +318,10 @@ ImagePullPolicy parse_image_pull_policy(std::string_view text) {
   }
   throw UsageError(
       fmt::format("image_pull_policy '{}': choose Always, IfNotPresent or Never", text));
+}
+
+std::string training_runtime_name(const K8sRenderOptions& o) {
+  return "chexscale-" + o.namespace_name + "-" + o.job_name;
 }
 
 std::string master_address(const K8sRenderOptions& o) {
@@ -280,6 +371,14 @@ void K8sRenderOptions::validate() const {
     parse_key_value(kv, "node_selector");
   for (const auto& t : tolerations)
     parse_toleration(t);
+  if (!queue.empty()) {
+    check_matches(queue, dns_namespace, "queue", "a Kueue LocalQueue name (a DNS label)");
+    if (scheduler == K8sScheduler::kVolcano) {
+      throw UsageError(
+          "queue '" + queue +
+          "' with scheduler volcano: choose one gang scheduler (Kueue's queue or Volcano)");
+    }
+  }
   if (command.empty()) {
     throw UsageError("no worker command: give it after '--', e.g. -- bench --arch densenet121");
   }
@@ -296,6 +395,8 @@ std::vector<K8sObject> render_manifests(const K8sRenderOptions& o) {
   if (!o.config_yaml.empty()) objects.push_back(config_map(o));
   if (o.flavor == K8sFlavor::kIndexedJob) objects.push_back(headless_service(o));
   objects.push_back(network_policy(o));
+  if (o.scheduler == K8sScheduler::kVolcano && o.flavor == K8sFlavor::kIndexedJob)
+    objects.push_back(volcano_pod_group(o));
   switch (o.flavor) {
     case K8sFlavor::kIndexedJob:
       objects.push_back(indexed_job(o));
@@ -306,7 +407,12 @@ std::vector<K8sObject> render_manifests(const K8sRenderOptions& o) {
     case K8sFlavor::kElasticPyTorchJob:
       objects.push_back(elastic_pytorch_job(o));
       break;
+    case K8sFlavor::kTrainJob:
+      objects.push_back(cluster_training_runtime(o));
+      objects.push_back(train_job(o));
+      break;
   }
+  add_gang_scheduling(o, objects.back());
   return objects;
 }
 

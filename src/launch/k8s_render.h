@@ -6,6 +6,13 @@
 //                    --master-port P --nproc-per-node G -- <command>
 // The PyTorchJob flavour renders a Kubeflow PyTorchJob (Master + Worker replicas) whose operator
 // sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK; its pods run the same launcher with those.
+// The TrainJob flavour renders a Kubeflow Trainer v2 TrainJob and the ClusterTrainingRuntime it
+// names (a JobSet with one replicated job "node"); Trainer's torch plugin sets PET_NNODES,
+// PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT, and the launcher's flags
+// are those variables.
+// Gang scheduling, so that no pod holds a GPU while it waits for the others: a Kueue LocalQueue
+// (queue label, the job created suspended until Kueue admits all of its pods at once) or Volcano
+// (schedulerName volcano and a PodGroup whose minMember is every pod).
 // The elastic PyTorchJob flavour renders Worker replicas under an elasticPolicy (a fixed size,
 // minReplicas = maxReplicas) whose operator sets torchrun's PET_* variables; its pods run
 //   chexscale launch -- <command>
@@ -29,11 +36,17 @@ namespace chexscale::launch {
 
 using K8sObject = nlohmann::ordered_json;
 
-enum class K8sFlavor { kIndexedJob, kPyTorchJob, kElasticPyTorchJob };
+enum class K8sFlavor { kIndexedJob, kPyTorchJob, kElasticPyTorchJob, kTrainJob };
 
-// "indexed-job", "pytorchjob", "pytorchjob-elastic"
+// "indexed-job", "pytorchjob", "pytorchjob-elastic", "trainjob"
 const char* to_string(K8sFlavor flavor);
 K8sFlavor parse_k8s_flavor(std::string_view text);  // UsageError naming the valid values
+
+// Which scheduler places the pods: the cluster's default one, or Volcano's gang scheduler.
+enum class K8sScheduler { kDefault, kVolcano };
+
+const char* to_string(K8sScheduler scheduler);            // "default", "volcano"
+K8sScheduler parse_k8s_scheduler(std::string_view text);  // UsageError naming the valid values
 
 // When the kubelet pulls the image (the container's imagePullPolicy).
 enum class ImagePullPolicy { kAlways, kIfNotPresent, kNever };
@@ -44,11 +57,15 @@ ImagePullPolicy parse_image_pull_policy(std::string_view text);
 // Named constants shared by the renderer, the docs and the tests.
 inline constexpr const char* kWorkerContainer = "worker";    // Indexed Job container name
 inline constexpr const char* kPyTorchContainer = "pytorch";  // name the Kubeflow operator needs
+inline constexpr const char* kTrainerNode = "node";  // Trainer's torch plugin: job and container
 inline constexpr const char* kConfigMountDir = "/etc/chexscale";  // ConfigMap mount
 inline constexpr const char* kConfigFileName = "config.yaml";
 inline constexpr const char* kInstanceLabel = "app.kubernetes.io/instance";
 inline constexpr const char* kCompletionIndexAnnotation =
     "batch.kubernetes.io/job-completion-index";
+inline constexpr const char* kKueueQueueLabel = "kueue.x-k8s.io/queue-name";
+inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
+inline constexpr const char* kTrainerAncestorLabel = "trainer.kubeflow.org/trainjob-ancestor-step";
 inline constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
 
 struct K8sRenderOptions {
@@ -79,6 +96,8 @@ struct K8sRenderOptions {
   int run_as_user = 1000;                  // non-root uid (and gid) of the image's user
   std::string config_yaml;                 // experiment config shipped as a ConfigMap ("" = none)
   std::vector<std::string> command;        // the worker command: a chexscale subcommand and options
+  std::string queue;  // Kueue LocalQueue ("" = none): the job is created suspended until admitted
+  K8sScheduler scheduler = K8sScheduler::kDefault;  // kVolcano: gang-scheduled through a PodGroup
 
   // Throws UsageError naming the field when a value cannot make a valid manifest.
   void validate() const;
@@ -87,7 +106,11 @@ struct K8sRenderOptions {
 // The rendezvous host the pods use: options.master_addr or "<job>-0.<job>".
 std::string master_address(const K8sRenderOptions& options);
 
-// All objects for `kubectl apply -f`, in apply order (ConfigMap, Service, NetworkPolicy, job).
+// The cluster-scoped ClusterTrainingRuntime of a TrainJob: "chexscale-<namespace>-<job>".
+std::string training_runtime_name(const K8sRenderOptions& options);
+
+// All objects for `kubectl apply -f`, in apply order (ConfigMap, Service, NetworkPolicy, PodGroup
+// or ClusterTrainingRuntime, job).
 // Validates the options first.
 std::vector<K8sObject> render_manifests(const K8sRenderOptions& options);
 

@@ -266,6 +266,147 @@ TEST(K8sRender, SelectorsTolerationsAndVolumes) {
   EXPECT_EQ(volumes["output"]["persistentVolumeClaim"]["claimName"].as<std::string>(), "runs");
 }
 
+TEST(K8sRender, TrainJobRunsTheLauncherWithTrainersVariables) {
+  auto o = base_options();
+  o.flavor = K8sFlavor::kTrainJob;
+  const auto docs = render_yaml(o);
+  for (const auto& d : docs)
+    EXPECT_NE(d["kind"].as<std::string>(), "Service");  // JobSet's own headless Service
+  const auto runtime = find_kind(docs, "ClusterTrainingRuntime");
+  const auto train_job = find_kind(docs, "TrainJob");
+  EXPECT_EQ(train_job["apiVersion"].as<std::string>(), "trainer.kubeflow.org/v1alpha1");
+  EXPECT_FALSE(runtime["metadata"]["namespace"].IsDefined());  // cluster-scoped
+  EXPECT_EQ(runtime["metadata"]["name"].as<std::string>(), "chexscale-ml-cxr");
+  const auto ref = train_job["spec"]["runtimeRef"];
+  EXPECT_EQ(ref["name"].as<std::string>(), runtime["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(ref["kind"].as<std::string>(), "ClusterTrainingRuntime");
+  EXPECT_EQ(train_job["spec"]["trainer"]["numNodes"].as<int>(), 3);
+  EXPECT_EQ(train_job["spec"]["trainer"]["numProcPerNode"].as<int>(), 2);
+  EXPECT_EQ(runtime["spec"]["mlPolicy"]["numNodes"].as<int>(), 3);
+  EXPECT_TRUE(runtime["spec"]["mlPolicy"]["torch"].IsMap());  // the plugin that sets PET_*
+  EXPECT_EQ(runtime["spec"]["template"]["spec"]["failurePolicy"]["maxRestarts"].as<int>(), 0);
+  const auto jobs = runtime["spec"]["template"]["spec"]["replicatedJobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["name"].as<std::string>(), "node");
+  EXPECT_EQ(jobs[0]["template"]["metadata"]["labels"][kTrainerAncestorLabel].as<std::string>(),
+            "trainer");
+  EXPECT_EQ(jobs[0]["template"]["spec"]["backoffLimit"].as<int>(), 0);
+  const auto pod = jobs[0]["template"]["spec"]["template"];
+  EXPECT_EQ(pod["metadata"]["labels"][kInstanceLabel].as<std::string>(), "cxr");  // policy
+  const auto c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["name"].as<std::string>(), "node");
+  // Pod 2 as Trainer's torch plugin and JobSet set it up (master: pod 0 of job node, port 29500).
+  const auto args = expand(strings(c["args"]), {{"PET_NNODES", "3"},
+                                                {"PET_NPROC_PER_NODE", "2"},
+                                                {"PET_NODE_RANK", "2"},
+                                                {"PET_MASTER_ADDR", "cxr-node-0-0.cxr"},
+                                                {"PET_MASTER_PORT", "29500"}});
+  const std::vector<std::string> expected = {"launch",
+                                             "--nnodes",
+                                             "3",
+                                             "--node-rank",
+                                             "2",
+                                             "--master-addr",
+                                             "cxr-node-0-0.cxr",
+                                             "--master-port",
+                                             "29500",
+                                             "--nproc-per-node",
+                                             "2",
+                                             "--",
+                                             "bench",
+                                             "--arch",
+                                             "densenet121"};
+  EXPECT_EQ(args, expected);
+  EXPECT_FALSE(train_job["spec"]["suspend"].IsDefined());
+}
+
+// The object that carries the queue label and is created suspended, per flavour.
+struct QueuedJob {
+  K8sFlavor flavor;
+  std::string kind;
+  std::vector<std::string> suspend_path;
+};
+
+TEST(K8sRender, KueueQueueLabelsTheJobAndCreatesItSuspended) {
+  const std::vector<QueuedJob> cases = {
+      {K8sFlavor::kIndexedJob, "Job", {"spec", "suspend"}},
+      {K8sFlavor::kPyTorchJob, "PyTorchJob", {"spec", "runPolicy", "suspend"}},
+      {K8sFlavor::kTrainJob, "TrainJob", {"spec", "suspend"}}};
+  for (const auto& q : cases) {
+    auto o = base_options();
+    o.flavor = q.flavor;
+    o.queue = "team-a";
+    const auto docs = render_yaml(o);
+    for (const auto& d : docs) {
+      const bool is_job = d["kind"].as<std::string>() == q.kind;
+      EXPECT_EQ(d["metadata"]["labels"][kKueueQueueLabel].IsDefined(), is_job)
+          << to_string(q.flavor) << " " << d["kind"];
+    }
+    YAML::Node suspend = find_kind(docs, q.kind);
+    for (const auto& key : q.suspend_path)
+      suspend.reset(suspend[key]);  // yaml-cpp: `=` would overwrite the node, not move to it
+    ASSERT_TRUE(suspend.IsDefined()) << to_string(q.flavor);
+    EXPECT_TRUE(suspend.as<bool>()) << to_string(q.flavor);
+    EXPECT_EQ(find_kind(docs, q.kind)["metadata"]["labels"][kKueueQueueLabel].as<std::string>(),
+              "team-a");
+  }
+  // Without a queue nothing is suspended: the job would wait forever.
+  const auto job = find_kind(render_yaml(base_options()), "Job");
+  EXPECT_FALSE(job["spec"]["suspend"].IsDefined());
+  EXPECT_FALSE(job["metadata"]["labels"][kKueueQueueLabel].IsDefined());
+}
+
+// Every pod template of the job object (one for a Job, one per replica type for a PyTorchJob).
+std::vector<YAML::Node> pod_templates(const YAML::Node& job) {
+  if (job["kind"].as<std::string>() == "Job") return {job["spec"]["template"]};
+  std::vector<YAML::Node> pods;
+  for (const auto& kv : job["spec"]["pytorchReplicaSpecs"])
+    pods.push_back(kv.second["template"]);
+  return pods;
+}
+
+TEST(K8sRender, VolcanoGangSchedulesEveryPodOrNone) {
+  auto o = base_options();
+  o.scheduler = K8sScheduler::kVolcano;
+  // Indexed Job: our PodGroup, minMember = every pod, and the pods name it.
+  auto docs = render_yaml(o);
+  const auto group = find_kind(docs, "PodGroup");
+  EXPECT_EQ(group["apiVersion"].as<std::string>(), "scheduling.volcano.sh/v1beta1");
+  EXPECT_EQ(group["spec"]["minMember"].as<int>(), 3);
+  const auto job = find_kind(docs, "Job");
+  EXPECT_EQ(job["spec"]["parallelism"].as<int>(), group["spec"]["minMember"].as<int>());
+  const auto pod = job["spec"]["template"];
+  EXPECT_EQ(pod["spec"]["schedulerName"].as<std::string>(), "volcano");
+  EXPECT_EQ(pod["metadata"]["annotations"][kVolcanoGroupAnnotation].as<std::string>(),
+            group["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(group["metadata"]["namespace"].as<std::string>(), "ml");
+  EXPECT_EQ(docs.back()["kind"].as<std::string>(), "Job");  // the group exists before its pods
+  // PyTorchJob: the training operator makes the PodGroup from schedulingPolicy.minAvailable.
+  o.flavor = K8sFlavor::kPyTorchJob;
+  docs = render_yaml(o);
+  for (const auto& d : docs)
+    EXPECT_NE(d["kind"].as<std::string>(), "PodGroup");
+  const auto pytorch = find_kind(docs, "PyTorchJob");
+  int replicas = 0;
+  for (const auto& kv : pytorch["spec"]["pytorchReplicaSpecs"])
+    replicas += kv.second["replicas"].as<int>();
+  EXPECT_EQ(pytorch["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"].as<int>(), replicas);
+  EXPECT_EQ(replicas, 3);
+  for (const auto& p : pod_templates(pytorch))
+    EXPECT_EQ(p["spec"]["schedulerName"].as<std::string>(), "volcano");
+  // TrainJob: Trainer makes the PodGroup (every pod) from the runtime's podGroupPolicy.
+  o.flavor = K8sFlavor::kTrainJob;
+  docs = render_yaml(o);
+  const auto runtime = find_kind(docs, "ClusterTrainingRuntime");
+  EXPECT_TRUE(runtime["spec"]["podGroupPolicy"]["volcano"].IsMap());
+  const auto node = runtime["spec"]["template"]["spec"]["replicatedJobs"][0];
+  EXPECT_EQ(node["template"]["spec"]["template"]["spec"]["schedulerName"].as<std::string>(),
+            "volcano");
+  // The default scheduler: no gang fields anywhere.
+  o.scheduler = K8sScheduler::kDefault;
+  EXPECT_FALSE(find_kind(render_yaml(o), "ClusterTrainingRuntime")["spec"]["podGroupPolicy"]);
+}
+
 TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
   const auto rejects = [](auto change, const std::string& names) {
     auto o = base_options();
@@ -298,6 +439,13 @@ TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
   rejects([](auto& o) { o.command = {}; }, "worker command");
   rejects([](auto& o) { o.command = {"launch", "--", "bench"}; }, "chexscale subcommand");
   rejects([](auto& o) { o.run_as_user = 0; }, "run_as_user 0 must be a non-root uid");
+  rejects([](auto& o) { o.queue = "Team_A"; }, "queue 'Team_A'");
+  rejects(
+      [](auto& o) {
+        o.queue = "team-a";
+        o.scheduler = K8sScheduler::kVolcano;
+      },
+      "choose one gang scheduler");
   EXPECT_NO_THROW({
     auto o = base_options();
     o.image = "registry:5000/chexscale@sha256:0123";
@@ -306,12 +454,17 @@ TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
 }
 
 TEST(K8sRenderNames, FlavorAndImagePullPolicyRoundTrip) {
-  for (K8sFlavor f :
-       {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob}) {
+  for (K8sFlavor f : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob,
+                      K8sFlavor::kTrainJob}) {
     EXPECT_EQ(parse_k8s_flavor(to_string(f)), f) << to_string(f);
   }
   EXPECT_EQ(test_util::message_of<UsageError>([] { parse_k8s_flavor("mpijob"); }),
-            "flavor 'mpijob': choose indexed-job, pytorchjob or pytorchjob-elastic");
+            "flavor 'mpijob': choose indexed-job, pytorchjob, pytorchjob-elastic or trainjob");
+  for (K8sScheduler s : {K8sScheduler::kDefault, K8sScheduler::kVolcano}) {
+    EXPECT_EQ(parse_k8s_scheduler(to_string(s)), s) << to_string(s);
+  }
+  EXPECT_EQ(test_util::message_of<UsageError>([] { parse_k8s_scheduler("yunikorn"); }),
+            "scheduler 'yunikorn': choose default or volcano");
   for (ImagePullPolicy p :
        {ImagePullPolicy::kAlways, ImagePullPolicy::kIfNotPresent, ImagePullPolicy::kNever}) {
     EXPECT_EQ(parse_image_pull_policy(to_string(p)), p) << to_string(p);

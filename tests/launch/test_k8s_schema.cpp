@@ -4,8 +4,11 @@
 // to JSON.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "launch/k8s_render.h"
@@ -105,6 +108,88 @@ TEST(K8sSchema, ValidatorRejectsMisspelledFieldsAndWrongTypes) {
       << result.output;
   EXPECT_NE(result.output.find("validated 3 objects: 4 problem(s)"), std::string::npos)
       << result.output;
+}
+
+// Each flavour alone, queued for Kueue and gang-scheduled by Volcano: every object it renders
+// (TrainJob, ClusterTrainingRuntime, PodGroup, and the labelled, suspended Job and PyTorchJob).
+TEST(K8sSchema, EveryFlavorAndGangSchedulerValidates) {
+  test_util::TempDir tmp;
+  std::vector<std::string> files;
+  std::set<std::string> kinds;
+  size_t objects = 0;
+  for (K8sFlavor flavor : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob,
+                           K8sFlavor::kElasticPyTorchJob, K8sFlavor::kTrainJob}) {
+    for (int gang = 0; gang < 3; ++gang) {
+      K8sRenderOptions o;
+      o.flavor = flavor;
+      o.nnodes = 4;
+      o.nproc_per_node = 8;
+      o.gpus = true;
+      o.config_yaml = "arch: densenet121\n";
+      if (gang == 1) o.queue = "team-a";
+      if (gang == 2) o.scheduler = K8sScheduler::kVolcano;
+      o.command = {"train", "--out", "/output/run"};
+      const auto rendered = render_manifests(o);
+      objects += rendered.size();
+      for (const auto& object : rendered)
+        kinds.insert(object["kind"].get<std::string>());
+      files.push_back(
+          tmp.write(fmt::format("{}-{}.json", to_string(flavor), gang), json_of_yaml(rendered)));
+    }
+  }
+  EXPECT_EQ(kinds,
+            (std::set<std::string>{"ClusterTrainingRuntime", "ConfigMap", "Job", "NetworkPolicy",
+                                   "PodGroup", "PyTorchJob", "Service", "TrainJob"}));
+  const auto result = validate_files(tmp, files);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("validated " + std::to_string(objects) + " objects: 0 problem(s)"),
+            std::string::npos)
+      << result.output;
+}
+
+// The custom-resource checks catch misspellings, wrong types and what the controllers need.
+TEST(K8sSchema, ValidatorRejectsMistakesInTrainJobsAndPodGroups) {
+  test_util::TempDir tmp;
+  K8sRenderOptions o;
+  o.command = {"bench"};
+  o.flavor = K8sFlavor::kTrainJob;
+  o.queue = "team-a";
+  auto objects = parse_yaml_stream(to_yaml_stream(render_manifests(o)));
+  K8sObject train_job = objects.back();
+  ASSERT_EQ(train_job["kind"], "TrainJob");
+  train_job["spec"]["trainer"]["numNode"] = 2;
+  train_job["spec"]["suspend"] = "yes";
+  train_job["spec"]["runtimeRef"].erase("name");
+  K8sObject runtime = objects[objects.size() - 2];
+  ASSERT_EQ(runtime["kind"], "ClusterTrainingRuntime");
+  runtime["metadata"]["namespace"] = "default";
+  runtime["spec"]["podGroupPolicy"]["volcan"] = K8sObject::object();
+  auto& node = runtime["spec"]["template"]["spec"]["replicatedJobs"][0];
+  node["template"]["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Never";
+  node["template"]["spec"]["template"]["spec"]["containers"][0]["name"] = "trainer";
+  o.flavor = K8sFlavor::kIndexedJob;
+  o.queue.clear();
+  o.scheduler = K8sScheduler::kVolcano;
+  objects = parse_yaml_stream(to_yaml_stream(render_manifests(o)));
+  K8sObject group = objects[objects.size() - 2];
+  ASSERT_EQ(group["kind"], "PodGroup");
+  group["spec"]["minMember"] = "1";
+  group["spec"]["minMembers"] = 1;
+
+  const auto result = validate_files(
+      tmp, {tmp.write("bad1.json", train_job.dump()), tmp.write("bad2.json", runtime.dump()),
+            tmp.write("bad3.json", group.dump())});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  for (const std::string expected :
+       {"/spec/trainer/numNode: unknown field (not in TrainJob)",
+        "/spec/suspend: type (expected boolean)", "/spec/runtimeRef/name: required",
+        "/metadata/namespace: ClusterTrainingRuntime is cluster-scoped",
+        "/spec/podGroupPolicy/volcan: unknown field (not in ClusterTrainingRuntime)",
+        "containers/0/imagePullPolcy: unknown field (not in IoK8sApiBatchV1JobSpec)",
+        "no container named node", "/spec/minMember: type (expected integer)",
+        "/spec/minMembers: unknown field (not in PodGroup)", "validated 3 objects: 9 problem(s)"}) {
+    EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
+  }
 }
 
 // deploy/k8s holds rendered examples; they must be what the renderer writes today, and valid.
