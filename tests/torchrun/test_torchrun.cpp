@@ -2,9 +2,11 @@
 // instead of `chexscale launch`: its agent serves the store (TORCHELASTIC_USE_AGENT_STORE=True),
 // its c10d rendezvous joins separate "nodes", and it restarts a failed group, whose new attempt
 // must not read the last attempt's keys.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -72,19 +74,29 @@ TEST(Torchrun, TwoNodesJoinThroughC10dRendezvous) {
   EXPECT_EQ(doc["nnodes"], 2);
 }
 
-// A worker that kills itself once: rank 1 of the first attempt, after rank 0 has checked in to the
-// agent's store. `attempt` overrides what the worker reads as TORCHELASTIC_RESTART_COUNT (empty:
-// torchrun's own).
+// A worker that kills itself once: rank 1 of the first attempt, once its process group is ready
+// (so both ranks have checked in to the agent's store). `attempt` overrides what the worker reads
+// as TORCHELASTIC_RESTART_COUNT (empty: torchrun's own).
 std::string self_killing_worker(const test_util::TempDir& dir, const std::string& attempt) {
-  const std::string script =
-      dir.write("worker.sh",
-                "#!/bin/sh\n"
-                "echo \"worker rank $RANK attempt $TORCHELASTIC_RESTART_COUNT\"\n"
-                "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then\n"
-                "  sleep 5; kill -9 $$\n"
-                "fi\n" +
-                    (attempt.empty() ? "" : "export TORCHELASTIC_RESTART_COUNT=" + attempt + "\n") +
-                    "exec '" + test_util::chexscale_bin() + "' \"$@\"\n");
+  const std::string script = dir.write(
+      "worker.sh",
+      fmt::format(
+          R"(#!/bin/sh
+echo "worker rank $RANK attempt $TORCHELASTIC_RESTART_COUNT"
+{export}
+if [ "$RANK" = 1 ] && [ ! -e '{dir}/killed' ]; then
+  touch '{dir}/killed'
+  '{bin}' --log-level debug "$@" > '{dir}/rank1.log' 2>&1 &
+  i=0
+  until grep -q 'process group ready' '{dir}/rank1.log' || [ $i -ge 1200 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+  kill -9 $! $$
+fi
+exec '{bin}' "$@"
+)",
+          fmt::arg("export", attempt.empty() ? "" : "export TORCHELASTIC_RESTART_COUNT=" + attempt),
+          fmt::arg("dir", dir.path()), fmt::arg("bin", test_util::chexscale_bin())));
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   return script;
 }
@@ -114,7 +126,7 @@ TEST(Torchrun, ARestartedAttemptOnTheLastAttemptsKeysFails) {
   test_util::TempDir dir;
   const auto run = run_with_one_restart(dir, self_killing_worker(dir, "0"));
   EXPECT_NE(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("two processes claim rank 0"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("two processes claim rank"), std::string::npos) << run.output;
 }
 
 }  // namespace
