@@ -1,7 +1,7 @@
-// The pod template shared by both job flavours: one container running the launcher, with the
+// The pod template shared by every job flavour: one container running the launcher, with the
 // secure defaults (non-root, read-only root, no capabilities, no service-account token), the
-// volumes (/tmp, /dev/shm, output, data, config) and the network knobs (host network, RDMA,
-// ifnames).
+// volumes (/tmp, /dev/shm, output, data, config), the network knobs (host network, RDMA,
+// ifnames) and the scheduler (schedulerName volcano for gang scheduling).
 #pragma once
 
 #include <string>

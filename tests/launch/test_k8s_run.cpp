@@ -1,7 +1,7 @@
 // Runs what the manifests say: `chexscale k8s render` writes the manifests, then every pod of the
-// Indexed Job (or the PyTorchJob, with the env its operator injects) is started as the kubelet
-// would start it (kubelet_sim.h), and the distributed job - a tiny `bench` driven by the same
-// config file, shipped as the ConfigMap - must complete on every pod and write bench.json.
+// Indexed Job (or the PyTorchJob or TrainJob, with the env its operator injects) is started as the
+// kubelet would start it (kubelet_sim.h), and the distributed job - a tiny `bench` driven by the
+// same config file, shipped as the ConfigMap - must complete on every pod and write bench.json.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -153,6 +153,39 @@ TEST(K8sRun, PyTorchJobPodsTrainToCompletionWithTheOperatorsEnv) {
   }
   expect_job_completed(tmp, run_processes(specs, std::chrono::seconds(150)),
                        job_name + "-master-0");
+}
+
+TEST(K8sRun, TrainJobPodsTrainToCompletionWithTrainersEnv) {
+  TempDir tmp;
+  const int port = distributed::pick_free_port();
+  const auto objects = render(tmp, "trainjob", port);
+  const K8sObject& train_job = find_kind(objects, "TrainJob");
+  const K8sObject& runtime = find_kind(objects, "ClusterTrainingRuntime");
+  ASSERT_EQ(train_job.at("spec").at("runtimeRef").at("name"), runtime.at("metadata").at("name"));
+  const std::string job_name = train_job.at("metadata").at("name");
+  const K8sObject& node = runtime.at("spec").at("template").at("spec").at("replicatedJobs").at(0);
+  const int nnodes = train_job.at("spec").at("trainer").at("numNodes");
+  // JobSet: Job <trainjob>-node-0 (Indexed), pod i's DNS name <trainjob>-node-0-<i>.<trainjob>.
+  // Trainer's torch plugin: PET_* in container node, the master being pod 0 (the port is this
+  // test's free one instead of Trainer's 29500).
+  std::vector<std::string> names;
+  for (int i = 0; i < nnodes; ++i)
+    names.push_back(job_name + "-node-0-" + std::to_string(i) + "." + job_name);
+  KubeletSim kubelet(tmp.path(), chexscale_bin(), objects, names);
+  std::vector<ProcessSpec> pods;
+  for (int i = 0; i < nnodes; ++i) {
+    pods.push_back(kubelet.prepare(
+        {job_name + "-node-0-" + std::to_string(i),
+         node.at("template").at("spec").at("template"),
+         {{launch::kCompletionIndexAnnotation, std::to_string(i)}},
+         {{"PET_NNODES", std::to_string(nnodes)},
+          {"PET_NPROC_PER_NODE",
+           std::to_string(train_job.at("spec").at("trainer").at("numProcPerNode").get<int>())},
+          {"PET_NODE_RANK", std::to_string(i)},
+          {"PET_MASTER_ADDR", names[0]},
+          {"PET_MASTER_PORT", std::to_string(port)}}}));
+  }
+  expect_job_completed(tmp, run_processes(pods, std::chrono::seconds(150)), job_name + "-node-0-0");
 }
 
 }  // namespace
