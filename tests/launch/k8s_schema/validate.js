@@ -93,7 +93,6 @@ function check(validatorName, value, where) {
 const STR = 'string';
 const INT = 'integer';
 const BOOL = 'boolean';
-const INT_OR_STR = 'int-or-string';
 const STR_MAP = 'string-map';
 const QUANTITIES = 'quantities';
 const ANY = 'any';
@@ -141,7 +140,7 @@ const TRAINJOB = fields({
     initializer: ANY,
     trainer: fields({
       image: STR, command: listOf(STR), args: listOf(STR), env: listOf(core('IoK8sApiCoreV1EnvVar')),
-      numNodes: INT, numProcPerNode: INT_OR_STR, resourcesPerNode: core('IoK8sApiCoreV1ResourceRequirements'),
+      numNodes: INT, numProcPerNode: INT, resourcesPerNode: core('IoK8sApiCoreV1ResourceRequirements'),
     }),
     labels: STR_MAP, annotations: STR_MAP, podTemplateOverrides: ANY, runtimePatches: ANY,
     suspend: BOOL, managedBy: STR, activeDeadlineSeconds: INT,
@@ -165,7 +164,7 @@ const CLUSTER_TRAINING_RUNTIME = fields({
   spec: fields({
     mlPolicy: fields({
       numNodes: INT,
-      torch: fields({ numProcPerNode: INT_OR_STR, elasticPolicy: ANY, envInjection: ANY }),
+      torch: fields({ envInjection: ANY }),  // numProcPerNode moved to the TrainJob's trainer
       mpi: ANY, jax: ANY, xgboost: ANY, flux: ANY,
     }),
     podGroupPolicy: fields({
@@ -181,7 +180,7 @@ const PODGROUP = fields({
   apiVersion: STR, kind: STR, metadata: META,
   spec: fields({
     minMember: INT, minResources: QUANTITIES, minTaskMember: mapOf(INT), queue: STR,
-    priorityClassName: STR, networkTopology: ANY, subGroupPolicy: ANY,
+    priorityClassName: STR, networkTopology: ANY, preemptable: BOOL,
   }),
 }, ['spec']);
 
@@ -194,10 +193,6 @@ function checkShape(value, shape, where, kind, problems) {
   if (shape === STR) { if (typeof value !== 'string') typeProblem('string'); return; }
   if (shape === INT) { if (!Number.isInteger(value)) typeProblem('integer'); return; }
   if (shape === BOOL) { if (typeof value !== 'boolean') typeProblem('boolean'); return; }
-  if (shape === INT_OR_STR) {
-    if (!Number.isInteger(value) && typeof value !== 'string') typeProblem('integer or string');
-    return;
-  }
   if (shape === STR_MAP || shape === QUANTITIES) {
     if (!isObject(value)) { typeProblem('object'); return; }
     for (const [k, v] of Object.entries(value)) {
