@@ -78,7 +78,6 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
       {"bench --steps 0 --threads 1", "--steps 0 must be >= 1"},
       {"bench --workers 1,0", "--workers '1,0': expected worker counts >= 1"},
       {"bench --workers 1,2 --steps 0", "--steps 0 must be >= 1"},  // before any run starts
-      {"bench --workers 1,2 --steps 0", "--steps 0 must be >= 1"},  // before any run starts
       {"launch --nproc-per-node 0 -- env", "--nproc-per-node 0 must be at least 1"},
       {"launch --max-restarts -1 -- env", "--max-restarts -1 must be at least 0"},
       {"k8s render --job-name Bad -- bench", "--job-name 'Bad': expected lower-case letters"},

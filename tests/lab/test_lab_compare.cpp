@@ -208,7 +208,9 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
 TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
   TempDir dir;
   const std::string out = dir.path() + "/rounds";
-  const ProcessResult r = compare("--steps 2 --variants overlap --rounds 2", out);
+  // Eight timed steps: the CPU accounting samples every 0.2 s, and two steps of this tiny model
+  // (under 0.1 s) could fall between two samples on a busy machine, reading as no CPU at all.
+  const ProcessResult r = compare("--steps 8 --variants overlap --rounds 2", out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   const auto ips = [&](const std::string& set, int workers, int round) {
