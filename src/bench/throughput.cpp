@@ -20,7 +20,6 @@
 namespace chexscale::bench {
 namespace {
 
-constexpr double kLearningRate = 1e-3;  // CheXNet's Adam rate; irrelevant to speed
 constexpr size_t kTimesPerStep = kStepPhases.size() + 1;  // phases and total, for all_gather
 constexpr int64_t kResidentBatches = 4;  // synthetic batches kept on the device, as the peer
 
@@ -149,6 +148,10 @@ void ThroughputOptions::validate() const {
   if (threads < 1 || threads > kMaxThreads) {
     throw UsageError(fmt::format("threads {} is not in [1, {}]", threads, kMaxThreads));
   }
+  if (loader_threads < 1 || loader_threads > kMaxThreads) {
+    throw UsageError(
+        fmt::format("loader_threads {} is not in [1, {}]", loader_threads, kMaxThreads));
+  }
   reducer.validate();
 }
 
@@ -167,7 +170,7 @@ report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContex
   distributed::broadcast_module(*ctx, *model);
   // The training recipe's optimizer (FusedAdam), as `chexscale train` builds it.
   train::OptimizerOptions optimizer_options;
-  optimizer_options.lr = kLearningRate;
+  optimizer_options.lr = train::kDefaultLearningRate;  // irrelevant to speed
   const auto optimizer = train::make_optimizer(model->parameters(), optimizer_options);
 
   std::unique_ptr<distributed::GradientReducer> reducer;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "data/loader.h"
 #include "distributed/context.h"
 #include "distributed/reducer.h"
 #include "report/bench_result.h"
@@ -22,20 +23,21 @@ namespace chexscale::bench {
 struct ThroughputOptions {
   std::string label;
   std::string arch = "densenet121";
-  int64_t image_size = 128;             // network input side
-  int64_t batch_size = 16;              // per worker
-  int64_t steps = 20;                   // timed
-  int64_t warmup_steps = 3;             // run first, not timed
-  int threads = 1;                      // intra-op threads of this process
-  distributed::ReducerOptions reducer;  // buckets, overlap, compression
-  std::string data;                     // empty: synthetic tensors kept on the device (no I/O)
-  int loader_threads = 2;               // decode threads for a data set (synthetic uses 1)
+  int64_t image_size = 128;                      // network input side
+  int64_t batch_size = data::kDefaultBatchSize;  // per worker
+  int64_t steps = 20;                            // timed
+  int64_t warmup_steps = 3;                      // run first, not timed
+  int threads = 1;                               // intra-op threads of this process
+  distributed::ReducerOptions reducer;           // buckets, overlap, compression
+  std::string data;  // empty: synthetic tensors kept on the device (no I/O)
+  int loader_threads = data::kDefaultLoaderThreads;  // decode threads for a data set (synthetic: 1)
   uint64_t seed = 0;
   train::AmpMode amp = train::AmpMode::kOff;  // mixed precision of the forward pass
   bool channels_last = false;                 // NHWC model and batches
 
   // Throws UsageError naming the field: steps < 1, warmup_steps < 0, batch_size < 1,
-  // image_size < 16, threads outside [1, kMaxThreads], or a bad reducer option.
+  // image_size < 16, threads or loader_threads outside [1, kMaxThreads], or a bad reducer
+  // option.
   void validate() const;
 };
 

@@ -23,6 +23,8 @@ TEST(ThroughputOptionsValidate, RefusesEachBadValueNamingItsField) {
   EXPECT_EQ(message([](auto& o) { o.image_size = 15; }), "image_size 15 must be >= 16");
   EXPECT_EQ(message([](auto& o) { o.threads = 0; }),
             fmt::format("threads 0 is not in [1, {}]", kMaxThreads));
+  EXPECT_EQ(message([](auto& o) { o.loader_threads = kMaxThreads + 1; }),
+            fmt::format("loader_threads {} is not in [1, {}]", kMaxThreads + 1, kMaxThreads));
   EXPECT_EQ(message([](auto& o) { o.reducer.first_bucket_mb = 0; }),
             "first_bucket_mb 0 must be > 0");
 }

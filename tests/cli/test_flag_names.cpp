@@ -76,6 +76,7 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
       {"commbench -n 0", "-n/--iters 0 must be >= 1"},
       {"commbench --path nccl", "--path 'nccl': choose raw or reducer"},
       {"bench --steps 0 --threads 1", "--steps 0 must be >= 1"},
+      {"bench --loader-threads 0", "--loader-threads 0 is not in [1, 1024]"},
       {"bench --workers 1,0", "--workers '1,0': expected worker counts >= 1"},
       {"bench --workers 1,2 --steps 0", "--steps 0 must be >= 1"},  // before any run starts
       {"launch --nproc-per-node 0 -- env", "--nproc-per-node 0 must be at least 1"},
