@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "test_util/error_message.h"
 #include "train/loss_scaler.h"
-#include "train/random_batch.h"
 #include "train/step.h"
 #include "train/tiny_classifier.h"
 
@@ -111,10 +110,6 @@ TEST(DynamicLossScaler, RejectsBadOptionsAndState) {
   scaler.set_state({512.0, 7});
   EXPECT_EQ(scaler.current_scale(), 512.0);
   EXPECT_EQ(scaler.state().good_steps, 7);
-}
-
-data::Batch small_batch(uint64_t seed) {
-  return test_util::random_batch(4, 16, seed);
 }
 
 }  // namespace
