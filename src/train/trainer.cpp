@@ -157,7 +157,13 @@ class Trainer::Impl {
     summary.resumed_from_step = resume();
     const int64_t bpe = train_loader_->batches_per_epoch();
     TrainTotals totals;
-    bool stop = false;
+    // A run resumed at or past max_steps has nothing left to train (the loop below checks the
+    // limit only after a step).
+    bool stop = opt_.max_steps > 0 && pos_.global_step >= opt_.max_steps;
+    if (stop && main_) {
+      log::info("resumed at step {}: max_steps {} is reached, nothing to train", pos_.global_step,
+                opt_.max_steps);
+    }
     for (; pos_.epoch < opt_.epochs && !stop; ++pos_.epoch) {
       Stopwatch epoch_clock;
       if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);

@@ -84,5 +84,25 @@ TEST(ResumeE2E, KilledAndDamagedRunResumesToTheSameBytes) {
   }
 }
 
+// A run resumed at its --max-steps trains no further step: no newer checkpoint, the stop
+// checkpoint's bytes unchanged.
+TEST(ResumeE2E, ResumedAtMaxStepsTrainsNoMore) {
+  test_util::TempDir dir;
+  const std::string data = dir.path() + "/data";
+  ASSERT_EQ(run_chexscale("synth --out " + data + " --images 160 --size 32 --seed 4").exit_code, 0);
+  const std::string out = dir.path() + "/run";
+  const auto first = run_chexscale(flags(data, out) + " --max-steps 3");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(step_checkpoints(out + "/checkpoints").back(), "step-000000003.json");
+  const std::string tensors = out + "/checkpoints/step-000000003.safetensors";
+  const std::string before = test_util::file_contents(tensors);
+
+  const auto again = run_chexscale(flags(data, out) + " --max-steps 3 --resume auto");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("nothing to train"), std::string::npos) << again.output;
+  EXPECT_EQ(step_checkpoints(out + "/checkpoints").back(), "step-000000003.json");
+  EXPECT_TRUE(test_util::file_contents(tensors) == before);
+}
+
 }  // namespace
 }  // namespace chexscale
