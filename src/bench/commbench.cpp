@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "bench/bench_document.h"
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "common/timer.h"
 #include "distributed/reducer.h"
@@ -195,10 +196,7 @@ const char* to_string(CommPath path) {
 }
 
 CommPath parse_comm_path(std::string_view text) {
-  for (CommPath p : {CommPath::kRaw, CommPath::kReducer}) {
-    if (text == to_string(p)) return p;
-  }
-  throw UsageError(fmt::format("path '{}': choose raw or reducer", text));
+  return parse_enum(text, "path", {CommPath::kRaw, CommPath::kReducer});
 }
 
 void CommOptions::validate() const {

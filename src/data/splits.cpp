@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "data/random.h"
 
@@ -38,10 +39,7 @@ const char* to_string(Split split) {
 }
 
 Split parse_split(std::string_view name) {
-  for (const Split split : {Split::kTrain, Split::kVal, Split::kTest}) {
-    if (name == to_string(split)) return split;
-  }
-  throw UsageError(fmt::format("split must be train, val or test, not '{}'", name));
+  return parse_enum(name, "split", {Split::kTrain, Split::kVal, Split::kTest});
 }
 
 void SplitOptions::validate() const {

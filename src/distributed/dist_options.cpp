@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 
 namespace chexscale::distributed {
@@ -20,10 +21,7 @@ const char* to_string(Backend backend) {
 }
 
 Backend parse_backend(std::string_view text) {
-  for (Backend b : {Backend::kAuto, Backend::kGloo, Backend::kNccl}) {
-    if (text == to_string(b)) return b;
-  }
-  throw UsageError(fmt::format("backend '{}': choose auto, gloo or nccl", text));
+  return parse_enum(text, "backend", {Backend::kAuto, Backend::kGloo, Backend::kNccl});
 }
 
 const char* to_string(DeviceRequest device) {
@@ -39,10 +37,8 @@ const char* to_string(DeviceRequest device) {
 }
 
 DeviceRequest parse_device_request(std::string_view text) {
-  for (DeviceRequest d : {DeviceRequest::kAuto, DeviceRequest::kCpu, DeviceRequest::kCuda}) {
-    if (text == to_string(d)) return d;
-  }
-  throw UsageError(fmt::format("device '{}': choose auto, cpu or cuda", text));
+  return parse_enum(text, "device",
+                    {DeviceRequest::kAuto, DeviceRequest::kCpu, DeviceRequest::kCuda});
 }
 
 void DistOptions::validate() const {

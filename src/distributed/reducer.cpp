@@ -23,6 +23,7 @@
 #include <functional>
 #include <mutex>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "common/timeline.h"
 #include "common/timer.h"
@@ -124,10 +125,8 @@ const char* to_string(Compression compression) {
 }
 
 Compression parse_compression(std::string_view text) {
-  for (Compression c : {Compression::kNone, Compression::kFp16, Compression::kBf16}) {
-    if (text == to_string(c)) return c;
-  }
-  throw UsageError(fmt::format("compression '{}': choose none, fp16 or bf16", text));
+  return parse_enum(text, "compression",
+                    {Compression::kNone, Compression::kFp16, Compression::kBf16});
 }
 
 void ReducerOptions::validate() const {

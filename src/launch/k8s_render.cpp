@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "launch/k8s_pod.h"
 
@@ -274,12 +275,9 @@ const char* to_string(K8sFlavor flavor) {
 }
 
 K8sFlavor parse_k8s_flavor(std::string_view text) {
-  for (K8sFlavor f : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob,
-                      K8sFlavor::kTrainJob}) {
-    if (text == to_string(f)) return f;
-  }
-  throw UsageError(fmt::format(
-      "flavor '{}': choose indexed-job, pytorchjob, pytorchjob-elastic or trainjob", text));
+  return parse_enum(text, "flavor",
+                    {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob,
+                     K8sFlavor::kTrainJob});
 }
 
 const char* to_string(K8sScheduler scheduler) {
@@ -293,10 +291,7 @@ const char* to_string(K8sScheduler scheduler) {
 }
 
 K8sScheduler parse_k8s_scheduler(std::string_view text) {
-  for (K8sScheduler s : {K8sScheduler::kDefault, K8sScheduler::kVolcano}) {
-    if (text == to_string(s)) return s;
-  }
-  throw UsageError(fmt::format("scheduler '{}': choose default or volcano", text));
+  return parse_enum(text, "scheduler", {K8sScheduler::kDefault, K8sScheduler::kVolcano});
 }
 
 const char* to_string(ImagePullPolicy policy) {
@@ -312,12 +307,9 @@ const char* to_string(ImagePullPolicy policy) {
 }
 
 ImagePullPolicy parse_image_pull_policy(std::string_view text) {
-  for (ImagePullPolicy p :
-       {ImagePullPolicy::kAlways, ImagePullPolicy::kIfNotPresent, ImagePullPolicy::kNever}) {
-    if (text == to_string(p)) return p;
-  }
-  throw UsageError(
-      fmt::format("image_pull_policy '{}': choose Always, IfNotPresent or Never", text));
+  return parse_enum(
+      text, "image_pull_policy",
+      {ImagePullPolicy::kAlways, ImagePullPolicy::kIfNotPresent, ImagePullPolicy::kNever});
 }
 
 std::string training_runtime_name(const K8sRenderOptions& o) {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -229,11 +230,8 @@ const char* to_string(WeightDtype dtype) {
 }
 
 WeightDtype parse_weight_dtype(std::string_view name) {
-  for (const WeightDtype dtype :
-       {WeightDtype::kF32, WeightDtype::kF16, WeightDtype::kBf16, WeightDtype::kF64}) {
-    if (name == to_string(dtype)) return dtype;
-  }
-  throw UsageError(fmt::format("dtype must be f32, f16, bf16 or f64, not '{}'", name));
+  return parse_enum(name, "dtype",
+                    {WeightDtype::kF32, WeightDtype::kF16, WeightDtype::kBf16, WeightDtype::kF64});
 }
 
 torch::ScalarType scalar_type(WeightDtype dtype) {

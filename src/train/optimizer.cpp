@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "common/torch_compat.h"
 #include "train/fused_adam.h"
@@ -26,10 +27,7 @@ const char* to_string(OptimizerKind kind) {
 }
 
 OptimizerKind parse_optimizer_kind(std::string_view name) {
-  for (const OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kSgd}) {
-    if (name == to_string(kind)) return kind;
-  }
-  throw UsageError(fmt::format("optimizer must be adam or sgd, not '{}'", name));
+  return parse_enum(name, "optimizer", {OptimizerKind::kAdam, OptimizerKind::kSgd});
 }
 
 void OptimizerOptions::validate() const {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "common/torch_compat.h"
 
@@ -21,10 +22,7 @@ const char* to_string(AmpMode mode) {
 }
 
 AmpMode parse_amp_mode(std::string_view name) {
-  for (const AmpMode mode : {AmpMode::kOff, AmpMode::kBf16, AmpMode::kFp16}) {
-    if (name == to_string(mode)) return mode;
-  }
-  throw UsageError(fmt::format("amp must be off, bf16 or fp16, not '{}'", name));
+  return parse_enum(name, "amp", {AmpMode::kOff, AmpMode::kBf16, AmpMode::kFp16});
 }
 
 void check_amp_supported(AmpMode mode, const torch::Device& device) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -27,11 +28,8 @@ const char* to_string(NonFinitePolicy policy) {
 }
 
 NonFinitePolicy parse_non_finite_policy(std::string_view name) {
-  for (const NonFinitePolicy policy :
-       {NonFinitePolicy::kStop, NonFinitePolicy::kSkip, NonFinitePolicy::kIgnore}) {
-    if (name == to_string(policy)) return policy;
-  }
-  throw UsageError(fmt::format("non_finite must be stop, skip or ignore, not '{}'", name));
+  return parse_enum(name, "non_finite",
+                    {NonFinitePolicy::kStop, NonFinitePolicy::kSkip, NonFinitePolicy::kIgnore});
 }
 
 void TrainStepOptions::validate() const {

@@ -68,7 +68,7 @@ TEST(Splits, EveryNameRoundTripsAndABadOneListsTheValidOnes) {
     EXPECT_EQ(parse_split(to_string(split)), split) << to_string(split);
   }
   EXPECT_EQ(test_util::message_of<UsageError>([] { parse_split("validation"); }),
-            "split must be train, val or test, not 'validation'");
+            "split 'validation': choose train, val or test");
   EXPECT_THROW(parse_split("none"), UsageError);  // kNone names no split a user can choose
 }
 

@@ -62,7 +62,7 @@ TEST(WeightDtype, EveryNameRoundTripsAndABadOneListsTheValidOnes) {
   }
   EXPECT_STREQ(to_string(WeightDtype::kBf16), "bf16");
   EXPECT_EQ(test_util::message_of<UsageError>([] { parse_weight_dtype("f8"); }),
-            "dtype must be f32, f16, bf16 or f64, not 'f8'");
+            "dtype 'f8': choose f32, f16, bf16 or f64");
 }
 
 TEST(Weights, StateDictAliasesTheModel) {

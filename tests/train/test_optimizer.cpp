@@ -19,7 +19,7 @@ TEST(OptimizerKind, EveryNameRoundTripsAndABadOneListsTheValidOnes) {
   }
   EXPECT_STREQ(to_string(OptimizerKind::kSgd), "sgd");
   EXPECT_EQ(test_util::message_of<UsageError>([] { parse_optimizer_kind("adamw"); }),
-            "optimizer must be adam or sgd, not 'adamw'");
+            "optimizer 'adamw': choose adam or sgd");
 }
 
 TEST(OptimizerKind, EachKindBuildsItsOptimizer) {

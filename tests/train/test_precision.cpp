@@ -26,8 +26,7 @@ TEST(AmpMode, ParsesTheThreeModesAndRejectsOthers) {
     EXPECT_EQ(parse_amp_mode(to_string(mode)), mode) << to_string(mode);
   }
   EXPECT_STREQ(to_string(AmpMode::kBf16), "bf16");
-  EXPECT_EQ(usage_message([] { parse_amp_mode("fp8"); }),
-            "amp must be off, bf16 or fp16, not 'fp8'");
+  EXPECT_EQ(usage_message([] { parse_amp_mode("fp8"); }), "amp 'fp8': choose off, bf16 or fp16");
 }
 
 TEST(AmpMode, Fp16OnCpuIsAUsageErrorWithTheWayOut) {

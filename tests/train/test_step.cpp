@@ -34,7 +34,7 @@ TEST(NonFinitePolicy, EveryNameRoundTripsAndABadOneListsTheValidOnes) {
   }
   EXPECT_STREQ(to_string(NonFinitePolicy::kSkip), "skip");
   EXPECT_EQ(test_util::message_of<UsageError>([] { parse_non_finite_policy("retry"); }),
-            "non_finite must be stop, skip or ignore, not 'retry'");
+            "non_finite 'retry': choose stop, skip or ignore");
 }
 
 TEST(TrainStepOptions, RefusesFp16OnTheCpuAndABadLossScalerNamingTheField) {
