@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
+#include "cli/stop_signals.h"
 #include "common/atomic_file.h"
 #include "common/progress.h"
 #include "common/timeline.h"
@@ -168,6 +169,11 @@ void add_run_flags(CLI::App& cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd.add_option("--on-nan", f.on_nan, "On a non-finite loss: stop (naming the step) or skip")
       ->capture_default_str();
+  cmd.add_option("--stop-grace", t.stop_grace,
+                 fmt::format("Seconds to stop in on SIGTERM, SIGINT or SIGUSR1 (checkpoint, then "
+                             "exit {}; a second signal or the grace running out ends at once)",
+                             kExitPreempted))
+      ->capture_default_str();
   cmd.add_option("--timeline", t.timeline,
                  "Write a Chrome trace of step phases and allreduces (rank r writes .rank<r>.json; "
                  "rank 0 merges the files it can see at the end)");
@@ -215,7 +221,8 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
   auto f = std::make_shared<TrainFlags>();
   add_options(*cmd, *f);
   registry.add(cmd, [f](const RunContext& run) {
-    const train::TrainerOptions o = f->resolved();
+    train::TrainerOptions o = f->resolved();
+    o.stop_request = &install_stop_signals(o.stop_grace);
     if (o.intra_op_threads > 0) torch::set_num_threads(o.intra_op_threads);
     auto ctx = distributed::DistContext::init(f->dist.resolved());
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything
@@ -235,6 +242,17 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
     if (!o.timeline.empty()) {
       ctx->barrier();
       if (ctx->is_main()) merge_rank_timelines(o.timeline, ctx->world_size());
+    }
+    if (summary.stopped) {
+      if (ctx->is_main()) {
+        fmt::print(stderr,
+                   "stopping at step {} on {}: checkpoint written to {}, exit {} (resume with "
+                   "--resume auto)\n",
+                   summary.steps, stop_signal_name(summary.stop_signal), summary.last_checkpoint,
+                   kExitPreempted);
+      }
+      ctx->barrier();  // no worker exits (and gets the others torn down) before that line
+      return kExitPreempted;
     }
     if (ctx->is_main()) print_summary(summary, o.out_dir);
     return 0;

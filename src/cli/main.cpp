@@ -1,5 +1,6 @@
 // chexscale's entry point: parses argv, applies the config layers, runs one subcommand, and turns
-// every error into one clear line and an exit status (2 for usage errors, 1 for failures).
+// every error into one clear line and an exit status (2 for usage errors, 1 for failures; `train`
+// stopped by a signal returns 75, see cli/stop_signals.h).
 #include <fmt/format.h>
 
 #include <c10/util/Exception.h>

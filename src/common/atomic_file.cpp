@@ -1,10 +1,12 @@
-// Atomic writes through temp + fsync + rename (see atomic_file.h).
+// Atomic writes through temp + fsync + rename, and the files a fast exit removes (see
+// atomic_file.h).
 #include "common/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -27,7 +29,44 @@ void fsync_dir(const std::string& dir) {
   ::close(fd);
 }
 
+// The registered unfinished files, readable from a signal handler: a slot is filled while its
+// state is kFilling and read only while it is kLive.
+constexpr int kUnfinishedSlots = 8;
+constexpr size_t kMaxPath = 4096;
+enum SlotState { kFree, kFilling, kLive };
+struct UnfinishedSlot {
+  std::atomic<int> state{kFree};
+  char path[kMaxPath];
+  char unless_exists[kMaxPath];
+};
+UnfinishedSlot g_unfinished[kUnfinishedSlots];
+
 }  // namespace
+
+UnfinishedFile::UnfinishedFile(const std::string& path, const std::string& unless_exists) {
+  if (path.size() >= kMaxPath || unless_exists.size() >= kMaxPath) return;
+  for (int i = 0; i < kUnfinishedSlots; ++i) {
+    int expected = kFree;
+    if (!g_unfinished[i].state.compare_exchange_strong(expected, kFilling)) continue;
+    std::memcpy(g_unfinished[i].path, path.c_str(), path.size() + 1);
+    std::memcpy(g_unfinished[i].unless_exists, unless_exists.c_str(), unless_exists.size() + 1);
+    g_unfinished[i].state.store(kLive, std::memory_order_release);
+    slot_ = i;
+    return;
+  }
+}
+
+UnfinishedFile::~UnfinishedFile() {
+  if (slot_ >= 0) g_unfinished[slot_].state.store(kFree, std::memory_order_release);
+}
+
+void remove_unfinished_files() noexcept {
+  for (const UnfinishedSlot& slot : g_unfinished) {
+    if (slot.state.load(std::memory_order_acquire) != kLive) continue;
+    if (slot.unless_exists[0] != '\0' && ::access(slot.unless_exists, F_OK) == 0) continue;
+    ::unlink(slot.path);
+  }
+}
 
 void write_file_atomic(const std::string& path, std::string_view contents) {
   const std::filesystem::path target(path);
@@ -36,6 +75,7 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmp.data());
   if (fd < 0) fail("cannot create temp file for", path);
+  const UnfinishedFile pending(tmp);
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {

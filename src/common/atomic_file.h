@@ -9,6 +9,24 @@ namespace chexscale {
 
 void write_file_atomic(const std::string& path, std::string_view contents);
 
+// A file that remove_unfinished_files() deletes while it is registered: the temp file of a write
+// under way, or the tensors of a checkpoint whose manifest (`unless_exists`) is not written yet.
+// Registered for the object's lifetime; a handler that ends the process at once (a second stop
+// signal) thus leaves no partial file. A few may be registered at a time; more go unregistered.
+class UnfinishedFile {
+ public:
+  explicit UnfinishedFile(const std::string& path, const std::string& unless_exists = "");
+  ~UnfinishedFile();
+  UnfinishedFile(const UnfinishedFile&) = delete;
+  UnfinishedFile& operator=(const UnfinishedFile&) = delete;
+
+ private:
+  int slot_ = -1;  // -1: not registered
+};
+
+// Async-signal-safe: unlinks every registered UnfinishedFile whose `unless_exists` is absent.
+void remove_unfinished_files() noexcept;
+
 // Reads a whole file; throws IoError naming the path.
 std::string read_file(const std::string& path);
 

@@ -99,6 +99,9 @@ std::string CheckpointStore::write(const std::string& stem, const nlohmann::json
   make_dirs(dir_);
   const std::string bytes = models::serialize_safetensors(tensors);
   const std::string tensors_file = stem + ".safetensors";
+  const std::string manifest_path = (fs::path(dir_) / (stem + ".json")).string();
+  // Ended at once between the two writes: no tensors without their manifest are left behind.
+  const UnfinishedFile pending_tensors((fs::path(dir_) / tensors_file).string(), manifest_path);
   write_file_atomic((fs::path(dir_) / tensors_file).string(), bytes);
   const nlohmann::json manifest = {{"format", kFormat},
                                    {"version", kVersion},
@@ -106,7 +109,6 @@ std::string CheckpointStore::write(const std::string& stem, const nlohmann::json
                                    {"tensors_bytes", bytes.size()},
                                    {"tensors_crc32", crc32_of(bytes)},
                                    {"state", state}};
-  const std::string manifest_path = (fs::path(dir_) / (stem + ".json")).string();
   write_file_atomic(manifest_path, manifest.dump(2) + "\n");
   return manifest_path;
 }

@@ -94,6 +94,10 @@ void TrainerOptions::validate() const {
   if (out_dir.empty()) throw UsageError("a run directory is needed (`out_dir`)");
   if (log_every < 1)
     throw UsageError(fmt::format("log_every must be at least 1, got {}", log_every));
+  if (stop_grace < 1 || stop_grace > kMaxStopGrace) {
+    throw UsageError(
+        fmt::format("stop_grace {} is not in [1, {}] seconds", stop_grace, kMaxStopGrace));
+  }
   if (non_finite == NonFinitePolicy::kIgnore) {
     throw UsageError("non_finite must be stop or skip in training, not 'ignore'");
   }
@@ -168,7 +172,8 @@ class Trainer::Impl {
       Stopwatch epoch_clock;
       if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);
       const EpochSteps steps = train_epoch(bpe, totals, summary);
-      stop = steps.stop;
+      stop = steps.stop || summary.stopped;
+      if (summary.stopped) break;                  // on request: no validation
       if (stop && pos_.batches_done < bpe) break;  // max_steps mid-epoch: no validation
       end_epoch(epoch_clock, steps.images, bpe, summary);
     }
@@ -224,7 +229,15 @@ class Trainer::Impl {
                                                           static_cast<double>(bpe));
       set_learning_rate(*optimizer_, lr);
       const int64_t start_us = now_micros();
-      StepResult r = run_step(*batch);
+      std::optional<StepResult> stepped = run_step(*batch);
+      if (!stepped) {  // stop requested: the batch is left for the resume
+        if (window.steps > 0) log_step(window, lr, bpe);
+        summary.stopped = true;
+        summary.stop_signal = stop_signal_;
+        summary.last_checkpoint = save_checkpoint(pos_, false);
+        break;
+      }
+      StepResult& r = *stepped;
       r.times.data_wait = train_loader_->last_wait_seconds();
       record_timeline(start_us, r.times);
       advance_position(r);
@@ -297,14 +310,28 @@ class Trainer::Impl {
     return summary;
   }
 
-  // One training step, or none on any rank when the batch of some rank lost every image (its
-  // loss would be NaN, and the others would wait for it in the gradient allreduce). Deciding
-  // together costs one 8-byte allreduce per step with several workers. The data position moves
-  // on either way; a skipped step leaves the weights untouched.
-  StepResult run_step(const data::Batch& batch) {
-    const double empty_here = batch.indices.empty() ? 1.0 : 0.0;
-    const auto empty_ranks = std::lround(distributed::average_across_ranks(*ctx_, empty_here) *
-                                         static_cast<double>(ctx_->world_size()));
+  // One training step; a skipped one on every rank when the batch of some rank lost every image
+  // (its loss would be NaN, and the others would wait for it in the gradient allreduce); or
+  // nullopt on every rank when a stop was requested on any (stop_signal_ set). Deciding together
+  // costs one small allreduce per step with several workers, none with one. The data position
+  // moves on after a step, skipped or not; a skipped step leaves the weights untouched.
+  std::optional<StepResult> run_step(const data::Batch& batch) {
+    const int stop_here = opt_.stop_request ? opt_.stop_request->load() : 0;
+    std::vector<double> flags{batch.indices.empty() ? 1.0 : 0.0, stop_here != 0 ? 1.0 : 0.0,
+                              static_cast<double>(stop_here)};
+    if (ctx_->world_size() > 1) {
+      flags = distributed::average_across_ranks(*ctx_, flags);
+      for (double& sum : flags)
+        sum *= static_cast<double>(ctx_->world_size());
+    }
+    const auto empty_ranks = std::lround(flags[0]);
+    const auto stop_ranks = std::lround(flags[1]);
+    if (stop_ranks > 0) {
+      // The signal every asking rank got, or 0 when they differ.
+      const auto signal_sum = std::lround(flags[2]);
+      stop_signal_ = signal_sum % stop_ranks == 0 ? static_cast<int>(signal_sum / stop_ranks) : 0;
+      return std::nullopt;
+    }
     if (empty_ranks > 0) {
       if (main_) {
         log::warn(
@@ -479,6 +506,7 @@ class Trainer::Impl {
   std::optional<double> best_mean_auroc_;
   int64_t empty_batch_steps_ = 0;  // steps skipped by this process: a batch without images
   int64_t non_finite_steps_ = 0;   // steps skipped by this process: non-finite values
+  int stop_signal_ = 0;            // the agreed stop request's signal (see run_step)
 };
 
 Trainer::Trainer(TrainerOptions options, std::shared_ptr<distributed::DistContext> ctx,

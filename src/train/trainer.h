@@ -3,6 +3,7 @@
 // resume exactly, and metrics.jsonl. Rank 0 writes the run's files; every rank trains.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,11 @@ struct ResumeFrom {
 std::string to_string(const ResumeFrom& resume);
 ResumeFrom parse_resume(std::string_view text);
 
+// Seconds from a stop signal to the exit (--stop-grace): under Kubernetes' default 30 s
+// terminationGracePeriodSeconds.
+constexpr int kDefaultStopGrace = 25;
+constexpr int kMaxStopGrace = 3600;
+
 struct TrainerOptions {
   models::ModelOptions model;
   std::string pretrained;    // safetensors weights to start from (head replaced when 1000-way)
@@ -54,6 +60,10 @@ struct TrainerOptions {
   distributed::ReducerOptions reducer;
   std::string timeline;  // Chrome trace path ("" = none)
   uint64_t seed = 0;     // model initialisation; the loader has its own seed
+  // A request to stop: nonzero = the signal that asked (set by the caller's signal handler; null
+  // = never). Read before every step; the ranks agree on the step inside the step's collective.
+  const std::atomic<int>* stop_request = nullptr;
+  int stop_grace = kDefaultStopGrace;  // seconds to stop in; the caller enforces it
 
   // UsageError naming the field of the first value out of range, its parts' (model, data,
   // optimizer, schedule) included; reads no file. The trainer calls it first.
@@ -112,6 +122,10 @@ struct TrainSummary {
   // Steps that did not update the weights (this process's run; consumed data all the same):
   int64_t empty_batch_steps = 0;  // every image of some worker's batch failed to decode
   int64_t non_finite_steps = 0;   // non-finite loss or gradients with --on-nan skip
+  // Stopped on request (stop_request) at step `steps`, last_checkpoint written there; the
+  // signal that asked (0 when the workers got different ones).
+  bool stopped = false;
+  int stop_signal = 0;
 };
 
 class Trainer {

@@ -1,0 +1,72 @@
+// The stop-signal handlers of `chexscale train` (see stop_signals.h). The handlers only touch a
+// lock-free atomic, alarm(), write(), unlink() (remove_unfinished_files) and _exit().
+#include "cli/stop_signals.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "common/atomic_file.h"
+
+namespace chexscale::cli {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+int g_grace_seconds = 0;
+
+void write_stderr(const char* text, size_t size) {
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, size);
+}
+
+[[noreturn]] void end_now(const char* why, size_t size) {
+  write_stderr(why, size);
+  remove_unfinished_files();
+  ::_exit(kExitFailure);
+}
+
+void on_stop_signal(int sig) {
+  int none = 0;
+  if (!g_stop_signal.compare_exchange_strong(none, sig)) {
+    static constexpr char kWhy[] = "chexscale train: second stop signal: ending now\n";
+    end_now(kWhy, sizeof kWhy - 1);
+  }
+  ::alarm(static_cast<unsigned>(g_grace_seconds));
+}
+
+void on_grace_over(int) {
+  static constexpr char kWhy[] = "chexscale train: --stop-grace ran out: ending now\n";
+  end_now(kWhy, sizeof kWhy - 1);
+}
+
+void handle(int sig, void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  action.sa_flags = SA_RESTART;  // the loader's and the process group's system calls go on
+  sigemptyset(&action.sa_mask);
+  ::sigaction(sig, &action, nullptr);
+}
+
+}  // namespace
+
+const std::atomic<int>& install_stop_signals(int grace_seconds) {
+  static_assert(std::atomic<int>::is_always_lock_free, "the handler needs a lock-free flag");
+  g_grace_seconds = grace_seconds;
+  handle(SIGALRM, on_grace_over);
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1})
+    handle(sig, on_stop_signal);
+  return g_stop_signal;
+}
+
+std::string stop_signal_name(int signal) {
+  switch (signal) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    default:
+      return "a stop signal";
+  }
+}
+
+}  // namespace chexscale::cli
