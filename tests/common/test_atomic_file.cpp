@@ -1,4 +1,5 @@
-// Atomic writes leave either the old or the new file, never a partial one or stray temp files.
+// Atomic writes leave either the old or the new file, never a partial one or stray temp files;
+// remove_unfinished_files() deletes exactly the files registered as unfinished.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -45,6 +46,27 @@ TEST(AtomicFile, ReadingAFolderIsAnError) {
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find(dir.path() + ": a folder"), std::string::npos) << e.what();
   }
+}
+
+TEST(AtomicFile, RemovesOnlyTheUnfinishedFilesRegisteredNow) {
+  namespace fs = std::filesystem;
+  test_util::TempDir dir;
+  const std::string tensors = dir.path() + "/step.safetensors";
+  const std::string manifest = dir.path() + "/step.json";
+  const std::string done = dir.path() + "/done.txt";
+  write_file_atomic(done, "kept");
+  { const UnfinishedFile finished_before(done); }
+  write_file_atomic(tensors, "tensors");
+  {
+    const UnfinishedFile pending(tensors, manifest);
+    write_file_atomic(manifest, "manifest");
+    remove_unfinished_files();  // its manifest exists: a complete checkpoint
+    EXPECT_TRUE(fs::exists(tensors));
+    fs::remove(manifest);
+    remove_unfinished_files();
+    EXPECT_FALSE(fs::exists(tensors));
+  }
+  EXPECT_TRUE(fs::exists(done));
 }
 
 }  // namespace
