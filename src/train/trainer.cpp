@@ -172,7 +172,7 @@ class Trainer::Impl {
       Stopwatch epoch_clock;
       if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);
       const EpochSteps steps = train_epoch(bpe, totals, summary);
-      stop = steps.stop || summary.stopped;
+      stop = steps.stop;
       if (summary.stopped) break;                  // on request: no validation
       if (stop && pos_.batches_done < bpe) break;  // max_steps mid-epoch: no validation
       end_epoch(epoch_clock, steps.images, bpe, summary);
