@@ -37,10 +37,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Offline Kubernetes schema validation for rendered manifests (tests only).
+# Offline Kubernetes schema validation for rendered manifests (tests only): installed when
+# node_modules is missing or older than package.json (a dependency was added since).
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 schemas="$here/tests/launch/k8s_schema"
-if [ -f "$schemas/package.json" ] && [ ! -d "$schemas/node_modules" ]; then
+installed="$schemas/node_modules/.package-lock.json"  # npm writes it on every install
+if [ -f "$schemas/package.json" ] &&
+  { [ ! -f "$installed" ] || [ "$schemas/package.json" -nt "$installed" ]; }; then
   echo "install-deps: npm install in tests/launch/k8s_schema"
   (cd "$schemas" && npm install --silent --no-audit --no-fund >/dev/null)
 fi

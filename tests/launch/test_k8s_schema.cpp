@@ -1,6 +1,7 @@
 // Every rendered object, for every combination of options, validated offline against the
-// Kubernetes API schemas (npm kubernetes-models, through tests/launch/k8s_schema/validate.js),
-// unknown field names included. The YAML text is what is checked: rendered, parsed back, converted
+// Kubernetes API schemas (npm kubernetes-models) and, for custom resources, their CRDs' own schemas
+// (tests/launch/k8s_schema/crds), through tests/launch/k8s_schema/validate.js, unknown field names
+// included. The YAML text is what is checked: rendered, parsed back, converted
 // to JSON.
 #include <gtest/gtest.h>
 
@@ -26,8 +27,10 @@ using test_util::source_dir;
 test_util::ProcessResult validate_files(const test_util::TempDir& tmp,
                                         const std::vector<std::string>& files) {
   const std::string k8s_dir = source_dir() + "/tests/launch/k8s_schema";
-  EXPECT_TRUE(std::filesystem::exists(k8s_dir + "/node_modules/kubernetes-models"))
-      << "run scripts/install-deps.sh (npm install in tests/launch/k8s_schema)";
+  for (const char* package : {"kubernetes-models", "yaml"}) {
+    EXPECT_TRUE(std::filesystem::exists(k8s_dir + "/node_modules/" + package))
+        << "run scripts/install-deps.sh (npm install in tests/launch/k8s_schema)";
+  }
   std::vector<std::string> argv = {"/usr/bin/env", "node", k8s_dir + "/validate.js"};
   argv.insert(argv.end(), files.begin(), files.end());
   return test_util::run_process({argv, test_util::environment_with(), tmp.path() + "/node.log"},
@@ -190,6 +193,97 @@ TEST(K8sSchema, ValidatorRejectsMistakesInTrainJobsAndPodGroups) {
         "/spec/minMembers: unknown field (not in PodGroup)", "validated 3 objects: 9 problem(s)"}) {
     EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
   }
+}
+
+// Each custom resource is checked against its CRD's own schema: fields the hand-written shapes of
+// old accepted (TrainJob spec.labels) are unknown to the CRD, and its types, required fields,
+// enums, int32 ranges and x-kubernetes-validations rules are enforced.
+TEST(K8sSchema, ValidatorChecksCustomResourcesAgainstTheirCrdSchemas) {
+  test_util::TempDir tmp;
+  K8sRenderOptions o;
+  o.command = {"bench"};
+  o.flavor = K8sFlavor::kPyTorchJob;
+  K8sObject pytorch = parse_yaml_stream(to_yaml_stream(render_manifests(o))).back();
+  ASSERT_EQ(pytorch["kind"], "PyTorchJob");
+  K8sObject no_replicas = pytorch;
+  no_replicas["spec"].erase("pytorchReplicaSpecs");
+  pytorch["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] = 4294967296LL;
+  pytorch["spec"]["nprocPerNode"] = 4;
+
+  o.flavor = K8sFlavor::kTrainJob;
+  auto objects = parse_yaml_stream(to_yaml_stream(render_manifests(o)));
+  K8sObject train_job = objects.back();
+  ASSERT_EQ(train_job["kind"], "TrainJob");
+  train_job["metadata"]["name"] = "ChexNet";
+  train_job["spec"]["labels"] = {{"team", "a"}};
+  train_job["spec"]["runtimePatches"] = {
+      {{"manager", "me"}, {"trainingRuntimeSpec", K8sObject::object()}}};
+  K8sObject runtime = objects[objects.size() - 2];
+  ASSERT_EQ(runtime["kind"], "ClusterTrainingRuntime");
+  runtime["spec"]["mlPolicy"]["mpi"] = K8sObject::object();
+  runtime["spec"]["mlPolicy"]["torch"]["numProcPerNode"] = 4;
+  runtime["spec"]["template"]["spec"]["failurePolicy"]["restartStrategy"] = "Always";
+  auto& jobs = runtime["spec"]["template"]["spec"]["replicatedJobs"];
+  jobs.push_back(jobs[0]);
+  jobs[1].erase("name");
+
+  o.flavor = K8sFlavor::kIndexedJob;
+  o.scheduler = K8sScheduler::kVolcano;
+  objects = parse_yaml_stream(to_yaml_stream(render_manifests(o)));
+  K8sObject group = objects[objects.size() - 2];
+  ASSERT_EQ(group["kind"], "PodGroup");
+  group["spec"]["networkTopology"]["mode"] = "strict";
+  group["spec"]["queue"] = 5;
+
+  const auto result = validate_files(
+      tmp, {tmp.write("bad1.json", no_replicas.dump()), tmp.write("bad2.json", pytorch.dump()),
+            tmp.write("bad3.json", train_job.dump()), tmp.write("bad4.json", runtime.dump()),
+            tmp.write("bad5.json", group.dump())});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  for (const std::string expected :
+       {"/spec/pytorchReplicaSpecs: required", "/spec/pytorchReplicaSpecs: no Master",
+        "/runPolicy/schedulingPolicy/minAvailable: out of int32 range",
+        "/spec/nprocPerNode: type (expected string)",
+        "TrainJob/ChexNet: metadata.name must match RFC 1035 DNS label format",
+        "/spec/labels: unknown field (not in TrainJob)",
+        "/spec/runtimePatches/0/trainingRuntimeSpec: not checked: elided",
+        "/spec/mlPolicy: Only one of the policy can be configured",
+        "/spec/mlPolicy/torch/numProcPerNode: unknown field (not in ClusterTrainingRuntime)",
+        "/failurePolicy/restartStrategy: not one of \"Recreate\", \"BlockingRecreate\", "
+        "\"InPlaceRestart\"",
+        "/replicatedJobs/1/name: required",
+        "/spec/networkTopology/mode: not one of \"hard\", \"soft\"",
+        "/spec/queue: type (expected string)", "validated 5 objects: 13 problem(s)"}) {
+    EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
+  }
+}
+
+// What the core types inside the custom resources may hold passes: a Job's podFailurePolicy and a
+// pod's terminationGracePeriodSeconds in every place a pod or job template sits.
+TEST(K8sSchema, ValidatorAcceptsFailurePoliciesAndGracePeriodsInCustomResources) {
+  test_util::TempDir tmp;
+  const K8sObject failure_policy = {
+      {"rules",
+       {{{"action", "FailJob"},
+         {"onExitCodes", {{"containerName", "node"}, {"operator", "NotIn"}, {"values", {0}}}}}}}};
+  K8sRenderOptions o;
+  o.command = {"bench"};
+  o.flavor = K8sFlavor::kPyTorchJob;
+  K8sObject pytorch = parse_yaml_stream(to_yaml_stream(render_manifests(o))).back();
+  for (auto& replica : pytorch["spec"]["pytorchReplicaSpecs"])
+    replica["template"]["spec"]["terminationGracePeriodSeconds"] = 120;
+  o.flavor = K8sFlavor::kTrainJob;
+  auto objects = parse_yaml_stream(to_yaml_stream(render_manifests(o)));
+  K8sObject runtime = objects[objects.size() - 2];
+  auto& job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"];
+  job["podFailurePolicy"] = failure_policy;
+  job["template"]["spec"]["terminationGracePeriodSeconds"] = 120;
+
+  const auto result = validate_files(
+      tmp, {tmp.write("ok1.json", pytorch.dump()), tmp.write("ok2.json", runtime.dump())});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("validated 2 objects: 0 problem(s)"), std::string::npos)
+      << result.output;
 }
 
 // deploy/k8s holds rendered examples; they must be what the renderer writes today, and valid.

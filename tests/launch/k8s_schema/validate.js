@@ -1,8 +1,8 @@
 // Validates rendered Kubernetes objects offline against the Kubernetes API schemas shipped in the
 // npm package kubernetes-models (compiled JSON-schema validators), and fails on field names the
 // schema does not define, which those validators let through. Custom resources (PyTorchJob,
-// TrainJob, ClusterTrainingRuntime, PodGroup) are checked against shapes taken from their CRDs,
-// with the core parts they embed going to the same validators (see CUSTOM_RESOURCES below).
+// TrainJob, ClusterTrainingRuntime, PodGroup) are checked against their CRDs' own schemas, copied
+// under crds/, with the core types those CRDs embed going to the same validators (checkSchema).
 //
 // Usage: node validate.js FILE.json...   (each file: one object or an array of objects)
 // Exit status 0 when every object is valid, 1 otherwise (one line per problem).
@@ -84,148 +84,135 @@ function check(validatorName, value, where) {
   return problems;
 }
 
-// Custom resources that kubernetes-models does not ship (Kubeflow's PyTorchJob, Trainer's TrainJob
-// and ClusterTrainingRuntime, Volcano's PodGroup) are checked against shapes written from their
-// CRDs' openAPIV3Schema: the fields each defines where chexscale renders, with their types, unknown
-// fields reported as misspellings (what the API server's strict field validation rejects).
-// Subtrees the CRDs embed from the core API (ObjectMeta, PodTemplateSpec, JobSpec, EnvVar) go to
-// the kubernetes-models validators; ANY marks a subtree chexscale never renders.
-const STR = 'string';
-const INT = 'integer';
-const BOOL = 'boolean';
-const STR_MAP = 'string-map';
-const QUANTITIES = 'quantities';
-const ANY = 'any';
-const fields = (props, required = []) => ({ props, required });
-const listOf = (items) => ({ items });
-const mapOf = (values) => ({ values });
-const core = (name) => ({ core: name });
-const oneOf = (...values) => ({ values_in: values });
-const META = core('IoK8sApimachineryPkgApisMetaV1ObjectMeta');
-const POD_TEMPLATE = core('IoK8sApiCoreV1PodTemplateSpec');
+// Custom resources (Kubeflow's PyTorchJob, Trainer's TrainJob and ClusterTrainingRuntime,
+// Volcano's PodGroup) are checked against the openAPIV3Schema of their CRDs, copied under crds/
+// (see crds/README.md: the core types those CRDs inline are markers there, checked with the
+// validators above). Fields a schema does not define are errors: the API server prunes them.
+const CRD_DIR = path.join(__dirname, 'crds');
+const CORE_TYPE = 'x-chexscale-core-type';
+const ELIDED = 'x-chexscale-elided';
 
-// kubeflow.org/v1 PyTorchJob (kubeflow.org_pytorchjobs.yaml).
-const PYTORCH_REPLICA = fields({
-  replicas: INT,
-  template: POD_TEMPLATE,
-  restartPolicy: oneOf('Always', 'OnFailure', 'Never', 'ExitCode'),
-});
-const PYTORCHJOB = fields({
-  apiVersion: STR, kind: STR, metadata: META,
-  spec: fields({
-    runPolicy: fields({
-      cleanPodPolicy: oneOf('All', 'Running', 'None'),
-      ttlSecondsAfterFinished: INT, activeDeadlineSeconds: INT, backoffLimit: INT,
-      schedulingPolicy: fields({
-        minAvailable: INT, queue: STR, minResources: QUANTITIES, priorityClass: STR,
-        scheduleTimeoutSeconds: INT,
-      }),
-      suspend: BOOL, managedBy: STR,
-    }),
-    pytorchReplicaSpecs: mapOf(PYTORCH_REPLICA),
-    elasticPolicy: fields({
-      minReplicas: INT, maxReplicas: INT, rdzvBackend: STR, rdzvPort: INT, rdzvHost: STR,
-      rdzvId: STR, rdzvConf: ANY, standalone: BOOL, nProcPerNode: INT, maxRestarts: INT,
-      metrics: ANY,
-    }),
-    nprocPerNode: STR,
-  }, ['pytorchReplicaSpecs', 'runPolicy']),
-}, ['spec']);
+// 'io.k8s.api.core.v1.PodSpec' -> 'IoK8sApiCoreV1PodSpec', the kubernetes-models validator.
+const coreValidatorName = (openApiName) =>
+  openApiName.split('.').map((part) => part[0].toUpperCase() + part.slice(1)).join('');
 
-// trainer.kubeflow.org/v1alpha1 TrainJob (trainer.kubeflow.org_trainjobs.yaml).
-const TRAINJOB = fields({
-  apiVersion: STR, kind: STR, metadata: META,
-  spec: fields({
-    runtimeRef: fields({ name: STR, apiGroup: STR, kind: oneOf('ClusterTrainingRuntime', 'TrainingRuntime') }, ['name']),
-    initializer: ANY,
-    trainer: fields({
-      image: STR, command: listOf(STR), args: listOf(STR), env: listOf(core('IoK8sApiCoreV1EnvVar')),
-      numNodes: INT, numProcPerNode: INT, resourcesPerNode: core('IoK8sApiCoreV1ResourceRequirements'),
-    }),
-    labels: STR_MAP, annotations: STR_MAP, podTemplateOverrides: ANY, runtimePatches: ANY,
-    suspend: BOOL, managedBy: STR, activeDeadlineSeconds: INT,
-  }, ['runtimeRef']),
-}, ['spec']);
-
-// The JobSet (jobset.x-k8s.io) spec that trainer.kubeflow.org_clustertrainingruntimes.yaml embeds.
-const TEMPLATE_META = fields({ labels: STR_MAP, annotations: STR_MAP });
-const JOBSET_SPEC = fields({
-  replicatedJobs: listOf(fields({
-    name: STR, groupName: STR, replicas: INT, dependsOn: ANY,
-    template: fields({ metadata: TEMPLATE_META, spec: core('IoK8sApiBatchV1JobSpec') }, ['spec']),
-  }, ['name', 'template'])),
-  network: fields({ enableDNSHostnames: BOOL, subdomain: STR, publishNotReadyAddresses: BOOL }),
-  failurePolicy: fields({ maxRestarts: INT, restartStrategy: oneOf('Recreate', 'BlockingRecreate', 'InPlaceRestart'), rules: ANY }),
-  successPolicy: ANY, startupPolicy: ANY, coordinator: ANY, suspend: BOOL, managedBy: STR,
-  ttlSecondsAfterFinished: INT,
-});
-const CLUSTER_TRAINING_RUNTIME = fields({
-  apiVersion: STR, kind: STR, metadata: META,
-  spec: fields({
-    mlPolicy: fields({
-      numNodes: INT,
-      torch: fields({ envInjection: ANY }),  // numProcPerNode moved to the TrainJob's trainer
-      mpi: ANY, jax: ANY, xgboost: ANY, flux: ANY,
-    }),
-    podGroupPolicy: fields({
-      coscheduling: fields({ scheduleTimeoutSeconds: INT }),
-      volcano: fields({ networkTopology: ANY }),
-    }),
-    template: fields({ metadata: TEMPLATE_META, spec: JOBSET_SPEC }),
-  }, ['template']),
-}, ['spec']);
-
-// scheduling.volcano.sh/v1beta1 PodGroup (scheduling.volcano.sh_podgroups.yaml).
-const PODGROUP = fields({
-  apiVersion: STR, kind: STR, metadata: META,
-  spec: fields({
-    minMember: INT, minResources: QUANTITIES, minTaskMember: mapOf(INT), queue: STR,
-    priorityClassName: STR, networkTopology: ANY, preemptable: BOOL,
-  }),
-}, ['spec']);
+// The x-kubernetes-validations (CEL) rules the copied schemas contain, as JavaScript. A rule that is
+// not here is reported, so a new schema copy cannot pass a rule unchecked.
+const CEL_RULES = {
+  // A transition rule: the API server evaluates it only on updates, and these objects are created.
+  'self == oldSelf': () => true,
+  "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']": (self) =>
+    ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue'].includes(self),
+  "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')": (self) =>
+    /^[a-z]([-a-z0-9]*[a-z0-9])?$/.test((self.metadata || {}).name),
+  'size(self.metadata.name) <= 63': (self) => String((self.metadata || {}).name).length <= 63,
+  '[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)].filter(x, x).size() <= 1':
+    (self) => ['torch', 'mpi', 'jax', 'xgboost', 'flux'].filter((k) => k in self).length <= 1,
+  'self >= 1': (self) => self >= 1,
+  'self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)': (self) =>
+    (self.templates || []).every((t) => !((t.metadata || {}).namespace)),
+  "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && self.replicatedJobs.exists(x, has(x.dependsOn)))":
+    (self) => !(self.startupPolicy && self.startupPolicy.startupPolicyOrder === 'InOrder' &&
+                (self.replicatedJobs || []).some((x) => 'dependsOn' in x)),
+};
 
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-// Checks `value` against `shape`; appends problem strings ("<where>: ...") to `problems`.
-function checkShape(value, shape, where, kind, problems) {
-  const typeProblem = (expected) => problems.push(`${where}: type (expected ${expected})`);
-  if (shape === ANY) return;
-  if (shape === STR) { if (typeof value !== 'string') typeProblem('string'); return; }
-  if (shape === INT) { if (!Number.isInteger(value)) typeProblem('integer'); return; }
-  if (shape === BOOL) { if (typeof value !== 'boolean') typeProblem('boolean'); return; }
-  if (shape === STR_MAP || shape === QUANTITIES) {
-    if (!isObject(value)) { typeProblem('object'); return; }
-    for (const [k, v] of Object.entries(value)) {
-      const ok = typeof v === 'string' || (shape === QUANTITIES && Number.isInteger(v));
-      if (!ok) problems.push(`${where}/${k}: type (expected ${shape === STR_MAP ? 'string' : 'a quantity'})`);
+function hasType(value, type) {
+  switch (type) {
+    case 'object': return isObject(value);
+    case 'array': return Array.isArray(value);
+    case 'string': return typeof value === 'string';
+    case 'integer': return Number.isInteger(value);
+    case 'number': return typeof value === 'number';
+    case 'boolean': return typeof value === 'boolean';
+    default: return false;
+  }
+}
+
+const INT_RANGES = { int32: [-(2 ** 31), 2 ** 31 - 1], int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER] };
+const DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
+
+// Checks `value` against a structural (Kubernetes CRD) schema; appends "<where>: ..." problems.
+function checkSchema(value, schema, where, ctx) {
+  const problem = (text) => ctx.problems.push(`${where}: ${text}`);
+  if (schema[CORE_TYPE]) { ctx.problems.push(...check(coreValidatorName(schema[CORE_TYPE]), value, where)); return; }
+  if (schema[ELIDED]) { problem(`not checked: elided from the copy of the ${ctx.kind} schema (${schema[ELIDED]})`); return; }
+  if (value === null) { if (!schema.nullable) problem('null is not allowed'); return; }
+  if (schema['x-kubernetes-int-or-string']) {
+    if (!Number.isInteger(value) && typeof value !== 'string') { problem('type (expected integer or string)'); return; }
+  } else if (schema.type && !hasType(value, schema.type)) {
+    problem(`type (expected ${schema.type})`);
+    return;
+  }
+  if (schema.enum && !schema.enum.includes(value)) problem(`not one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`);
+  if (typeof value === 'string') {
+    if (schema.minLength !== undefined && value.length < schema.minLength) problem(`shorter than ${schema.minLength}`);
+    if (schema.maxLength !== undefined && value.length > schema.maxLength) problem(`longer than ${schema.maxLength}`);
+    if (schema.pattern && !new RegExp(schema.pattern).test(value)) problem(`does not match ${schema.pattern}`);
+    if (schema.format === 'date-time' && !DATE_TIME.test(value)) problem('not an RFC 3339 date-time');
+  }
+  if (typeof value === 'number') {
+    const range = INT_RANGES[schema.format];
+    if (range && (value < range[0] || value > range[1])) problem(`out of ${schema.format} range`);
+    if (schema.minimum !== undefined && value < schema.minimum) problem(`less than the minimum ${schema.minimum}`);
+    if (schema.maximum !== undefined && value > schema.maximum) problem(`more than the maximum ${schema.maximum}`);
+  }
+  if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < schema.minItems) problem(`fewer than ${schema.minItems} items`);
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) problem(`more than ${schema.maxItems} items`);
+    if (schema.items) value.forEach((item, i) => checkSchema(item, schema.items, `${where}/${i}`, ctx));
+    const listType = schema['x-kubernetes-list-type'];
+    if (listType === 'map' || listType === 'set') {
+      const keys = listType === 'set' ? value.map((v) => JSON.stringify(v))
+        : value.map((v) => JSON.stringify((schema['x-kubernetes-list-map-keys'] || []).map((k) => (v || {})[k])));
+      if (new Set(keys).size !== keys.length) problem(`duplicate entries in a list of type ${listType}`);
     }
-    return;
-  }
-  if (shape.core) { problems.push(...check(shape.core, value, where)); return; }
-  if (shape.values_in) {
-    if (!shape.values_in.includes(value)) problems.push(`${where}: not one of ${shape.values_in.join(', ')}`);
-    return;
-  }
-  if (shape.items) {
-    if (!Array.isArray(value)) { typeProblem('array'); return; }
-    value.forEach((item, i) => checkShape(item, shape.items, `${where}/${i}`, kind, problems));
-    return;
-  }
-  if (!isObject(value)) { typeProblem('object'); return; }
-  if (shape.values) {
-    for (const [k, v] of Object.entries(value)) checkShape(v, shape.values, `${where}/${k}`, kind, problems);
-    return;
-  }
-  for (const key of shape.required) {
-    if (value[key] === undefined) problems.push(`${where}/${key}: required`);
-  }
-  for (const [key, v] of Object.entries(value)) {
-    if (!(key in shape.props)) {
-      problems.push(`${where}/${key}: unknown field (not in ${kind})`);
-    } else {
-      checkShape(v, shape.props[key], `${where}/${key}`, kind, problems);
+  } else if (isObject(value)) {
+    const keys = Object.keys(value);
+    if (schema.minProperties !== undefined && keys.length < schema.minProperties) problem(`fewer than ${schema.minProperties} fields`);
+    for (const key of schema.required || []) if (!(key in value)) ctx.problems.push(`${where}/${key}: required`);
+    const properties = schema.properties || {};
+    for (const key of keys) {
+      if (key in properties) {
+        checkSchema(value[key], properties[key], `${where}/${key}`, ctx);
+      } else if (isObject(schema.additionalProperties)) {
+        checkSchema(value[key], schema.additionalProperties, `${where}/${key}`, ctx);
+      } else if (!schema['x-kubernetes-preserve-unknown-fields']) {
+        ctx.problems.push(`${where}/${key}: unknown field (not in ${ctx.kind})`);
+      }
     }
   }
+  for (const { rule, message } of schema['x-kubernetes-validations'] || []) {
+    const evaluate = CEL_RULES[rule];
+    if (!evaluate) problem(`x-kubernetes-validations rule not implemented in validate.js: ${rule}`);
+    else if (!evaluate(value)) problem(message);
+  }
+}
+
+// `${group}/${version}/${kind}` -> { kind, schema, clusterScoped } for each version in crds/*.yaml.
+function loadCustomResourceDefinitions() {
+  let YAML;
+  try {
+    YAML = require('yaml');
+  } catch (e) {
+    throw new Error('npm package yaml not found: run scripts/install-deps.sh (npm install in tests/launch/k8s_schema)');
+  }
+  const definitions = {};
+  for (const file of fs.readdirSync(CRD_DIR).filter((f) => f.endsWith('.yaml'))) {
+    const crd = YAML.parse(fs.readFileSync(path.join(CRD_DIR, file), 'utf8'));
+    for (const version of crd.spec.versions) {
+      const schema = version.schema.openAPIV3Schema;
+      // The API server checks metadata as ObjectMeta, whatever the CRD declares for it.
+      const metadata = { [CORE_TYPE]: 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' };
+      definitions[`${crd.spec.group}/${version.name}/${crd.spec.names.kind}`] = {
+        kind: crd.spec.names.kind,
+        schema: { ...schema, properties: { ...schema.properties, metadata } },
+        clusterScoped: crd.spec.scope === 'Cluster',
+      };
+    }
+  }
+  return definitions;
 }
 
 // What the operators need beyond the schema: the container and job names they look for.
@@ -256,30 +243,31 @@ function trainingRuntimeRules(runtime, where, problems) {
   }
 }
 
-const CUSTOM_RESOURCES = {
-  'kubeflow.org/v1/PyTorchJob': { shape: PYTORCHJOB, rules: pytorchJobRules },
-  'trainer.kubeflow.org/v1alpha1/TrainJob': { shape: TRAINJOB },
-  'trainer.kubeflow.org/v1alpha1/ClusterTrainingRuntime': {
-    shape: CLUSTER_TRAINING_RUNTIME, rules: trainingRuntimeRules, clusterScoped: true,
-  },
-  'scheduling.volcano.sh/v1beta1/PodGroup': { shape: PODGROUP },
+// What each controller needs beyond its CRD's schema.
+const CONTROLLER_RULES = {
+  'kubeflow.org/v1/PyTorchJob': pytorchJobRules,
+  'trainer.kubeflow.org/v1alpha1/ClusterTrainingRuntime': trainingRuntimeRules,
 };
 
-function checkCustomResource(cr, obj, where) {
-  const problems = [];
-  checkShape(obj, cr.shape, where, obj.kind, problems);
-  if (cr.clusterScoped && (obj.metadata || {}).namespace !== undefined) {
-    problems.push(`${where}/metadata/namespace: ${obj.kind} is cluster-scoped`);
+let customResourceDefinitions;
+
+function checkCustomResource(crd, rules, obj, where) {
+  const ctx = { kind: crd.kind, problems: [] };
+  checkSchema(obj, crd.schema, where, ctx);
+  if (crd.clusterScoped && (obj.metadata || {}).namespace !== undefined) {
+    ctx.problems.push(`${where}/metadata/namespace: ${crd.kind} is cluster-scoped`);
   }
-  if (cr.rules) cr.rules(obj, where, problems);
-  return problems;
+  if (rules) rules(obj, where, ctx.problems);
+  return ctx.problems;
 }
 
 function checkObject(obj, where) {
   const id = `${where}:${obj.kind}/${(obj.metadata || {}).name}`;
-  const cr = CUSTOM_RESOURCES[`${obj.apiVersion}/${obj.kind}`];
-  if (cr) return checkCustomResource(cr, obj, id);
-  const validator = VALIDATORS[`${obj.apiVersion}/${obj.kind}`];
+  const type = `${obj.apiVersion}/${obj.kind}`;
+  if (!customResourceDefinitions) customResourceDefinitions = loadCustomResourceDefinitions();
+  const crd = customResourceDefinitions[type];
+  if (crd) return checkCustomResource(crd, CONTROLLER_RULES[type], obj, id);
+  const validator = VALIDATORS[type];
   if (!validator) return [`${id}: no schema for ${obj.apiVersion} ${obj.kind}`];
   return check(validator, obj, id);
 }
