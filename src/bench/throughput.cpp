@@ -157,7 +157,7 @@ void ThroughputOptions::validate() const {
 
 report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
                                    const ThroughputOptions& options, TimelineWriter* timeline,
-                                   const StepProgress& progress) {
+                                   const StepProgress& progress, GradientReadyLog* ready_log) {
   options.validate();
   train::check_amp_supported(options.amp, ctx->device());
   at::set_num_threads(options.threads);
@@ -185,6 +185,19 @@ report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContex
   step_options.channels_last = options.channels_last;
   train::TrainStep step(model, *optimizer, train::BceWithLogitsLoss(), reducer.get(), step_options);
   const std::unique_ptr<BatchSource> batches = make_batch_source(options, *ctx);
+  std::vector<int64_t> ready_now;  // the current step's gradient-ready times (ready_log only)
+  if (ready_log != nullptr) {
+    CHX_CHECK(ctx->world_size() == 1, "gradient-ready times are profiled on one worker, not {}",
+              ctx->world_size());
+    const std::vector<torch::Tensor> params = model->parameters();
+    ready_now.assign(params.size(), 0);
+    for (size_t i = 0; i < params.size(); ++i) {
+      ready_log->parameter_bytes.push_back(params[i].numel() *
+                                           static_cast<int64_t>(params[i].element_size()));
+      params[i].register_hook(
+          [&ready_now, i](const torch::Tensor&) { ready_now[i] = now_micros(); });
+    }
+  }
 
   const int64_t total_steps = options.warmup_steps + options.steps;
   std::vector<StepTimes> timed;
@@ -197,9 +210,16 @@ report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContex
     }
     const int64_t wait_start_us = now_micros();
     auto [batch, wait_s] = batches->next();
+    std::fill(ready_now.begin(), ready_now.end(), 0);
+    const int64_t step_start_us = now_micros();
     StepTimes t = step.run(batch, i).times;
     t.data_wait = wait_s;
     t.total += wait_s;
+    if (ready_log != nullptr && i >= options.warmup_steps) {
+      ready_log->backward_start_us.push_back(step_start_us + static_cast<int64_t>(t.forward * 1e6));
+      ready_log->ready_us.push_back(ready_now);
+      ready_log->step_seconds.push_back(t.total);
+    }
     if (timeline != nullptr) record_step_phases(*timeline, i, wait_start_us, t);
     if (i >= options.warmup_steps) timed.push_back(t);
     if (progress) progress(i + 1, total_steps, t.total);
@@ -215,7 +235,7 @@ report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContex
   config.nnodes = std::max(1, ctx->world_size() / std::max(1, ctx->local_world_size()));
   config.backend = ctx->backend();
   config.overlap = options.reducer.overlap;
-  config.compression = distributed::to_string(options.reducer.compression);
+  config.compression = distributed::compression_spec(options.reducer);
   config.bucket_mb = options.reducer.bucket_mb;
   config.data = options.data.empty() ? "synthetic" : options.data;
   config.threads_per_worker = options.threads;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/loader.h"
 #include "distributed/context.h"
@@ -44,11 +45,22 @@ struct ThroughputOptions {
 // Called on every rank after each step: (steps done, warm-up + timed steps, seconds of the step).
 using StepProgress = std::function<void(int64_t, int64_t, double)>;
 
+// When given to run_throughput (one worker only): for each timed step, when backward started
+// and when each parameter's gradient was ready (now_micros()), recorded by autograd hooks; the
+// raw material of a compute profile (bench/compute_profile.h).
+struct GradientReadyLog {
+  std::vector<int64_t> parameter_bytes;        // per parameter, registration order
+  std::vector<int64_t> backward_start_us;      // per timed step
+  std::vector<std::vector<int64_t>> ready_us;  // [timed step][parameter]; 0: no gradient
+  std::vector<double> step_seconds;            // per timed step, its total
+};
+
 // Runs the benchmark on this rank (a collective: every rank of `ctx` calls it). Records each
 // step's phases on `timeline` when given. Returns the bench.json result (the same on every rank).
 report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
                                    const ThroughputOptions& options,
                                    TimelineWriter* timeline = nullptr,
-                                   const StepProgress& progress = {});
+                                   const StepProgress& progress = {},
+                                   GradientReadyLog* ready_log = nullptr);
 
 }  // namespace chexscale::bench

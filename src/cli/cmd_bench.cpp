@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "bench/bench_document.h"
+#include "bench/profile_run.h"
 #include "bench/sweep.h"
 #include "bench/throughput.h"
 #include "cli/command.h"
@@ -26,6 +27,7 @@ struct BenchFlags {
   std::string out = "runs/bench";
   std::string json_file;
   std::string timeline;
+  std::string profile;
   std::string workers;
   std::string amp = "off";
   DistributedFlags dist;
@@ -90,7 +92,9 @@ std::vector<std::string> forwarded_args(const BenchFlags& f) {
       {"--seed", std::to_string(r.seed)},
       {"--bucket-mb", fmt::format("{}", reducer.bucket_mb)},
       {"--first-bucket-mb", fmt::format("{}", reducer.first_bucket_mb)},
-      {"--grad-compression", distributed::to_string(reducer.compression)},
+      {"--grad-compression", distributed::compression_spec(reducer)},
+      {"--powersgd-start-step", std::to_string(reducer.powersgd_start_step)},
+      {"--powersgd-min-rate", fmt::format("{}", reducer.powersgd_min_rate)},
       {"--backend", d.backend},
       {"--device", d.device},
       {"--amp", f.amp},
@@ -128,6 +132,12 @@ int run_job(BenchFlags f) {
   f.run.reducer = f.reducer.resolved();
   f.run.amp = train::parse_amp_mode(f.amp);
   auto ctx = distributed::DistContext::init(f.dist.resolved());
+  if (!f.profile.empty() && ctx->world_size() != 1) {
+    throw UsageError(
+        fmt::format("--profile measures one worker; this job has {} (run it alone, "
+                    "without a launcher)",
+                    ctx->world_size()));
+  }
   const std::string path = f.json_file.empty() ? f.out + "/bench.json" : f.json_file;
   if (ctx->is_main()) {  // an unwritable --out or --json fails before the measurement
     const std::string folder = std::filesystem::path(path).parent_path().string();
@@ -143,13 +153,16 @@ int run_job(BenchFlags f) {
     progress =
         std::make_unique<ProgressReporter>("bench", f.run.warmup_steps + f.run.steps, "steps");
   }
+  bench::GradientReadyLog ready_log;
   const report::BenchResult result = bench::run_throughput(
-      ctx, f.run, timeline.get(), [&](int64_t done, int64_t total, double step_s) {
+      ctx, f.run, timeline.get(),
+      [&](int64_t done, int64_t total, double step_s) {
         if (progress) {
           progress->update(done, fmt::format("step {:.3f} s{}", step_s,
                                              done <= f.run.warmup_steps ? " (warm-up)" : ""));
         }
-      });
+      },
+      f.profile.empty() ? nullptr : &ready_log);
   if (progress) progress->finish();
   if (timeline) {
     timeline.reset();  // the final flush
@@ -159,7 +172,11 @@ int run_job(BenchFlags f) {
   if (!ctx->is_main()) return 0;
   print_run(result);
   write_file_atomic(path, report::to_json(result).dump(2) + "\n");
-  fmt::print("  wrote {}{}\n", path, f.timeline.empty() ? "" : " and " + f.timeline);
+  if (!f.profile.empty()) {
+    simulate::save_compute_profile(bench::make_compute_profile(result, ready_log), f.profile);
+  }
+  fmt::print("  wrote {}{}{}\n", path, f.timeline.empty() ? "" : " and " + f.timeline,
+             f.profile.empty() ? "" : " and the compute profile " + f.profile);
   return 0;
 }
 
@@ -200,6 +217,10 @@ void add_bench_command(CLI::App& app, CommandRegistry& registry) {
                   "Chrome trace of every rank's step phases and bucket allreduces (rank r>0 "
                   "writes FILE.rank<r>.json; rank 0 merges those it can see at the end)")
       ->type_name("FILE");
+  cmd->add_option("--profile", f->profile,
+                  "Also write the compute profile of this one-worker run for `chexscale "
+                  "simulate`: median phases, step spread, when each gradient is ready")
+      ->type_name("FILE");
   cmd->add_option("--workers", f->workers,
                   "Sweep these worker counts (e.g. 1,2,4), each a job of the local launcher; "
                   "empty = measure the current job")
@@ -212,8 +233,12 @@ void add_bench_command(CLI::App& app, CommandRegistry& registry) {
                 "Channels-last (NHWC) layout of the model and batches");
   add_reducer_flags(*cmd, f->reducer);
   add_distributed_flags(*cmd, f->dist);
-  registry.add(cmd,
-               [f](const RunContext&) { return f->workers.empty() ? run_job(*f) : run_sweep(*f); });
+  registry.add(cmd, [f](const RunContext&) {
+    if (!f->workers.empty() && !f->profile.empty()) {
+      throw UsageError("--profile measures one worker: give it without --workers");
+    }
+    return f->workers.empty() ? run_job(*f) : run_sweep(*f);
+  });
 }
 
 }  // namespace chexscale::cli

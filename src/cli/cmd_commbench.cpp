@@ -2,12 +2,14 @@
 // (flags -b -e -f -n -w -c, the size/time/algbw/busbw/#wrong table, the average bus bandwidth),
 // JSON output, a --min-busbw exit-code gate, and the raw c10d path beside the GradientReducer's.
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include "bench/commbench.h"
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "simulate/network_profile.h"
 
 namespace chexscale::cli {
 namespace {
@@ -22,10 +24,37 @@ struct CommbenchFlags {
   std::string path = bench::to_string(bench::CommPath::kRaw);
   bool compare = false;
   std::string json;
+  std::string profile;
+  std::string profile_path = "network";
   double min_busbw = 0.0;
   DistributedFlags dist;
   ReducerFlags reducer;
 };
+
+// CPU seconds (user + system) of this process so far, all threads.
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto sec = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+// The network profile of the measured rows: the ring model's alpha and beta, and the process
+// CPU per byte this rank sent and received.
+simulate::NetworkProfile network_profile(const CommbenchFlags& f,
+                                         const distributed::DistContext& ctx,
+                                         const std::vector<bench::CommRow>& rows,
+                                         const bench::CommOptions& o, double cpu_seconds) {
+  std::vector<simulate::AllreduceSample> samples;
+  const double n = ctx.world_size();
+  double moved = 0;
+  for (const bench::CommRow& r : rows) {
+    samples.push_back({r.size_bytes, r.time_us * 1e-6});
+    moved += (o.warmup + o.iterations) * 4.0 * (n - 1) / n * static_cast<double>(r.size_bytes);
+  }
+  return simulate::fit_network_profile(f.profile_path, ctx.backend(), ctx.world_size(), samples,
+                                       cpu_seconds, moved);
+}
 
 std::string wrong_cell(const bench::CommRow& row) {
   return row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
@@ -85,6 +114,10 @@ int run(const CommbenchFlags& f) {
   if (main) print_header(*ctx, path, options);
   std::vector<bench::CommRow> rows;
   std::vector<std::pair<bench::CommRow, bench::CommRow>> pairs;
+  if (!f.profile.empty() && (path != bench::CommPath::kRaw || f.compare)) {
+    throw UsageError("--profile fits the raw allreduce: give it with --path raw and no --compare");
+  }
+  const double cpu_start = process_cpu_seconds();
   for (int64_t size : sizes) {
     rows.push_back(bench::measure_allreduce(ctx, path, size, options));
     if (main) print_row(rows.back());
@@ -96,6 +129,7 @@ int run(const CommbenchFlags& f) {
                          path == bench::CommPath::kRaw ? o : rows.back());
     }
   }
+  const double cpu_seconds = process_cpu_seconds() - cpu_start;
   const double avg = bench::average_busbw(rows);
   int64_t wrong = 0;
   for (const auto& r : rows)
@@ -109,6 +143,15 @@ int run(const CommbenchFlags& f) {
       write_file_atomic(f.json,
                         bench::commbench_document(*ctx, path, options, rows, pairs).dump(2) + "\n");
       fmt::print("# wrote {}\n", f.json);
+    }
+    if (!f.profile.empty()) {
+      const simulate::NetworkProfile p = network_profile(f, *ctx, rows, options, cpu_seconds);
+      simulate::save_network_profile(p, f.profile);
+      fmt::print(
+          "# network profile '{}': latency {:.1f} us, bandwidth {:.3f} GB/s per link, {:.3g} CPU "
+          "s/byte, fit within {:.1f} %; wrote {}\n",
+          p.path, p.latency_s * 1e6, p.bandwidth_bytes_per_s * 1e-9, p.cpu_s_per_byte,
+          100 * p.fit_max_error, f.profile);
     }
   }
   if (wrong > 0) throw Error(fmt::format("allreduce results wrong in {} elements", wrong));
@@ -145,6 +188,14 @@ void add_commbench_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--compare", f->compare,
                 "Also measure the other path at every size and print both side by side");
   cmd->add_option("--json", f->json, "Write the results as JSON here (rank 0)")->type_name("FILE");
+  cmd->add_option("--profile", f->profile,
+                  "Write the network profile of this path for `chexscale simulate` (rank 0): the "
+                  "ring model's latency and bandwidth fitted to the measured sizes (give several, "
+                  "e.g. -b 4K -e 64M -f 4) and the CPU per byte")
+      ->type_name("FILE");
+  cmd->add_option("--profile-path", f->profile_path,
+                  "Name of the measured path in the profile, e.g. fabric, overlay, intra-node")
+      ->capture_default_str();
   cmd->add_option("--min-busbw", f->min_busbw,
                   "Exit non-zero when the average bus bandwidth (GB/s) is below this (0: no gate)")
       ->capture_default_str();

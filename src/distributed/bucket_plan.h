@@ -15,4 +15,11 @@ namespace chexscale::distributed {
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& parameters,
                                               int64_t first_bucket_bytes, int64_t bucket_bytes);
 
+// The same plan from sizes alone: bytes[i] of parameter i, and kind[i] equal for parameters
+// that may share a bucket (same dtype and device). The simulator replans from a profile with it.
+std::vector<std::vector<size_t>> plan_buckets_by_size(const std::vector<int64_t>& bytes,
+                                                      const std::vector<int>& kind,
+                                                      int64_t first_bucket_bytes,
+                                                      int64_t bucket_bytes);
+
 }  // namespace chexscale::distributed

@@ -2,6 +2,7 @@
 # Checks the layering of a source tree: a file in src/<layer>/ may include headers of its own layer
 # and of the layers below it only (docs/architecture.md):
 #   common <- models, data, distributed, report <- train <- bench, launch <- cli
+#   common, distributed, report <- simulate <- bench, cli
 # The linker cannot catch an upward include of a header-only part (every module has src/ on its
 # include path), so this reads the #include lines. Prints file:line and the forbidden edge of each
 # violation; exit status 1 if there is any.
@@ -17,10 +18,11 @@ declare -A allowed=(
   [data]="common"
   [distributed]="common"
   [report]="common"
+  [simulate]="common distributed report"
   [train]="common models data distributed report"
-  [bench]="common models data distributed report train"
+  [bench]="common models data distributed report train simulate"
   [launch]="common models data distributed report train"
-  [cli]="common models data distributed report train bench launch"
+  [cli]="common models data distributed report train bench launch simulate"
 )
 
 violations=0

@@ -1,0 +1,258 @@
+// `chexscale simulate`: predicts a data-parallel job at any size from a one-worker compute
+// profile and measured network profiles, for one or more systems (e.g. bare metal over the
+// fabric, Kubernetes over the overlay); prints the table, writes simulate.json, the predicted
+// runs as bench.json files and, for two or more systems, the report's charts.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+#include "report/charts.h"
+#include "report/compare.h"
+#include "report/result_set.h"
+#include "simulate/simulation_plan.h"
+
+namespace chexscale::cli {
+namespace {
+
+struct SimulateArgs {
+  std::vector<std::string> compute;   // PROFILE, or SYSTEM=PROFILE overrides
+  std::vector<std::string> networks;  // NAME=PROFILE
+  std::vector<std::string> systems;   // NAME=INTER[,INTRA]
+  std::vector<int> nodes{1, 2, 4, 8};
+  int workers_per_node = 1;
+  std::string algorithm = "ring";
+  bool no_overlap = false;
+  bool no_stragglers = false;
+  std::string out = "simulate";
+  bool charts = true;
+  std::string gnuplot = "gnuplot";
+  simulate::SimulationSettings settings;
+};
+
+std::pair<std::string, std::string> split_spec(const std::string& spec, const char* flag,
+                                               const char* form) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    throw UsageError(fmt::format("{} '{}': expected {}", flag, spec, form));
+  }
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+std::string known_names(const std::map<std::string, simulate::NetworkProfile>& networks) {
+  std::string names;
+  for (const auto& [name, profile] : networks)
+    names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+const simulate::NetworkProfile& network(
+    const std::map<std::string, simulate::NetworkProfile>& networks, const std::string& name,
+    const std::string& system) {
+  auto it = networks.find(name);
+  if (it == networks.end()) {
+    throw UsageError(fmt::format("--system {}: no --network named '{}' (given: {})", system, name,
+                                 known_names(networks)));
+  }
+  return it->second;
+}
+
+simulate::SimulationPlan make_plan(const SimulateArgs& args) {
+  if (args.networks.empty()) {
+    throw UsageError(
+        "give at least one --network NAME=PROFILE (from `chexscale commbench "
+        "--profile FILE` over that path)");
+  }
+  std::map<std::string, simulate::NetworkProfile> networks;
+  for (const std::string& spec : args.networks) {
+    auto [name, path] = split_spec(spec, "--network", "NAME=PROFILE");
+    if (!networks.emplace(name, simulate::load_network_profile(path)).second) {
+      throw UsageError(fmt::format("--network {} is given twice", name));
+    }
+  }
+  std::vector<std::string> system_specs = args.systems;
+  if (system_specs.empty()) system_specs.push_back("bare-metal=" + networks.begin()->first);
+
+  std::string default_compute;
+  std::map<std::string, std::string> compute_for;
+  for (const std::string& spec : args.compute) {
+    if (spec.find('=') == std::string::npos) {
+      if (!default_compute.empty()) throw UsageError("--compute PROFILE is given twice");
+      default_compute = spec;
+    } else {
+      auto [system, path] = split_spec(spec, "--compute", "PROFILE or SYSTEM=PROFILE");
+      compute_for[system] = path;
+    }
+  }
+
+  simulate::SimulationPlan plan;
+  plan.workers_per_node = args.workers_per_node;
+  plan.settings = args.settings;
+  plan.settings.overlap = !args.no_overlap;
+  plan.settings.stragglers = !args.no_stragglers;
+  plan.settings.algorithm = simulate::parse_algorithm(args.algorithm);
+  plan.settings.validate();
+  if (args.workers_per_node < 1) {
+    throw UsageError(fmt::format("--workers-per-node {} must be >= 1", args.workers_per_node));
+  }
+  std::set<int> sizes(args.nodes.begin(), args.nodes.end());
+  if (sizes.empty() || *sizes.begin() < 1) throw UsageError("--nodes: give node counts >= 1");
+  plan.nodes.assign(sizes.begin(), sizes.end());
+
+  std::set<std::string> names;
+  for (const std::string& spec : system_specs) {
+    auto [name, paths] = split_spec(spec, "--system",
+                                    "NAME=INTER[,INTRA] (e.g. "
+                                    "kubernetes=overlay,intra-node)");
+    if (!names.insert(name).second)
+      throw UsageError(fmt::format("--system {} is given twice", name));
+    simulate::SystemSpec system;
+    system.name = name;
+    const auto comma = paths.find(',');
+    system.inter_path = paths.substr(0, comma);
+    system.intra_path = comma == std::string::npos ? "" : paths.substr(comma + 1);
+    if (system.intra_path.empty()) {
+      system.intra_path = networks.count("intra-node") != 0 ? "intra-node" : system.inter_path;
+    }
+    system.links.inter_node = network(networks, system.inter_path, name);
+    system.links.intra_node = network(networks, system.intra_path, name);
+    auto it = compute_for.find(name);
+    const std::string compute = it != compute_for.end() ? it->second : default_compute;
+    if (compute.empty()) {
+      throw UsageError(
+          fmt::format("--system {} has no compute profile: give --compute PROFILE "
+                      "(from `chexscale bench --workers 1 --profile FILE`)",
+                      name));
+    }
+    system.compute = simulate::load_compute_profile(compute);
+    plan.systems.push_back(std::move(system));
+  }
+  for (const auto& [system, path] : compute_for) {
+    if (names.count(system) == 0) {
+      throw UsageError(
+          fmt::format("--compute {}={}: no --system named '{}'", system, path, system));
+    }
+  }
+  return plan;
+}
+
+// The predicted runs as bench-w<N>.json files, one folder per system, and the report's charts.
+void write_runs_and_charts(const simulate::SimulationPlan& plan,
+                           const std::vector<simulate::SystemResult>& results,
+                           const SimulateArgs& args) {
+  std::vector<report::ResultSet> sets;
+  for (size_t k = 0; k < plan.systems.size(); ++k) {
+    report::ResultSet set;
+    set.label = set.system = plan.systems[k].name;
+    set.source = args.out + "/runs/" + plan.systems[k].name;
+    make_dirs(set.source);
+    for (const simulate::SimulatedJob& job : results[k].jobs) {
+      report::BenchRun run;
+      static_cast<report::BenchResult&>(run) =
+          simulate::as_bench_result(plan, plan.systems[k], job);
+      run.file = fmt::format("{}/bench-w{}.json", set.source, run.world_size);
+      write_file_atomic(run.file, report::to_json(run).dump(1) + "\n");
+      set.runs.push_back(run);
+    }
+    sets.push_back(std::move(set));
+  }
+  if (!args.charts) return;
+  if (sets.size() < 2) {
+    log::info("one system: no comparison charts (give two --system to compare)");
+    return;
+  }
+  const report::Comparison cmp = report::compare_result_sets(sets, {true});
+  report::write_charts(cmp, args.out, {args.gnuplot});
+}
+
+int run_simulate(const SimulateArgs& args) {
+  Stopwatch clock;
+  const simulate::SimulationPlan plan = make_plan(args);
+  const std::vector<simulate::SystemResult> results = simulate::run_plan(plan);
+  const double seconds = clock.seconds();
+  fmt::print("{}", simulate::simulate_table(plan, results));
+  make_dirs(args.out);
+  write_file_atomic(args.out + "/simulate.json",
+                    simulate::simulate_document(plan, results).dump(1) + "\n");
+  write_runs_and_charts(plan, results, args);
+  fmt::print(
+      "\nsimulated {} system(s) x {} size(s) x {} steps in {:.3f} s; wrote "
+      "{}/simulate.json and {}/runs/<system>/bench-w<N>.json{}\n",
+      plan.systems.size(), plan.nodes.size(), plan.settings.steps, seconds, args.out, args.out,
+      args.charts && plan.systems.size() > 1 ? " and the charts" : "");
+  return 0;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Predict a data-parallel job at any size from measured profiles: a one-worker compute\n"
+      "profile (`chexscale bench --workers 1 --profile compute.json`) and one network profile per\n"
+      "path (`chexscale commbench --profile fabric.json` run over that path). Each step is\n"
+      "replayed as the engine runs it: gradients become ready during backward at the profiled\n"
+      "times, fill the reducer's buckets, and each bucket's allreduce (ring or tree, alpha-beta "
+      "on\n"
+      "the slowest link it crosses) queues on the communication channel; communication CPU\n"
+      "competes with compute where a worker has no spare core; each step waits for the slowest\n"
+      "worker. Prints images/s, scaling efficiency, the gap to the first system and the step's\n"
+      "phases; writes simulate.json, the predicted runs as bench.json (for `chexscale report`)\n"
+      "and charts. Model and limits: docs/simulate.md.");
+  auto args = std::make_shared<SimulateArgs>();
+  cmd->add_option("--compute", args->compute,
+                  "Compute profile for every system, and/or SYSTEM=PROFILE for one system "
+                  "(e.g. containers measured apart)")
+      ->required();
+  cmd->add_option("--network", args->networks,
+                  "NAME=PROFILE network profiles, e.g. fabric=fabric.json overlay=overlay.json "
+                  "intra-node=loopback.json")
+      ->required();
+  cmd->add_option("--system", args->systems,
+                  "NAME=INTER[,INTRA]: a system and the network paths it uses between nodes and "
+                  "within a node (default INTRA: the network named intra-node, else INTER). "
+                  "Default: one system bare-metal over the first network. The first system is "
+                  "the reference of the gaps");
+  cmd->add_option("--nodes", args->nodes, "Node counts to simulate, e.g. 1,2,4,8,16")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--workers-per-node", args->workers_per_node, "Workers (GPUs) per node")
+      ->capture_default_str();
+  cmd->add_option("--bucket-mb", args->settings.bucket_mb, "Gradient bucket size (MiB)")
+      ->capture_default_str();
+  cmd->add_option("--first-bucket-mb", args->settings.first_bucket_mb,
+                  "First (smaller) bucket's size (MiB)")
+      ->capture_default_str();
+  cmd->add_flag("--no-overlap", args->no_overlap, "Allreduce after backward, not during it");
+  cmd->add_option("--grad-compression", args->settings.compression,
+                  "Gradient payload on the wire: none, fp16 or bf16")
+      ->capture_default_str();
+  cmd->add_option("--algorithm", args->algorithm, "Allreduce algorithm: ring or tree")
+      ->capture_default_str();
+  cmd->add_option("--cores-per-worker", args->settings.cores_per_worker,
+                  "Cores each worker has; more than its compute threads leaves spare cores for "
+                  "communication (0 = the profile's threads: none spare)")
+      ->capture_default_str();
+  cmd->add_flag("--no-stragglers", args->no_stragglers,
+                "Every worker steps at the median (default: each step waits for the slowest of "
+                "the workers' steps, drawn from the profile's step spread)");
+  cmd->add_option("--steps", args->settings.steps, "Steps simulated per job")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->settings.seed, "Seed of the straggler draws")
+      ->capture_default_str();
+  cmd->add_option("--out", args->out, "Folder for simulate.json, runs/ and the charts")
+      ->capture_default_str();
+  cmd->add_flag("!--no-charts", args->charts, "Write no charts (no gnuplot needed)");
+  cmd->add_option("--gnuplot", args->gnuplot, "gnuplot program used to draw the charts")
+      ->capture_default_str();
+  registry.add(cmd, [args](const RunContext&) { return run_simulate(*args); });
+}
+
+}  // namespace chexscale::cli

@@ -1,0 +1,127 @@
+// Reading and writing compute profiles (see compute_profile.h).
+#include "simulate/compute_profile.h"
+
+#include <fmt/format.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "report/json_fields.h"
+
+namespace chexscale::simulate {
+namespace {
+
+using report::get_field;
+using report::get_optional;
+
+double positive(const nlohmann::json& j, const char* name, const std::string& file) {
+  const auto v = get_field<double>(j, name, file);
+  if (!(v > 0)) throw DataError(fmt::format("{}: field '{}' must be > 0, not {}", file, name, v));
+  return v;
+}
+
+double non_negative(const nlohmann::json& j, const char* name, const std::string& file) {
+  const auto v = get_optional<double>(j, name, file, 0.0);
+  if (!(v >= 0)) throw DataError(fmt::format("{}: field '{}' must be >= 0, not {}", file, name, v));
+  return v;
+}
+
+}  // namespace
+
+int64_t ComputeProfile::gradient_bytes() const {
+  int64_t sum = 0;
+  for (const GradientReady& g : parameters)
+    sum += g.bytes;
+  return sum;
+}
+
+double ComputeProfile::images_per_sec() const {
+  return static_cast<double>(batch_per_worker) / step_s;
+}
+
+nlohmann::json to_json(const ComputeProfile& p) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const GradientReady& g : p.parameters)
+    params.push_back({{"bytes", g.bytes}, {"ready_s", g.ready_s}});
+  return {{"schema", kComputeProfileSchema},
+          {"arch", p.arch},
+          {"image_size", p.image_size},
+          {"batch_per_worker", p.batch_per_worker},
+          {"threads_per_worker", p.threads_per_worker},
+          {"device", p.device},
+          {"amp", p.amp},
+          {"channels_last", p.channels_last},
+          {"phases_s",
+           {{"data_wait", p.data_wait_s},
+            {"forward", p.forward_s},
+            {"backward", p.backward_s},
+            {"optimizer", p.optimizer_s},
+            {"step", p.step_s}}},
+          {"step_spread", p.step_spread},
+          {"parameters", params}};
+}
+
+ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::string& file) {
+  if (!j.is_object()) throw DataError(fmt::format("{}: not a JSON object", file));
+  const auto schema = get_optional<std::string>(j, "schema", file, "");
+  if (schema != kComputeProfileSchema) {
+    throw DataError(
+        fmt::format("{}: schema '{}' is not {} (make one with `chexscale bench "
+                    "--workers 1 --profile FILE`)",
+                    file, schema, kComputeProfileSchema));
+  }
+  ComputeProfile p;
+  p.arch = get_field<std::string>(j, "arch", file);
+  p.image_size = get_field<int64_t>(j, "image_size", file);
+  p.batch_per_worker = get_field<int64_t>(j, "batch_per_worker", file);
+  if (p.image_size < 1 || p.batch_per_worker < 1) {
+    throw DataError(fmt::format("{}: image_size and batch_per_worker must be >= 1", file));
+  }
+  p.threads_per_worker = get_optional<int>(j, "threads_per_worker", file, 1);
+  p.device = get_optional<std::string>(j, "device", file, "cpu");
+  p.amp = get_optional<std::string>(j, "amp", file, "off");
+  p.channels_last = get_optional<bool>(j, "channels_last", file, false);
+  const nlohmann::json& phases = report::field(j, "phases_s", file);
+  const std::string where = file + ": phases_s";
+  p.data_wait_s = non_negative(phases, "data_wait", where);
+  p.forward_s = positive(phases, "forward", where);
+  p.backward_s = positive(phases, "backward", where);
+  p.optimizer_s = non_negative(phases, "optimizer", where);
+  p.step_s = positive(phases, "step", where);
+  p.step_spread = get_optional<std::vector<double>>(j, "step_spread", file, {});
+  for (double s : p.step_spread) {
+    if (!(s > 0)) throw DataError(fmt::format("{}: step_spread holds {}, not > 0", file, s));
+  }
+  const nlohmann::json& params = report::field(j, "parameters", file);
+  if (!params.is_array() || params.empty()) {
+    throw DataError(fmt::format("{}: 'parameters' must be a non-empty array", file));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string at = fmt::format("{}: parameters[{}]", file, i);
+    GradientReady g;
+    g.bytes = get_field<int64_t>(params[i], "bytes", at);
+    g.ready_s = get_field<double>(params[i], "ready_s", at);
+    if (g.bytes < 1) throw DataError(fmt::format("{}: bytes {} must be >= 1", at, g.bytes));
+    if (!(g.ready_s >= 0 && g.ready_s <= p.backward_s * 1.05)) {
+      throw DataError(fmt::format("{}: ready_s {} is outside backward's [0, {}] s", at, g.ready_s,
+                                  p.backward_s));
+    }
+    p.parameters.push_back(g);
+  }
+  return p;
+}
+
+ComputeProfile load_compute_profile(const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw DataError(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  return compute_profile_from_json(j, path);
+}
+
+void save_compute_profile(const ComputeProfile& profile, const std::string& path) {
+  write_file_atomic(path, to_json(profile).dump(1) + "\n");
+}
+
+}  // namespace chexscale::simulate

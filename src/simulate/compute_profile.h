@@ -1,0 +1,55 @@
+// The compute profile of one worker (schema chexscale.compute-profile/1), measured by
+// `chexscale bench --profile FILE` on one worker and read by `chexscale simulate`: the median
+// phases of a step, the spread of step times, and for every parameter (in registration order)
+// its gradient's bytes and when during backward that gradient is ready. The simulator replans
+// buckets from these, so one profile serves every bucket size. Fields: docs/simulate.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chexscale::simulate {
+
+inline constexpr const char* kComputeProfileSchema = "chexscale.compute-profile/1";
+
+// One parameter's gradient: its size and when backward produced it.
+struct GradientReady {
+  int64_t bytes = 0;   // float32 gradient bytes
+  double ready_s = 0;  // seconds after backward started (median over the profiled steps)
+};
+
+struct ComputeProfile {
+  std::string arch;
+  int64_t image_size = 0;
+  int64_t batch_per_worker = 0;
+  int threads_per_worker = 1;
+  std::string device = "cpu";
+  std::string amp = "off";
+  bool channels_last = false;
+  // Median seconds per step of each phase on one worker (no communication).
+  double data_wait_s = 0;
+  double forward_s = 0;
+  double backward_s = 0;
+  double optimizer_s = 0;
+  double step_s = 0;  // median total; >= the sum of the phases
+  // Step times of the profiled steps relative to their median (1.0 = median), for the
+  // straggler effect: the simulator draws each worker's step from these.
+  std::vector<double> step_spread;
+  std::vector<GradientReady> parameters;  // registration order, as model->parameters()
+
+  int64_t gradient_bytes() const;  // sum over parameters
+  double images_per_sec() const;   // batch_per_worker / step_s
+};
+
+nlohmann::json to_json(const ComputeProfile& profile);
+// Reads a profile; `file` names it in errors. Throws DataError naming the file and the field for
+// a wrong schema, a missing or mistyped field, non-positive times or sizes, or a ready time
+// outside [0, backward_s].
+ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::string& file);
+ComputeProfile load_compute_profile(const std::string& path);
+void save_compute_profile(const ComputeProfile& profile, const std::string& path);
+
+}  // namespace chexscale::simulate

@@ -1,0 +1,136 @@
+// Fitting, reading and writing network profiles (see network_profile.h).
+#include "simulate/network_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "report/json_fields.h"
+
+namespace chexscale::simulate {
+namespace {
+
+using report::get_field;
+using report::get_optional;
+
+// Weighted least squares of t = a + b S with weights 1/t^2 (relative errors: sizes span orders
+// of magnitude); through the origin (a = 0) when `origin`.
+std::pair<double, double> fit_line(const std::vector<AllreduceSample>& samples, bool origin) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const AllreduceSample& s : samples) {
+    const double w = 1.0 / (s.seconds * s.seconds);
+    const auto x = static_cast<double>(s.bytes);
+    sw += w;
+    sx += w * x;
+    sy += w * s.seconds;
+    sxx += w * x * x;
+    sxy += w * x * s.seconds;
+  }
+  if (origin) return {0.0, sxy / sxx};
+  const double det = sw * sxx - sx * sx;
+  const double b = (sw * sxy - sx * sy) / det;
+  const double a = (sy - b * sx) / sw;
+  return {a, b};
+}
+
+}  // namespace
+
+NetworkProfile fit_network_profile(const std::string& path, const std::string& backend,
+                                   int world_size, const std::vector<AllreduceSample>& samples,
+                                   double cpu_seconds, double bytes_moved) {
+  if (world_size < 2) {
+    throw UsageError(fmt::format(
+        "a network profile needs an allreduce over >= 2 ranks; this run has {}", world_size));
+  }
+  std::set<int64_t> sizes;
+  for (const AllreduceSample& s : samples) {
+    if (s.bytes < 1 || !(s.seconds > 0)) {
+      throw UsageError(
+          fmt::format("allreduce sample ({} B, {} s) is not positive", s.bytes, s.seconds));
+    }
+    sizes.insert(s.bytes);
+  }
+  if (sizes.size() < 2) {
+    throw UsageError(
+        "a network profile needs at least two message sizes (e.g. commbench --min-bytes 8K "
+        "--max-bytes 64M)");
+  }
+  auto [a, b] = fit_line(samples, false);
+  // A negative intercept means latency below what the largest sizes resolve: refit through 0.
+  if (a < 0) std::tie(a, b) = fit_line(samples, true);
+  if (!(b > 0)) {
+    throw UsageError(fmt::format(
+        "the allreduce times do not grow with the size (slope {} s/B): no bandwidth to fit", b));
+  }
+  const double n = world_size;
+  const double steps = 2.0 * (n - 1.0);
+  NetworkProfile p;
+  p.path = path;
+  p.backend = backend;
+  p.measured_world_size = world_size;
+  p.latency_s = a / steps;
+  p.bandwidth_bytes_per_s = steps / (n * b);
+  p.cpu_s_per_byte = bytes_moved > 0 ? std::max(0.0, cpu_seconds) / bytes_moved : 0.0;
+  for (const AllreduceSample& s : samples) {
+    const double fitted = a + b * static_cast<double>(s.bytes);
+    p.fit_max_error = std::max(p.fit_max_error, std::abs(fitted - s.seconds) / s.seconds);
+  }
+  return p;
+}
+
+nlohmann::json to_json(const NetworkProfile& p) {
+  return {{"schema", kNetworkProfileSchema},
+          {"path", p.path},
+          {"backend", p.backend},
+          {"measured_world_size", p.measured_world_size},
+          {"latency_s", p.latency_s},
+          {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s},
+          {"cpu_s_per_byte", p.cpu_s_per_byte},
+          {"fit_max_error", p.fit_max_error}};
+}
+
+NetworkProfile network_profile_from_json(const nlohmann::json& j, const std::string& file) {
+  if (!j.is_object()) throw DataError(fmt::format("{}: not a JSON object", file));
+  const auto schema = get_optional<std::string>(j, "schema", file, "");
+  if (schema != kNetworkProfileSchema) {
+    throw DataError(
+        fmt::format("{}: schema '{}' is not {} (make one with `chexscale commbench "
+                    "--profile FILE` over that path)",
+                    file, schema, kNetworkProfileSchema));
+  }
+  NetworkProfile p;
+  p.path = get_optional<std::string>(j, "path", file, "");
+  p.backend = get_optional<std::string>(j, "backend", file, "gloo");
+  p.measured_world_size = get_optional<int>(j, "measured_world_size", file, 2);
+  p.latency_s = get_field<double>(j, "latency_s", file);
+  p.bandwidth_bytes_per_s = get_field<double>(j, "bandwidth_bytes_per_s", file);
+  p.cpu_s_per_byte = get_optional<double>(j, "cpu_s_per_byte", file, 0.0);
+  p.fit_max_error = get_optional<double>(j, "fit_max_error", file, 0.0);
+  if (!(p.latency_s >= 0) || !(p.bandwidth_bytes_per_s > 0) || !(p.cpu_s_per_byte >= 0)) {
+    throw DataError(fmt::format(
+        "{}: latency_s ({}) and cpu_s_per_byte ({}) must be >= 0 and bandwidth_bytes_per_s ({}) "
+        "> 0",
+        file, p.latency_s, p.cpu_s_per_byte, p.bandwidth_bytes_per_s));
+  }
+  return p;
+}
+
+NetworkProfile load_network_profile(const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw DataError(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  return network_profile_from_json(j, path);
+}
+
+void save_network_profile(const NetworkProfile& profile, const std::string& path) {
+  write_file_atomic(path, to_json(profile).dump(1) + "\n");
+}
+
+}  // namespace chexscale::simulate

@@ -1,0 +1,48 @@
+// The network profile of one path (schema chexscale.network-profile/1), measured by
+// `chexscale commbench --profile FILE` over that path and read by `chexscale simulate`: the
+// alpha-beta model of one ring step (latency per message, bandwidth per link) fitted to the
+// measured allreduce times, and the CPU time one byte of allreduce costs the process. Fields:
+// docs/simulate.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chexscale::simulate {
+
+inline constexpr const char* kNetworkProfileSchema = "chexscale.network-profile/1";
+
+struct NetworkProfile {
+  std::string path;                  // e.g. "fabric", "overlay", "intra-node"
+  std::string backend = "gloo";      // the backend it was measured with
+  int measured_world_size = 2;       // ranks of the commbench run
+  double latency_s = 0;              // alpha: fixed cost of one ring step
+  double bandwidth_bytes_per_s = 0;  // beta^-1: one link's bytes per second
+  double cpu_s_per_byte = 0;         // process CPU seconds per byte each rank sends and receives
+  double fit_max_error = 0;          // worst relative error of the fit over the measured sizes
+};
+
+// One measured allreduce size: bytes and mean seconds (commbench's rows).
+struct AllreduceSample {
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+// Fits alpha and beta of the ring model t(S) = 2(n-1) (alpha + S / (n B)) to the samples by least
+// squares (n = world_size >= 2, at least two distinct sizes). cpu_seconds is the process CPU
+// time the samples took on this rank, bytes_moved the bytes this rank sent and received in them.
+// Throws UsageError for too few samples or a fit with non-positive latency or bandwidth (the
+// latency is then clamped to 0 only when the fit is within noise: see the .cpp).
+NetworkProfile fit_network_profile(const std::string& path, const std::string& backend,
+                                   int world_size, const std::vector<AllreduceSample>& samples,
+                                   double cpu_seconds, double bytes_moved);
+
+nlohmann::json to_json(const NetworkProfile& profile);
+NetworkProfile network_profile_from_json(const nlohmann::json& j, const std::string& file);
+NetworkProfile load_network_profile(const std::string& path);
+void save_network_profile(const NetworkProfile& profile, const std::string& path);
+
+}  // namespace chexscale::simulate

@@ -1,0 +1,151 @@
+// `chexscale simulate` end to end, and the flags that write its inputs: `bench --profile` on a
+// real one-worker run (gradient sizes that add up to the model's parameter count, gradients ready
+// in reverse layer order), `commbench --profile` over loopback with real ranks, a two-system
+// simulation of hand-made profiles checked against steps worked out by hand, its predicted runs
+// read back by `chexscale report`, and the mistakes a user makes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMiB = 1024 * 1024;
+constexpr int64_t kResnet18Parameters = 11'183'694;  // `chexscale models`, torchvision's count
+
+// The three-layer profile of tests/simulate: 10 MiB gradients ready at 0.2, 0.1, 0.05 s.
+json three_layer_profile() {
+  json params = json::array();
+  for (double ready : {0.2, 0.1, 0.05})
+    params.push_back({{"bytes", 10 * kMiB}, {"ready_s", ready}});
+  return {{"schema", "chexscale.compute-profile/1"},
+          {"arch", "toy"},
+          {"image_size", 32},
+          {"batch_per_worker", 8},
+          {"phases_s",
+           {{"data_wait", 0},
+            {"forward", 0.1},
+            {"backward", 0.2},
+            {"optimizer", 0.05},
+            {"step", 0.35}}},
+          {"parameters", params}};
+}
+
+// A link without latency on which a 2-rank allreduce of 10 MiB takes `seconds`.
+json link(double seconds) {
+  return {{"schema", "chexscale.network-profile/1"},
+          {"latency_s", 0},
+          {"bandwidth_bytes_per_s", 10.0 * kMiB / seconds}};
+}
+
+TEST(SimulateCli, TwoSystemsTableJsonPredictedRunsAndCharts) {
+  test_util::TempDir dir;
+  const std::string d = dir.path();
+  write_file_atomic(d + "/compute.json", three_layer_profile().dump());
+  write_file_atomic(d + "/fabric.json", link(0.04).dump());
+  write_file_atomic(d + "/overlay.json", link(0.08).dump());
+  const auto r = test_util::run_chexscale(
+      "simulate --compute " + d + "/compute.json --network fabric=" + d +
+      "/fabric.json --network overlay=" + d +
+      "/overlay.json --system bare-metal=fabric "
+      "--system kubernetes=overlay --nodes 1,2 --bucket-mb 10 --first-bucket-mb 10 --steps 5 "
+      "--out " +
+      d + "/sim");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kubernetes"), std::string::npos) << r.output;
+  const json doc = json::parse(read_file(d + "/sim/simulate.json"));
+  const json& k8s = doc["systems"][1]["jobs"][1];
+  // Two nodes: the last bucket (ready at 0.2 s) ends 0.04 s (fabric) or 0.09 s (overlay: queued)
+  // after backward; steps of 0.39 s and 0.44 s against 0.35 s alone.
+  EXPECT_NEAR(doc["systems"][0]["jobs"][1]["images_per_sec"].get<double>(), 16 / 0.39, 1e-6);
+  EXPECT_NEAR(k8s["images_per_sec"].get<double>(), 16 / 0.44, 1e-6);
+  EXPECT_NEAR(k8s["efficiency"].get<double>(), 0.35 / 0.44, 1e-9);
+  EXPECT_NEAR(k8s["gap_pct"].get<double>(), 100 * (1 - 0.39 / 0.44), 1e-6);
+  EXPECT_TRUE(std::filesystem::exists(d + "/sim/throughput.svg"));
+  EXPECT_TRUE(std::filesystem::exists(d + "/sim/breakdown.svg"));
+
+  // The predicted runs are bench.json results: the report compares them like measured ones.
+  const auto rep =
+      test_util::run_chexscale("report bare-metal=" + d + "/sim/runs/bare-metal kubernetes=" + d +
+                               "/sim/runs/kubernetes --no-charts --out " + d + "/rep");
+  ASSERT_EQ(rep.exit_code, 0) << rep.output;
+  const json report = json::parse(read_file(d + "/rep/report.json"));
+  EXPECT_NE(report.dump().find("kubernetes"), std::string::npos);
+}
+
+TEST(SimulateCli, MistakesAreClearErrors) {
+  test_util::TempDir dir;
+  const std::string d = dir.path();
+  write_file_atomic(d + "/compute.json", three_layer_profile().dump());
+  write_file_atomic(d + "/fabric.json", link(0.04).dump());
+  auto r =
+      test_util::run_chexscale("simulate --compute " + d + "/compute.json --network fabric=" + d +
+                               "/fabric.json --system kubernetes=overlay --out " + d);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--system kubernetes: no --network named 'overlay' (given: fabric)"),
+            std::string::npos)
+      << r.output;
+  r = test_util::run_chexscale("simulate --compute " + d + "/fabric.json --network fabric=" + d +
+                               "/fabric.json --out " + d);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bench --workers 1 --profile"), std::string::npos) << r.output;
+  r = test_util::run_chexscale("simulate --compute " + d + "/compute.json --network fabric" +
+                               " --out " + d);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("expected NAME=PROFILE"), std::string::npos) << r.output;
+  r = test_util::run_chexscale("bench --workers 1,2 --profile " + d + "/p.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--profile measures one worker"), std::string::npos) << r.output;
+}
+
+TEST(SimulateCli, BenchProfileRecordsEveryGradientOfTheRealModel) {
+  test_util::TempDir dir;
+  const std::string profile = dir.path() + "/compute.json";
+  const auto r = test_util::run_chexscale(
+      "bench --arch resnet18 --image-size 32 --batch-size 2 --steps 4 --warmup-steps 1 "
+      "--threads 1 --out " +
+      dir.path() + " --profile " + profile);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json p = json::parse(read_file(profile));
+  EXPECT_EQ(p["schema"], "chexscale.compute-profile/1");
+  EXPECT_EQ(p["arch"], "resnet18");
+  EXPECT_EQ(p["step_spread"].size(), 4u);
+  int64_t bytes = 0;
+  for (const json& g : p["parameters"])
+    bytes += g["bytes"].get<int64_t>();
+  EXPECT_EQ(bytes, 4 * kResnet18Parameters);
+  // Backward runs from the head to the stem: the first parameter (the stem's convolution) gets
+  // its gradient after the last (the head's bias), and both within backward.
+  const double backward = p["phases_s"]["backward"].get<double>();
+  const double stem = p["parameters"].front()["ready_s"].get<double>();
+  const double head = p["parameters"].back()["ready_s"].get<double>();
+  EXPECT_GT(stem, head);
+  EXPECT_LE(stem, backward);
+  EXPECT_GE(head, 0.0);
+}
+
+TEST(SimulateCli, CommbenchProfileFitsLoopbackWithRealRanks) {
+  test_util::TempDir dir;
+  const std::string profile = dir.path() + "/loop.json";
+  const auto r = test_util::run_chexscale(
+      "launch --nproc-per-node 2 -- commbench -b 64K -e 4M -f 4 -n 5 -w 2 --profile " + profile +
+      " --profile-path intra-node");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("# network profile 'intra-node'"), std::string::npos) << r.output;
+  const json p = json::parse(read_file(profile));
+  EXPECT_EQ(p["schema"], "chexscale.network-profile/1");
+  EXPECT_EQ(p["measured_world_size"], 2);
+  EXPECT_GT(p["bandwidth_bytes_per_s"].get<double>(), 1e7);  // loopback moves > 10 MB/s
+  EXPECT_GE(p["latency_s"].get<double>(), 0.0);
+  EXPECT_GT(p["cpu_s_per_byte"].get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace chexscale

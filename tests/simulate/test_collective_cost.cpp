@@ -1,0 +1,67 @@
+// The allreduce cost model against costs worked out by hand: ring steps on the slowest link kind,
+// the tree's latency and bandwidth terms, one worker free, the CPU per byte moved.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "simulate/collective_cost.h"
+
+namespace chexscale::simulate {
+namespace {
+
+NetworkProfile link(double latency_s, double bandwidth) {
+  NetworkProfile p;
+  p.latency_s = latency_s;
+  p.bandwidth_bytes_per_s = bandwidth;
+  return p;
+}
+
+TEST(CollectiveCost, RingOfTwoNodesIsTwoStepsOfHalfTheMessage) {
+  const Links links{link(1e-4, 1e8), link(1e-6, 1e10)};
+  // 2 (n-1) = 2 steps of 1e-4 + 0.5e6 / 1e8 = 0.0051 s.
+  EXPECT_NEAR(allreduce_seconds(1'000'000, {2, 1}, links, Algorithm::kRing), 0.0102, 1e-12);
+}
+
+TEST(CollectiveCost, RingStepCostsTheSlowerOfTheLinksItCrosses) {
+  const Links links{link(1e-4, 1e8), link(1e-5, 1e9)};
+  // 2 nodes x 2 workers: 6 steps of 1 MB chunks; inter 1e-4 + 1e6/1e8 = 0.0101 beats intra's
+  // 1e-5 + 1e-3.
+  EXPECT_NEAR(allreduce_seconds(4'000'000, {2, 2}, links, Algorithm::kRing), 6 * 0.0101, 1e-12);
+  // One node of 4: only the intra-node link: 6 x (1e-5 + 1e6/1e9).
+  EXPECT_NEAR(allreduce_seconds(4'000'000, {1, 4}, links, Algorithm::kRing), 6 * 0.00101, 1e-12);
+}
+
+TEST(CollectiveCost, TreeHasLogLatencyAndTwiceTheBytes) {
+  const Links links{link(1e-4, 1e8), link(1e-6, 1e10)};
+  // 8 nodes: 2 log2(8) = 6 latencies + 2 S / B.
+  EXPECT_NEAR(allreduce_seconds(1'000'000, {8, 1}, links, Algorithm::kTree), 6e-4 + 0.02, 1e-12);
+}
+
+TEST(CollectiveCost, OneWorkerCostsNothing) {
+  const Links links{link(1e-4, 1e8), link(1e-6, 1e10)};
+  EXPECT_EQ(allreduce_seconds(1'000'000, {1, 1}, links, Algorithm::kRing), 0.0);
+  EXPECT_EQ(allreduce_cpu_seconds(1'000'000, {1, 1}, links), 0.0);
+}
+
+TEST(CollectiveCost, CpuIsTheBytesEachRankSendsAndReceivesTimesCpuPerByte) {
+  Links links{link(1e-4, 1e8), link(1e-6, 1e10)};
+  links.inter_node.cpu_s_per_byte = 1e-9;
+  links.intra_node.cpu_s_per_byte = 1e-12;
+  // n = 2: 4 (n-1)/n S = 2e6 bytes over the inter-node link.
+  EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {2, 1}, links), 2e-3, 1e-15);
+  // One node: the intra-node link's cost.
+  EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {1, 2}, links), 2e-6, 1e-18);
+}
+
+TEST(CollectiveCost, AlgorithmNamesParseAndABadOneSaysTheChoices) {
+  EXPECT_EQ(parse_algorithm("tree"), Algorithm::kTree);
+  EXPECT_STREQ(to_string(Algorithm::kRing), "ring");
+  try {
+    parse_algorithm("mesh");
+    FAIL() << "mesh parsed";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "algorithm 'mesh': choose ring or tree");
+  }
+}
+
+}  // namespace
+}  // namespace chexscale::simulate

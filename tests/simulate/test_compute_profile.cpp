@@ -1,0 +1,75 @@
+// Compute profiles: the file's round trip, and bad files refused with the file and field named.
+#include <gtest/gtest.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "simulate/compute_profile.h"
+#include "simulate/profile_builders.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale::simulate {
+namespace {
+
+std::string error_of(const std::string& path) {
+  try {
+    load_compute_profile(path);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ComputeProfile, RoundTripsThroughItsFile) {
+  test_util::TempDir dir;
+  ComputeProfile p = testing::three_layer_profile();
+  p.step_spread = {0.9, 1.0, 1.3};
+  p.threads_per_worker = 2;
+  const std::string path = dir.path() + "/compute.json";
+  save_compute_profile(p, path);
+  const ComputeProfile back = load_compute_profile(path);
+  EXPECT_EQ(back.arch, "toy");
+  EXPECT_EQ(back.batch_per_worker, 8);
+  EXPECT_EQ(back.threads_per_worker, 2);
+  EXPECT_DOUBLE_EQ(back.backward_s, 0.2);
+  EXPECT_EQ(back.step_spread, p.step_spread);
+  ASSERT_EQ(back.parameters.size(), 3u);
+  EXPECT_EQ(back.parameters[0].bytes, 10 * testing::kMiB);
+  EXPECT_DOUBLE_EQ(back.parameters[2].ready_s, 0.05);
+  EXPECT_EQ(back.gradient_bytes(), 30 * testing::kMiB);
+  EXPECT_NEAR(back.images_per_sec(), 8 / 0.35, 1e-12);
+}
+
+TEST(ComputeProfile, BadFilesNameTheFileAndTheField) {
+  test_util::TempDir dir;
+  const std::string path = dir.path() + "/compute.json";
+  nlohmann::json good = to_json(testing::three_layer_profile());
+
+  nlohmann::json j = good;
+  j["schema"] = "chexscale.network-profile/1";
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("bench --workers 1 --profile"), std::string::npos)
+      << error_of(path);
+
+  j = good;
+  j["phases_s"].erase("backward");
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("missing field 'backward'"), std::string::npos) << error_of(path);
+
+  j = good;
+  j["parameters"][1]["ready_s"] = 5.0;  // after backward ended
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("parameters[1]: ready_s 5"), std::string::npos) << error_of(path);
+
+  j = good;
+  j["parameters"] = nlohmann::json::array();
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("non-empty"), std::string::npos) << error_of(path);
+
+  j = good;
+  j["step_spread"] = {1.0, -1.0};
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("step_spread"), std::string::npos) << error_of(path);
+}
+
+}  // namespace
+}  // namespace chexscale::simulate
