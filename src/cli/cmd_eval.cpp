@@ -1,5 +1,6 @@
-// `chexscale eval`: a checkpoint on a split or on a list of images -> predictions.csv,
-// metrics.json and a per-class AUROC table beside the CheXNet paper's. Runs on one process or,
+// `chexscale eval`: a checkpoint on a split or on a list of images of any data set ->
+// predictions.csv, metrics.json and a per-label AUROC table beside the published numbers (the
+// CheXNet paper's for ChestX-ray14's labels, the CheXpert paper's for CheXpert's). Runs on one process or,
 // launched, on many.
 #include <fmt/format.h>
 
@@ -9,13 +10,16 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/dataset_flags.h"
 #include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "data/example_source.h"
 #include "data/image_list.h"
 #include "data/shard_set.h"
+#include "data/label_set.h"
 #include "train/chexnet_paper.h"
+#include "train/chexpert_paper.h"
 #include "train/evaluate.h"
 #include "train/inference.h"
 #include "train/metrics_log.h"
@@ -29,6 +33,7 @@ struct EvalFlags {
   std::string images;  // an image list instead of a split
   std::string split = data::to_string(data::Split::kTest);
   data::LoaderOptions data;
+  DatasetFlags dataset;
   DistributedFlags dist;
 };
 
@@ -36,19 +41,49 @@ std::string auroc_cell(const std::optional<double>& v) {
   return v ? fmt::format("{:.4f}", *v) : "n/a";
 }
 
+// The published AUROC of each label where there is one, and the column's title.
+struct Reference {
+  std::string title;
+  std::vector<std::optional<double>> per_class;
+  std::optional<double> mean;
+};
+
+Reference reference_auroc(const std::vector<std::string>& labels) {
+  Reference r;
+  if (labels == data::chestxray14_label_set().labels) {
+    r.title = "CheXNet";
+    r.per_class.assign(train::kChexnetPaperAuroc.begin(), train::kChexnetPaperAuroc.end());
+    r.mean = train::kChexnetPaperMeanAuroc;
+    return r;
+  }
+  r.per_class.resize(labels.size());
+  if (labels == data::chexpert_label_set().labels) {
+    r.title = "CheXpert";
+    for (size_t c = 0; c < labels.size(); ++c) {
+      for (const auto& [name, value] : train::kChexpertPaperAuroc) {
+        if (labels[c] == name) r.per_class[c] = value;
+      }
+    }
+  }
+  return r;
+}
+
 void print_table(const train::EvalMetrics& m) {
-  fmt::print("{:<20} {:>8} {:>8} {:>10} {:>10}\n", "pathology", "AUROC", "CheXNet", "positives",
+  const Reference ref = reference_auroc(m.auroc.labels);
+  const auto cell = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.4f}", *v) : std::string();
+  };
+  fmt::print("{:<28} {:>8} {:>8} {:>10} {:>10}\n", "label", "AUROC", ref.title, "positives",
              "negatives");
   for (size_t c = 0; c < m.auroc.per_class.size(); ++c) {
-    const bool known = c < data::kPathologies.size();
-    fmt::print("{:<20} {:>8} {:>8} {:>10} {:>10}\n",
-               known ? data::kPathologies[c] : fmt::format("class_{}", c),
-               auroc_cell(m.auroc.per_class[c]),
-               known ? fmt::format("{:.4f}", train::kChexnetPaperAuroc[c]) : "",
-               m.auroc.positives[c], m.auroc.negatives[c]);
+    fmt::print("{:<28} {:>8} {:>8} {:>10} {:>10}\n", m.auroc.labels[c],
+               auroc_cell(m.auroc.per_class[c]), cell(ref.per_class[c]), m.auroc.positives[c],
+               m.auroc.negatives[c]);
   }
-  fmt::print("{:<20} {:>8} {:>8}\n", "mean", auroc_cell(m.auroc.mean),
-             fmt::format("{:.4f}", train::kChexnetPaperMeanAuroc));
+  fmt::print("{:<28} {:>8} {:>8}\n", "mean", auroc_cell(m.auroc.mean), cell(ref.mean));
+  if (ref.title == "CheXpert") {
+    fmt::print("CheXpert: the paper's validation-set AUROC (best uncertainty approach)\n");
+  }
   const bool some_undefined =
       std::any_of(m.auroc.per_class.begin(), m.auroc.per_class.end(),
                   [](const std::optional<double>& v) { return !v.has_value(); });
@@ -61,11 +96,12 @@ std::shared_ptr<const data::ImageListSource> open_image_list(const EvalFlags& f,
                                                              int64_t image_size) {
   if (f.images.empty()) return nullptr;
   if (data::is_shard_set(f.data.source)) {
-    throw UsageError("--images needs a ChestX-ray14 folder of PNGs; " + f.data.source +
+    throw UsageError("--images needs a data set's folder of images; " + f.data.source +
                      " holds shards");
   }
   return std::make_shared<const data::ImageListSource>(f.data.source, f.images,
-                                                       static_cast<int>(image_size));
+                                                       static_cast<int>(image_size),
+                                                       f.data.dataset);
 }
 
 // Writes predictions.csv and metrics.json and prints the table (rank 0).
@@ -127,14 +163,17 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
 void add_eval_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "eval",
-      "Evaluate a checkpoint on a split or a list of images: per-class AUROC (exact; n/a for a\n"
-      "class without positives or negatives) beside the CheXNet paper, predictions.csv and\n"
-      "metrics.json.");
+      "Evaluate a checkpoint on a split or a list of images: per-label AUROC (exact, over the\n"
+      "known labels; n/a for a label without positives or negatives) beside the published\n"
+      "numbers (CheXNet for ChestX-ray14's labels, CheXpert's paper for CheXpert's),\n"
+      "predictions.csv and metrics.json.");
   auto f = std::make_shared<EvalFlags>();
   f->data.batch_size = 32;
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
-  cmd->add_option("--data", f->data.source, "ChestX-ray14 folder or shards");
+  cmd->add_option("--data", f->data.source,
+                  "A data set's folder (see --dataset) or shards from `chexscale prepare`");
+  add_dataset_flags(*cmd, f->dataset);
   cmd->add_option("--split", f->split, "train, val or test (not used with --images)")
       ->capture_default_str();
   cmd->add_option("--images", f->images,
@@ -159,6 +198,7 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
     if (f->data.source.empty()) throw UsageError("eval: --data is required");
     if (f->out_dir.empty()) throw UsageError("eval: --out is required");
     f->data.split = data::parse_split(f->split);
+    f->data.dataset = f->dataset.resolved();
     auto ctx = distributed::DistContext::init(f->dist.resolved());
     if (ctx->is_main()) make_dirs(f->out_dir);  // an unwritable --out fails before the work
     const train::InferenceModel m = train::load_inference_model(f->checkpoint, ctx->device());
@@ -171,6 +211,13 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
     lo.world_size = ctx->world_size();
     const auto list = open_image_list(*f, m.image_size);
     data::Loader loader(lo, list);  // a null list: the split of --data
+    if (loader.label_names() != m.label_names) {
+      throw UsageError(fmt::format(
+          "{} predicts other labels ({}) than {} has ({}): evaluate a model on data of its own "
+          "label set",
+          f->checkpoint, fmt::join(m.label_names, ", "), f->data.source,
+          fmt::join(loader.label_names(), ", ")));
+    }
     const train::SplitOutputs out = train::predict_split(*m.model, loader, ctx.get(), m.device);
     if (!ctx->is_main()) return 0;
     const std::shared_ptr<const data::ExampleSource> source =

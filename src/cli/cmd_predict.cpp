@@ -1,15 +1,14 @@
-// `chexscale predict`: one X-ray's 14 probabilities (a table or JSON) and, with --cam, the class
+// `chexscale predict`: one X-ray's probabilities (one per label of the model's data set) (a table or JSON) and, with --cam, the class
 // activation map of the chosen or most probable pathology blended over the image as a PNG.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 
 #include "cli/command.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "data/batch.h"
-#include "data/labels.h"
 #include "train/cam.h"
 #include "train/inference.h"
 
@@ -24,21 +23,17 @@ struct PredictFlags {
   std::string cam_class;
 };
 
-std::string class_name(int64_t c) {
-  return c < data::kNumPathologies ? data::kPathologies[c] : fmt::format("class_{}", c);
-}
-
 }  // namespace
 
 void add_predict_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "predict",
-      "Probabilities of the 14 pathologies for one X-ray (PNG), and optionally its class\n"
-      "activation map (where the model looked) blended over the image.");
+      "Probabilities of the 14 pathologies for one X-ray (PNG, JPEG or DICOM), and optionally its\n"
+      "class activation map (where the model looked) blended over the image.");
   auto f = std::make_shared<PredictFlags>();
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
-  cmd->add_option("--image", f->image, "The X-ray (PNG, any size; gray or colour)");
+  cmd->add_option("--image", f->image, "The X-ray: PNG (8 or 16-bit), JPEG or DICOM (by content), any size, gray or colour");
   cmd->add_flag("--json", f->json, "Print JSON instead of a table");
   cmd->add_option("--cam", f->cam, "Write the class activation map over the X-ray to this PNG");
   cmd->add_option("--class", f->cam_class,
@@ -46,12 +41,18 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
   registry.add(cmd, [f](const RunContext&) {
     if (f->checkpoint.empty()) throw UsageError("predict: --checkpoint is required");
     if (f->image.empty()) throw UsageError("predict: --image is required");
+    const train::InferenceModel m = train::load_inference_model(f->checkpoint);
+    // The model's outputs are its training data's labels.
+    const auto class_name = [&m](int64_t c) { return m.label_names[static_cast<size_t>(c)]; };
     int64_t cam_class = -1;
     if (!f->cam_class.empty()) {
-      cam_class = data::pathology_index(f->cam_class);
-      if (cam_class < 0) throw UsageError("unknown pathology '" + f->cam_class + "'");
+      const auto found = std::find(m.label_names.begin(), m.label_names.end(), f->cam_class);
+      if (found == m.label_names.end()) {
+        throw UsageError(fmt::format("--class '{}' is none of the model's labels ({})",
+                                     f->cam_class, fmt::join(m.label_names, ", ")));
+      }
+      cam_class = found - m.label_names.begin();
     }
-    const train::InferenceModel m = train::load_inference_model(f->checkpoint);
     const train::PreparedImage image = train::prepare_image(f->image, m.image_size, m.crop_size);
     const torch::Tensor probs = train::predict_probabilities(m, image);
     if (cam_class < 0) cam_class = probs.argmax().item<int64_t>();

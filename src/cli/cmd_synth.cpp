@@ -1,4 +1,5 @@
-// `chexscale synth`: writes a synthetic ChestX-ray14 data set with learnable labels.
+// `chexscale synth`: writes a synthetic data set in a chest X-ray data set's layout with learnable
+// labels.
 #include <fmt/format.h>
 
 #include <memory>
@@ -12,12 +13,23 @@ namespace chexscale::cli {
 void add_synth_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "synth",
-      "Write a synthetic data set in the ChestX-ray14 layout (images/*.png, Data_Entry_2017.csv,\n"
-      "train_val_list.txt, test_list.txt) whose labels are learnable: each pathology draws its "
-      "own\n"
-      "shape or texture in its own region of an X-ray-like image (see docs/data.md).");
+      "Write a synthetic data set in the layout of ChestX-ray14 (images/*.png, Data_Entry_2017.csv,\n"
+      "the split lists), CheXpert, MIMIC-CXR-JPG or PadChest (--dataset) whose labels are\n"
+      "learnable: each label draws its own shape or texture in its own region of an X-ray-like\n"
+      "image (see docs/data.md).");
   auto opt = std::make_shared<data::SynthOptions>();
+  auto dataset = std::make_shared<std::string>(data::to_string(opt->dataset));
   cmd->add_option("--out", opt->out_dir, "Output folder (created)");
+  cmd->add_option("--dataset", *dataset,
+                  "Layout written: nih (ChestX-ray14), chexpert (CheXpert-v1.0-small), mimic-cxr "
+                  "(MIMIC-CXR-JPG) or padchest")
+      ->capture_default_str();
+  auto format = std::make_shared<std::string>(data::to_string(opt->format));
+  cmd->add_option("--format", *format,
+                  "Image encoding: layout (the data set's own), png, png16 (16-bit gray), jpeg, "
+                  "or dicom (12/16-bit, MONOCHROME1/2, some RLE or JPEG-LS); names stay the "
+                  "layout's")
+      ->capture_default_str();
   cmd->add_option("--images", opt->images, "Number of images")->capture_default_str();
   cmd->add_option("--patients", opt->patients,
                   "Number of patients (several images each); 0 = images / 3")
@@ -28,7 +40,9 @@ void add_synth_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--seed", opt->seed, "Seed of images, labels and splits")->capture_default_str();
   cmd->add_option("--threads", opt->threads, "Worker threads; 0 = all cores")
       ->capture_default_str();
-  registry.add(cmd, [opt](const RunContext&) {
+  registry.add(cmd, [opt, dataset, format](const RunContext&) {
+    opt->format = data::parse_synth_image_format(*format);
+    opt->dataset = data::parse_dataset_kind(*dataset);
     opt->validate();  // before the progress bar
     ProgressReporter progress("synth", opt->images, "images");
     data::SynthOptions run = *opt;
@@ -37,7 +51,7 @@ void add_synth_command(CLI::App& app, CommandRegistry& registry) {
     progress.finish();
     std::string positives;
     for (int c = 0; c < data::kNumPathologies; ++c) {
-      positives += fmt::format("{}{} {}", c ? ", " : "", data::kPathologies[c], r.positives[c]);
+      positives += fmt::format("{}{} {}", c ? ", " : "", r.label_names[c], r.positives[c]);
     }
     fmt::print(
         "wrote {} images of {} patients ({}x{}, {:.1f} KB/image on average) to {}\n"

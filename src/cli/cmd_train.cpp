@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/dataset_flags.h"
 #include "cli/distributed_flags.h"
 #include "cli/stop_signals.h"
 #include "common/atomic_file.h"
@@ -20,6 +21,7 @@ namespace {
 // Flags whose values need converting after parsing (names -> enums).
 struct TrainFlags {
   train::TrainerOptions trainer;
+  DatasetFlags dataset;
   DistributedFlags dist;
   ReducerFlags reducer;
   std::string optimizer = train::to_string(train::OptimizerOptions{}.kind);
@@ -35,6 +37,7 @@ struct TrainFlags {
 train::TrainerOptions TrainFlags::resolved() const {
   train::TrainerOptions o = trainer;
   o.data.augment = !no_augment;
+  o.data.dataset = dataset.resolved();
   o.data.seed = o.seed;
   o.optimizer.kind = train::parse_optimizer_kind(optimizer);
   o.non_finite = train::parse_non_finite_policy(on_nan);
@@ -79,8 +82,9 @@ class ProgressPrinter : public train::TrainerObserver {
 void add_data_flags(CLI::App& cmd, TrainFlags& f) {
   auto& d = f.trainer.data;
   cmd.add_option("--data", d.source,
-                 "ChestX-ray14 folder (Data_Entry_2017.csv, split lists, images) or shards from "
-                 "`chexscale prepare`");
+                 "A data set's folder as downloaded (ChestX-ray14, CheXpert, MIMIC-CXR-JPG, "
+                 "PadChest: see --dataset) or shards from `chexscale prepare`");
+  add_dataset_flags(cmd, f.dataset);
   cmd.add_option("--batch-size", d.batch_size, "Images per worker per step (global = x workers)")
       ->capture_default_str();
   cmd.add_option("--image-size", d.image_size, "Resize images to this side before cropping")
@@ -106,7 +110,8 @@ void add_model_flags(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--arch", t.model.arch, "Architecture (see `chexscale models`)")
       ->capture_default_str();
   cmd.add_option("--pretrained", t.pretrained,
-                 "ImageNet (or other) weights as safetensors; the 1000-way head is replaced");
+                 "ImageNet (or other) weights: a torch.save .pth state dict (torchvision's "
+                 "downloads) or safetensors; the 1000-way head is replaced");
   cmd.add_option("--dropout", t.model.dropout, "Dropout before the head")->capture_default_str();
   cmd.add_option("--amp", f.amp,
                  "Mixed precision of the forward pass: off, bf16 (CPU or GPU) or fp16 (GPU, with "

@@ -78,8 +78,8 @@ std::vector<Example> index_chestxray14(const std::string& dir, const SplitOption
                   fmt::format("image '{}' listed but not found under {}", records[i].image, dir));
       continue;
     }
-    examples.push_back(
-        {records[i].image, it->second, records[i].labels, records[i].patient_id, splits[i]});
+    examples.push_back({records[i].image, it->second, records[i].labels, kEveryLabelKnown,
+                        records[i].patient_id, splits[i]});
   }
   if (examples.empty()) throw DataError(fmt::format("{}: no usable images", dir));
   return examples;

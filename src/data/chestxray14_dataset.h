@@ -8,18 +8,10 @@
 #include <vector>
 
 #include "data/data_issues.h"
-#include "data/labels.h"
+#include "data/example.h"
 #include "data/splits.h"
 
 namespace chexscale::data {
-
-struct Example {
-  std::string name;  // "00000001_000.png"
-  std::string path;  // full path of the PNG
-  LabelBits labels = 0;
-  int64_t patient_id = 0;
-  Split split = Split::kNone;
-};
 
 // The CSV of a data folder: Data_Entry_2017.csv, else Data_Entry_2017_v2020.csv; throws DataError
 // naming the folder when neither exists.

@@ -7,7 +7,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "data/chestxray14_dataset.h"
+#include "data/dataset_kind.h"
+#include "data/image_decode.h"
 #include "data/resize.h"
 #include "data/shard_reader.h"
 #include "data/shard_set.h"
@@ -15,17 +16,19 @@
 namespace chexscale::data {
 namespace {
 
-// PNG files decoded and resized to image_size x image_size on every read.
+// Image files decoded and resized to image_size x image_size on every read.
 class LoosePngSource : public ExampleSource {
  public:
-  LoosePngSource(std::vector<Example> examples, int image_size)
-      : examples_(std::move(examples)), image_size_(image_size) {}
+  LoosePngSource(std::vector<Example> examples, const LabelSet& label_set, int image_size)
+      : examples_(std::move(examples)), label_names_(label_set.labels), image_size_(image_size) {}
 
   int64_t size() const override { return static_cast<int64_t>(examples_.size()); }
   const std::string& name(int64_t i) const override {
     return examples_[static_cast<size_t>(i)].name;
   }
   LabelBits labels(int64_t i) const override { return examples_[static_cast<size_t>(i)].labels; }
+  LabelBits known(int64_t i) const override { return examples_[static_cast<size_t>(i)].known; }
+  const std::vector<std::string>& label_names() const override { return label_names_; }
   int image_size() const override { return image_size_; }
   GrayView image(int64_t i, ImageScratch& s) const override {
     read_png_gray(examples_[static_cast<size_t>(i)].path, s.decoded, s.file);
@@ -35,6 +38,7 @@ class LoosePngSource : public ExampleSource {
 
  private:
   std::vector<Example> examples_;
+  std::vector<std::string> label_names_;
   int image_size_;
 };
 
@@ -59,6 +63,10 @@ class ShardSource : public ExampleSource {
   int64_t size() const override { return static_cast<int64_t>(records_.size()); }
   const std::string& name(int64_t i) const override { return entry(i).name; }
   LabelBits labels(int64_t i) const override { return entry(i).labels; }
+  LabelBits known(int64_t) const override { return kEveryLabelKnown; }
+  const std::vector<std::string>& label_names() const override {
+    return chestxray14_label_set().labels;
+  }
   int image_size() const override { return image_size_; }
   GrayView image(int64_t i, ImageScratch&) const override {
     const Record& r = records_[static_cast<size_t>(i)];
@@ -88,8 +96,8 @@ void require_data_folder(const std::string& path) {
   if (std::filesystem::is_directory(path)) return;
   if (std::filesystem::exists(path)) {
     throw DataError(
-        fmt::format("{}: a file, not a data folder (give the folder that holds "
-                    "Data_Entry_2017.csv and images/, or a shard set)",
+        fmt::format("{}: a file, not a data folder (give the folder that holds the data set's "
+                    "CSV and images, or a shard set)",
                     path));
   }
   throw DataError(fmt::format("{}: no such data folder", path));
@@ -103,14 +111,15 @@ std::unique_ptr<ExampleSource> open_example_source(const LoaderOptions& options)
     source = std::make_unique<ShardSource>(options.source, options.split);
   } else {
     DataIssues issues(options.strict);
-    std::vector<Example> all = index_chestxray14(options.source, options.split_options(), issues);
+    IndexedDataset all =
+        index_dataset(options.source, options.dataset, options.split_options(), issues);
     issues.log_warnings();
     std::vector<Example> chosen;
-    for (auto& e : all) {
+    for (auto& e : all.examples) {
       if (e.split == options.split) chosen.push_back(std::move(e));
     }
-    source =
-        std::make_unique<LoosePngSource>(std::move(chosen), static_cast<int>(options.image_size));
+    source = std::make_unique<LoosePngSource>(std::move(chosen), *all.label_set,
+                                              static_cast<int>(options.image_size));
   }
   if (source->size() == 0) {
     throw DataError(

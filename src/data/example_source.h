@@ -1,5 +1,6 @@
-// Where the loader's examples come from: loose PNGs of a ChestX-ray14 folder or packed shards,
-// behind one interface that yields an example's labels, name and resized gray image.
+// Where the loader's examples come from: the image files of a data set's folder (any kind of
+// dataset_kind.h) or packed shards, behind one interface that yields an example's labels, the
+// mask of its known labels, its name and its resized gray image, and the data set's label names.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,10 @@ struct ImageScratch {
   GrayImage decoded;
   GrayImage resized;
 };
+  // Bit c set: label c of the example is known (else masked out of the loss and of AUROC).
+  virtual LabelBits known(int64_t index) const = 0;
+  // The names of the labels' bits (the data set's label set).
+  virtual const std::vector<std::string>& label_names() const = 0;
 
 class ExampleSource {
  public:
@@ -42,8 +47,8 @@ class ExampleSource {
 // Throws DataError unless `path` is a folder, saying whether it is missing or a file.
 void require_data_folder(const std::string& path);
 
-// Shards when options.source holds a manifest.json, else a ChestX-ray14 folder of PNGs;
-// restricted to options.split.
+// Shards when options.source holds a manifest.json, else the data set folder of options.dataset
+// (detected when auto); restricted to options.split.
 std::unique_ptr<ExampleSource> open_example_source(const LoaderOptions& options);
 
 }  // namespace chexscale::data

@@ -10,9 +10,10 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "data/chestxray14_csv.h"
 #include "data/chestxray14_dataset.h"
 #include "data/example_source.h"
+#include "data/image_decode.h"
+#include "data/image_decode.h"
 #include "data/resize.h"
 
 namespace chexscale::data {
@@ -24,34 +25,50 @@ std::string trimmed(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
-// Image name -> labels from the folder's CSV; empty (every image unlabelled) without a CSV.
-std::unordered_map<std::string, LabelBits> csv_labels(const std::string& data_dir) {
-  std::unordered_map<std::string, LabelBits> labels;
-  std::string csv;
-  try {
-    csv = find_data_entry_csv(data_dir);
-  } catch (const DataError&) {
-    log::info("{}: no Data_Entry_2017.csv: the listed images have no labels", data_dir);
-    return labels;
+// The folder's examples by name (every split), and its label set. A folder without any data set's
+// CSV has no labelled images (ChestX-ray14's label set).
+struct IndexedImages {
+  std::unordered_map<std::string, Example> examples;
+  const LabelSet* label_set = &chestxray14_label_set();
+  DatasetKind kind = DatasetKind::kNih;
+};
+
+IndexedImages index_images(const std::string& data_dir, const DatasetOptions& options) {
+  IndexedImages indexed;
+  DatasetOptions chosen = options;
+  if (chosen.kind == DatasetKind::kAuto) {
+    try {
+      chosen.kind = detect_dataset(data_dir);
+    } catch (const DataError& e) {
+      log::info("{}: the listed images have no labels", e.what());
+      return indexed;
+    }
   }
   DataIssues issues;
-  for (const CsvRecord& r : read_data_entry_csv(csv, issues))
-    labels.emplace(r.image, r.labels);
+  IndexedDataset d = index_dataset(data_dir, chosen, SplitOptions{}, issues);
   issues.log_warnings();
-  return labels;
+  indexed.kind = d.kind;
+  indexed.label_set = d.label_set;
+  for (Example& e : d.examples)
+    indexed.examples.emplace(e.name, std::move(e));
+  return indexed;
 }
 
 }  // namespace
 
 ImageListSource::ImageListSource(const std::string& data_dir, const std::string& list_path,
-                                 int image_size)
+                                 int image_size, const DatasetOptions& dataset)
     : image_size_(image_size) {
   if (!std::filesystem::is_regular_file(list_path)) {
     throw UsageError(fmt::format("image list {}: no such file", list_path));
   }
   require_data_folder(data_dir);
-  const auto images = find_images(data_dir);
-  const auto labels = csv_labels(data_dir);
+  const IndexedImages indexed = index_images(data_dir, dataset);
+  label_names_ = indexed.label_set->labels;
+  // ChestX-ray14 names are file names in the image folders; the others are paths.
+  const auto nih_images = indexed.kind == DatasetKind::kNih
+                              ? find_images(data_dir)
+                              : std::unordered_map<std::string, std::string>{};
   std::unordered_map<std::string, int64_t> first_line;
   std::istringstream in(read_file(list_path));
   std::string line;
@@ -63,16 +80,26 @@ ImageListSource::ImageListSource(const std::string& data_dir, const std::string&
       throw DataError(fmt::format("{}:{}: '{}' is listed twice (first on line {})", list_path,
                                   number, name, seen->second));
     }
-    const auto found = images.find(name);
-    if (found == images.end()) {
-      throw DataError(
-          fmt::format("{}:{}: no image '{}' in the image folders of {} (images/, "
-                      "images_*/)",
-                      list_path, number, name, data_dir));
+    const auto known = indexed.examples.find(name);
+    if (known != indexed.examples.end()) {
+      const Example& e = known->second;
+      entries_.push_back({name, e.path, e.labels, e.known, true});
+      continue;
     }
-    const auto known = labels.find(name);
-    entries_.push_back({name, found->second, known != labels.end() ? known->second : LabelBits(0),
-                        known != labels.end()});
+    std::string path;
+    if (indexed.kind == DatasetKind::kNih) {
+      const auto found = nih_images.find(name);
+      if (found != nih_images.end()) path = found->second;
+    } else if (std::filesystem::is_regular_file(std::filesystem::path(data_dir) / name)) {
+      path = (std::filesystem::path(data_dir) / name).string();
+    }
+    if (path.empty()) {
+      throw DataError(fmt::format(
+          "{}:{}: no image '{}' in {} ({})", list_path, number, name, data_dir,
+          indexed.kind == DatasetKind::kNih ? "its image folders images/, images_*/"
+                                            : "names are paths below the data folder"));
+    }
+    entries_.push_back({name, path, 0, 0, false});
   }
   if (entries_.empty()) throw UsageError(fmt::format("image list {} names no image", list_path));
   log::info("{}: {} images, {} of them labelled by the CSV", list_path, entries_.size(),
@@ -92,6 +119,10 @@ LabelBits ImageListSource::labels(int64_t index) const {
   return entry(index).labels;
 }
 
+LabelBits ImageListSource::known(int64_t index) const {
+  return entry(index).known;
+}
+
 bool ImageListSource::labelled(int64_t index) const {
   return entry(index).labelled;
 }
@@ -106,7 +137,7 @@ int64_t ImageListSource::labelled_count() const {
 GrayView ImageListSource::image(int64_t index, ImageScratch& scratch) const {
   read_png_gray(entry(index).path, scratch.decoded, scratch.file);
   resize_gray(scratch.decoded, image_size_, image_size_, scratch.resized);
-  return {scratch.resized.pixels.data(), scratch.resized.width, scratch.resized.height};
+  return view_of(scratch.resized);
 }
 
 }  // namespace chexscale::data

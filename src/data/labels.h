@@ -8,8 +8,13 @@
 
 namespace chexscale::data {
 
-// Bit c is set when pathology kPathologies[c] is present; 0 = "No Finding".
+// Bit c is set when pathology kPathologies[c] is present; 0 = "No Finding". Other data sets'
+// labels use the same bits for their own label set (label_set.h).
 using LabelBits = uint16_t;
+
+// A mask of the labels that are known (bit c set: label c is known, else masked out of the loss
+// and of AUROC): every one, as in ChestX-ray14, where a finding not listed is absent.
+inline constexpr LabelBits kEveryLabelKnown = 0xFFFF;
 
 // The index of a pathology name in kPathologies ("Infiltrate", the bounding-box list's spelling,
 // means Infiltration), or -1.

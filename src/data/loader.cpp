@@ -78,9 +78,11 @@ class Loader::Impl {
     opt_.validate();
     if (opt_.synthetic) {
       size_ = opt_.synthetic_size;
+      label_names_ = chestxray14_label_set().labels;
     } else {
       if (!source_) source_ = open_example_source(opt_);
       size_ = source_->size();
+      label_names_ = source_->label_names();
       if (opt_.crop_size > source_->image_size()) {
         throw UsageError(fmt::format("crop_size {} exceeds the image size {}", opt_.crop_size,
                                      source_->image_size()));
@@ -158,12 +160,15 @@ class Loader::Impl {
   double last_wait_seconds() const { return last_wait_; }
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
   int64_t dataset_size() const { return size_; }
+  const std::vector<std::string>& label_names() const { return label_names_; }
   LoaderStats stats() const {
     const std::lock_guard<std::mutex> lock(stats_mu_);
     return stats_;
   }
 
  private:
+  int classes() const { return static_cast<int>(label_names_.size()); }
+
   int64_t batch_length(int64_t b) const {
     return std::min<int64_t>(opt_.batch_size, end_item_ - b * opt_.batch_size);
   }
@@ -198,7 +203,7 @@ class Loader::Impl {
     auto options = torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(pin_);
     p.images = opt_.ten_crop ? torch::empty({length, 10, 3, c, c}, options)
                              : torch::empty({length, 3, c, c}, options);
-    p.labels = torch::empty({length, kNumPathologies}, options);
+    p.labels = torch::empty({length, classes()}, options);
     p.names.resize(static_cast<size_t>(length));
     p.indices.resize(static_cast<size_t>(length));
     p.good.assign(static_cast<size_t>(length), 0);
@@ -215,8 +220,9 @@ class Loader::Impl {
       return fmt::format("synthetic_{:08d}.png", index);
     }
     const LabelBits bits = source_->labels(index);
-    for (int k = 0; k < kNumPathologies; ++k)
-      label[k] = has_label(bits, k) ? 1.f : 0.f;
+    const LabelBits known = source_->known(index);
+    for (int k = 0; k < classes(); ++k)
+      label[k] = !has_label(known, k) ? kUnknownLabel : has_label(bits, k) ? 1.f : 0.f;
     const GrayView v = source_->image(index, scratch);
     if (opt_.ten_crop) {
       write_ten_crop(v.pixels, v.width, v.height, c, image);
@@ -254,7 +260,7 @@ class Loader::Impl {
       std::exception_ptr failure;
       try {
         name = load(index, epoch, images.data_ptr<float>() + slot * image_floats,
-                    labels.data_ptr<float>() + slot * kNumPathologies, scratch);
+                    labels.data_ptr<float>() + slot * classes(), scratch);
         good = true;
       } catch (const DataError& e) {
         log::warn("skipping bad image: {}", e.what());
@@ -283,6 +289,7 @@ class Loader::Impl {
   std::shared_ptr<const ExampleSource> source_;
   std::unique_ptr<DistributedSampler> sampler_;
   int64_t size_ = 0;
+  std::vector<std::string> label_names_;
   int64_t batches_per_epoch_ = 0;
   bool pin_ = false;
 
@@ -324,6 +331,9 @@ int64_t Loader::batches_per_epoch() const {
 }
 int64_t Loader::dataset_size() const {
   return impl_->dataset_size();
+}
+const std::vector<std::string>& Loader::label_names() const {
+  return impl_->label_names();
 }
 LoaderStats Loader::stats() const {
   return impl_->stats();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "data/batch.h"
+#include "data/dataset_kind.h"
 #include "data/splits.h"
 #include "data/transforms.h"
 
@@ -19,9 +20,11 @@ inline constexpr int kDefaultLoaderThreads = 2;
 inline constexpr int kDefaultPrefetchBatches = 4;
 
 struct LoaderOptions {
-  // Where the data is: a ChestX-ray14 folder (Data_Entry_2017.csv, split lists, images/ or
-  // images_*/), or a folder of shards made by `chexscale prepare`. Empty with synthetic = true.
+  // Where the data is: a data set's folder as downloaded (ChestX-ray14, CheXpert, MIMIC-CXR-JPG,
+  // PadChest: see dataset_kind.h), or a folder of shards made by `chexscale prepare`. Empty with
+  // synthetic = true.
   std::string source;
+  DatasetOptions dataset;  // which data set the folder holds, its uncertain labels and views
   bool synthetic = false;                  // random tensors, no I/O (pure compute benchmarks)
   int64_t synthetic_size = 1024;           // examples per epoch when synthetic
   Split split = Split::kTrain;             // kTrain | kVal | kTest
@@ -79,6 +82,8 @@ class Loader {
 
   int64_t batches_per_epoch() const;  // for this rank; equal on every rank
   int64_t dataset_size() const;       // examples in the split (before padding)
+  // The names of the batches' label columns (ChestX-ray14's with synthetic tensors).
+  const std::vector<std::string>& label_names() const;
   LoaderStats stats() const;
 
  private:

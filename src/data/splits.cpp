@@ -75,6 +75,32 @@ std::unordered_set<int64_t> choose_patients(std::vector<int64_t> patients, doubl
   return {patients.begin(), patients.begin() + static_cast<std::ptrdiff_t>(take)};
 }
 
+std::vector<Split> random_patient_splits(const std::vector<int64_t>& patient_of,
+                                         const SplitOptions& options) {
+  options.validate();
+  if (options.val_fraction + options.test_fraction > 1) {
+    throw UsageError(fmt::format("val_fraction {} + `test_fraction` {} exceed 1",
+                                 options.val_fraction, options.test_fraction));
+  }
+  // One shuffle of all patients: the first part is test, the next val, the rest train.
+  const auto test_ids =
+      choose_patients(patient_of, options.test_fraction, mix_seed({options.seed, 1}));
+  std::vector<int64_t> rest;
+  for (int64_t p : patient_of) {
+    if (test_ids.count(p) == 0) rest.push_back(p);
+  }
+  const double val_of_rest =
+      options.test_fraction < 1 ? options.val_fraction / (1 - options.test_fraction) : 0.0;
+  const auto val_ids =
+      choose_patients(rest, std::min(1.0, val_of_rest), mix_seed({options.seed, 2}));
+  std::vector<Split> splits(patient_of.size());
+  for (size_t i = 0; i < patient_of.size(); ++i) {
+    const int64_t p = patient_of[i];
+    splits[i] = test_ids.count(p) ? Split::kTest : val_ids.count(p) ? Split::kVal : Split::kTrain;
+  }
+  return splits;
+}
+
 std::vector<Split> assign_splits(const std::vector<CsvRecord>& records, bool have_lists,
                                  const std::unordered_set<std::string>& train_val,
                                  const std::unordered_set<std::string>& test,
@@ -83,28 +109,10 @@ std::vector<Split> assign_splits(const std::vector<CsvRecord>& records, bool hav
   options.validate();
   std::vector<Split> splits(records.size(), Split::kNone);
   if (!have_lists) {
-    if (options.val_fraction + options.test_fraction > 1) {
-      throw UsageError(fmt::format("val_fraction {} + `test_fraction` {} exceed 1",
-                                   options.val_fraction, options.test_fraction));
-    }
-    std::vector<int64_t> all;
+    std::vector<int64_t> patient_of;
     for (const auto& r : records)
-      all.push_back(r.patient_id);
-    // One shuffle of all patients: the first part is test, the next val, the rest train.
-    const auto test_ids = choose_patients(all, options.test_fraction, mix_seed({options.seed, 1}));
-    std::vector<int64_t> rest;
-    for (int64_t p : all) {
-      if (test_ids.count(p) == 0) rest.push_back(p);
-    }
-    const double val_of_rest =
-        options.test_fraction < 1 ? options.val_fraction / (1 - options.test_fraction) : 0.0;
-    const auto val_ids =
-        choose_patients(rest, std::min(1.0, val_of_rest), mix_seed({options.seed, 2}));
-    for (size_t i = 0; i < records.size(); ++i) {
-      const int64_t p = records[i].patient_id;
-      splits[i] = test_ids.count(p) ? Split::kTest : val_ids.count(p) ? Split::kVal : Split::kTrain;
-    }
-    return splits;
+      patient_of.push_back(r.patient_id);
+    return random_patient_splits(patient_of, options);
   }
 
   std::vector<int64_t> train_val_patients;

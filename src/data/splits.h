@@ -41,6 +41,12 @@ struct SplitOptions {
   void validate() const;
 };
 
+// A random patient-wise split of rows whose patients are `patient_of`: one seeded shuffle of the
+// patients gives test_fraction of them to test, val_fraction to val, the rest to train (UsageError
+// when the two fractions exceed 1).
+std::vector<Split> random_patient_splits(const std::vector<int64_t>& patient_of,
+                                         const SplitOptions& options);
+
 // Assigns a split to each record. With lists (`have_lists`), records in train_val go to train or
 // val by patient, records in test to test, records in neither to kNone (one warning with the
 // count); a patient found in both lists is a warning. Without lists, a random patient-wise split.

@@ -1,16 +1,19 @@
-// Synthetic ChestX-ray14 data with learnable labels (`chexscale synth`): X-ray-like images (body,
-// lungs, spine, ribs, noise) on which each pathology present draws its own trace -- a distinct
-// shape or texture -- inside its own fixed square region (synthetic_region). Written in the exact
-// ChestX-ray14 layout: images/*.png, Data_Entry_2017.csv (trailing commas), train_val_list.txt,
-// test_list.txt, several images per patient.
+// Synthetic chest X-ray data with learnable labels (`chexscale synth`): X-ray-like images (body,
+// lungs, spine, ribs, noise) on which each label present draws its own trace -- a distinct shape
+// or texture -- inside its own fixed square region (synthetic_region; bit c of the data set's
+// label set draws class c's trace). Written in a data set's exact layout, several images per
+// patient: ChestX-ray14 (images/*.png, Data_Entry_2017.csv with trailing commas, the split
+// lists), CheXpert, MIMIC-CXR-JPG or PadChest (see docs/data.md).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "data/batch.h"
+#include "data/dataset_kind.h"
 #include "data/labels.h"
 #include "data/png_io.h"
 
@@ -37,11 +40,30 @@ extern const std::array<double, kNumPathologies> kSyntheticLabelRates;
 // The same seed gives the same background whatever the labels.
 GrayImage render_synthetic_image(LabelBits labels, int image_size, uint64_t seed);
 
+// How synthetic images are encoded (`synth --format`); kLayout: as the layout writes them (8-bit
+// PNG, PadChest 16-bit PNG). png16: 16-bit gray PNG (the 8-bit image in the high byte, seeded
+// noise in the low one); jpeg: gray JPEG of quality 95; dicom: 12- and 16-bit, MONOCHROME2 and
+// MONOCHROME1, Rescale Slope/Intercept and a Window Center/Width spanning the stored range, some
+// uncompressed, some RLE or JPEG-LS lossless (chosen by the image's seed). File names keep the
+// layout's (decoding goes by content).
+enum class SynthImageFormat { kLayout, kPng, kPng16, kJpeg, kDicom };
+
+// "layout", "png", "png16", "jpeg", "dicom"; UsageError naming the choices for another name.
+SynthImageFormat parse_synth_image_format(const std::string& name);
+const char* to_string(SynthImageFormat format);
+
+// Writes the 8-bit `image` to `path` in `format` (not kLayout); `seed` picks the DICOM variant and
+// the 16-bit noise. Returns the bytes written; IoError naming the path when it cannot be written.
+int64_t write_synthetic_image_file(const GrayImage& image, SynthImageFormat format, uint64_t seed,
+                                   const std::string& path);
+
 // Patient ids are written with 8 digits, as ChestX-ray14's.
 inline constexpr int64_t kMaxSynthPatients = 99999999;
 
 struct SynthOptions {
   std::string out_dir;
+  DatasetKind dataset = DatasetKind::kNih;  // the layout written
+  SynthImageFormat format = SynthImageFormat::kLayout;
   int64_t images = 1000;
   int64_t patients = 0;  // 0: images / 3 (at least 1)
   int image_size = 128;
@@ -56,7 +78,8 @@ struct SynthOptions {
 struct SynthResult {
   int64_t images = 0;
   int64_t patients = 0;
-  std::array<int64_t, kNumPathologies> positives{};
+  std::vector<std::string> label_names;            // the data set's label set
+  std::array<int64_t, kNumPathologies> positives{};  // per bit of label_names
   int64_t png_bytes = 0;
 };
 

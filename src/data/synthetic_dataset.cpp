@@ -1,4 +1,5 @@
-// Writing a synthetic data set in the ChestX-ray14 layout (see synthetic.h).
+// Writing a synthetic data set in the ChestX-ray14 layout, the helpers every layout shares and the
+// dispatch to the others (see synthetic.h, synthetic_parts.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,19 +17,13 @@
 #include "data/resize.h"
 #include "data/splits.h"
 #include "data/synthetic.h"
+#include "data/synthetic_parts.h"
 
 namespace chexscale::data {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr double kTestPatientFraction = 0.2;
-
-// Plain write: the CSV, written last and atomically, is what marks a finished data set.
-void write_image_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw IoError(fmt::format("cannot write {}", path));
-}
 
 // Exactly round(rate * n) positives (at least one when n > 1) of each class among `members`,
 // chosen by a seeded shuffle per class.
@@ -46,29 +41,9 @@ void assign_labels(const std::vector<size_t>& members, uint64_t seed,
   }
 }
 
-// --patients, or one patient per three images (at least one).
-int64_t patient_count(const SynthOptions& opt) {
-  return opt.patients > 0 ? opt.patients : std::max<int64_t>(1, opt.images / 3);
-}
-
-// Never write over a data set (a real ChestX-ray14 folder would lose its CSV and images).
-void refuse_existing_dataset(const std::string& out_dir) {
-  for (const char* held : {"Data_Entry_2017.csv", "images"}) {
-    if (fs::exists(fs::path(out_dir) / held)) {
-      throw UsageError(
-          fmt::format("{} already holds {}: synth writes a new data set, choose an "
-                      "empty or new folder",
-                      out_dir, held));
-    }
-  }
-}
-
-// Images per patient: one each, the rest spread at random; names as ChestX-ray14's.
+// Images per patient (synth_images_per_patient); names as ChestX-ray14's.
 std::vector<CsvRecord> plan_images(const SynthOptions& opt, int64_t patients) {
-  SplitMix64 rng(mix_seed({opt.seed, 0xDA7A}));
-  std::vector<int64_t> per_patient(static_cast<size_t>(patients), 1);
-  for (int64_t i = patients; i < opt.images; ++i)
-    ++per_patient[rng.below(patients)];
+  const std::vector<int64_t> per_patient = synth_images_per_patient(opt, patients);
   std::vector<CsvRecord> records;
   for (int64_t p = 0; p < patients; ++p) {
     for (int64_t f = 0; f < per_patient[static_cast<size_t>(p)]; ++f) {
@@ -109,17 +84,8 @@ OfficialLists official_lists(const std::vector<CsvRecord>& records, int64_t pati
 std::vector<LabelBits> balanced_labels(const std::vector<CsvRecord>& records,
                                        const OfficialLists& lists, uint64_t seed) {
   DataIssues issues;
-  const std::vector<Split> splits =
-      assign_splits(records, true, lists.train_val, lists.test, SplitOptions{}, issues);
-  std::vector<LabelBits> labels(records.size(), 0);
-  for (Split s : {Split::kTrain, Split::kVal, Split::kTest}) {
-    std::vector<size_t> members;
-    for (size_t i = 0; i < records.size(); ++i) {
-      if (splits[i] == s) members.push_back(i);
-    }
-    assign_labels(members, mix_seed({seed, static_cast<uint64_t>(s)}), labels);
-  }
-  return labels;
+  return balanced_split_labels(
+      assign_splits(records, true, lists.train_val, lists.test, SplitOptions{}, issues), seed);
 }
 
 // Data_Entry_2017.csv, with age, gender and view drawn per patient.
@@ -142,26 +108,82 @@ std::string entry_csv(const std::vector<CsvRecord>& records, const std::vector<L
   return csv;
 }
 
-// Renders and writes every image on all threads; returns the PNG bytes written.
-int64_t write_images(const std::vector<CsvRecord>& records, const std::vector<LabelBits>& labels,
-                     const SynthOptions& opt, const fs::path& image_dir) {
+}  // namespace
+
+int64_t synth_patient_count(const SynthOptions& opt) {
+  return opt.patients > 0 ? opt.patients : std::max<int64_t>(1, opt.images / 3);
+}
+
+std::vector<int64_t> synth_images_per_patient(const SynthOptions& opt, int64_t patients) {
+  SplitMix64 rng(mix_seed({opt.seed, 0xDA7A}));
+  std::vector<int64_t> per_patient(static_cast<size_t>(patients), 1);
+  for (int64_t i = patients; i < opt.images; ++i)
+    ++per_patient[rng.below(patients)];
+  return per_patient;
+}
+
+std::vector<LabelBits> balanced_split_labels(const std::vector<Split>& splits, uint64_t seed) {
+  std::vector<LabelBits> labels(splits.size(), 0);
+  for (Split s : {Split::kTrain, Split::kVal, Split::kTest}) {
+    std::vector<size_t> members;
+    for (size_t i = 0; i < splits.size(); ++i) {
+      if (splits[i] == s) members.push_back(i);
+    }
+    assign_labels(members, mix_seed({seed, static_cast<uint64_t>(s)}), labels);
+  }
+  return labels;
+}
+
+std::vector<LabelBits> synthetic_uncertain(const std::vector<LabelBits>& labels,
+                                           const std::vector<Split>& splits) {
+  std::vector<LabelBits> uncertain(labels.size(), 0);
+  for (Split s : {Split::kTrain, Split::kVal}) {
+    for (int c = 0; c < kNumPathologies; ++c) {
+      int64_t seen = 0;
+      for (size_t i = 0; i < labels.size(); ++i) {
+        if (splits[i] != s || !has_label(labels[i], c)) continue;
+        if (seen++ % 4 == 3) uncertain[i] = static_cast<LabelBits>(uncertain[i] | (1U << c));
+      }
+    }
+  }
+  return uncertain;
+}
+
+void refuse_existing_files(const std::string& out_dir, const std::vector<std::string>& held) {
+  for (const std::string& name : held) {
+    if (fs::exists(fs::path(out_dir) / name)) {
+      throw UsageError(
+          fmt::format("{} already holds {}: synth writes a new data set, choose an "
+                      "empty or new folder",
+                      out_dir, name));
+    }
+  }
+}
+
+int64_t write_synthetic_images(const std::vector<std::string>& paths,
+                               const std::vector<LabelBits>& labels, const SynthOptions& opt,
+                               bool sixteen_bit) {
+  for (const std::string& p : paths)
+    make_dirs((fs::path(opt.out_dir) / p).parent_path().string());
   std::atomic<int64_t> bytes{0};
   parallel_for(
-      0, records.size(), opt.threads,
+      0, paths.size(), opt.threads,
       [&](size_t i) {
         const GrayImage img = render_synthetic_image(
             labels[i], opt.image_size, mix_seed({opt.seed, static_cast<uint64_t>(i), 0x1A6E}));
-        const std::string png = encode_png_gray(img.pixels.data(), img.width, img.height);
-        write_image_file((image_dir / records[i].image).string(), png);
-        bytes += static_cast<int64_t>(png.size());
+        SynthImageFormat format = opt.format;
+        if (format == SynthImageFormat::kLayout) {
+          format = sixteen_bit ? SynthImageFormat::kPng16 : SynthImageFormat::kPng;
+        }
+        bytes += write_synthetic_image_file(
+            img, format, mix_seed({opt.seed, static_cast<uint64_t>(i), 0xF0A7}),
+            (fs::path(opt.out_dir) / paths[i]).string());
       },
       [&](size_t done) {
         if (opt.progress) opt.progress(static_cast<int64_t>(done), opt.images);
       });
   return bytes;
 }
-
-}  // namespace
 
 void SynthOptions::validate() const {
   if (out_dir.empty()) throw UsageError("an output folder is needed (`out_dir`)");
@@ -173,7 +195,10 @@ void SynthOptions::validate() const {
   if (image_size < 16 || image_size > kMaxImageSize) {
     throw UsageError(fmt::format("image_size {} is not in [16, {}]", image_size, kMaxImageSize));
   }
-  const int64_t planned = patient_count(*this);
+  if (dataset == DatasetKind::kAuto) {
+    throw UsageError("dataset 'auto' cannot be written: choose nih, chexpert, mimic-cxr or padchest");
+  }
+  const int64_t planned = synth_patient_count(*this);
   if (planned > images) {
     throw UsageError(fmt::format("patients {} exceeds `images` {}", planned, images));
   }
@@ -182,30 +207,48 @@ void SynthOptions::validate() const {
   }
 }
 
-SynthResult write_synthetic_dataset(const SynthOptions& opt) {
-  opt.validate();
-  refuse_existing_dataset(opt.out_dir);
-  const int64_t patients = patient_count(opt);
-  const std::vector<CsvRecord> records = plan_images(opt, patients);
-  const OfficialLists lists = official_lists(records, patients, opt.seed);
-  const std::vector<LabelBits> labels = balanced_labels(records, lists, opt.seed);
-
-  const fs::path out(opt.out_dir);
-  make_dirs((out / "images").string());
+SynthResult synth_result(const std::vector<LabelBits>& labels, int64_t patients, int64_t bytes,
+                         DatasetKind kind) {
   SynthResult result;
-  result.images = opt.images;
+  result.images = static_cast<int64_t>(labels.size());
   result.patients = patients;
+  result.png_bytes = bytes;
+  result.label_names = label_set_of(kind).labels;
   for (const LabelBits bits : labels) {
     for (int c = 0; c < kNumPathologies; ++c)
       result.positives[c] += has_label(bits, c);
   }
-  const std::string csv = entry_csv(records, labels, opt);
-  result.png_bytes = write_images(records, labels, opt, out / "images");
+  return result;
+}
 
+SynthResult write_synthetic_dataset(const SynthOptions& opt) {
+  opt.validate();
+  switch (opt.dataset) {
+    case DatasetKind::kChexpert:
+      return write_synthetic_chexpert(opt);
+    case DatasetKind::kMimicCxr:
+      return write_synthetic_mimic_cxr(opt);
+    case DatasetKind::kPadchest:
+      return write_synthetic_padchest(opt);
+    default:
+      break;
+  }
+  refuse_existing_files(opt.out_dir, {"Data_Entry_2017.csv", "images"});
+  const int64_t patients = synth_patient_count(opt);
+  const std::vector<CsvRecord> records = plan_images(opt, patients);
+  const OfficialLists lists = official_lists(records, patients, opt.seed);
+  const std::vector<LabelBits> labels = balanced_labels(records, lists, opt.seed);
+  const std::string csv = entry_csv(records, labels, opt);
+  std::vector<std::string> paths;
+  for (const CsvRecord& r : records)
+    paths.push_back("images/" + r.image);
+  const int64_t bytes = write_synthetic_images(paths, labels, opt);
+
+  const fs::path out(opt.out_dir);
   write_file_atomic((out / "train_val_list.txt").string(), lists.train_val_text);
   write_file_atomic((out / "test_list.txt").string(), lists.test_text);
   write_file_atomic((out / "Data_Entry_2017.csv").string(), csv);  // last: marks completion
-  return result;
+  return synth_result(labels, patients, bytes, DatasetKind::kNih);
 }
 
 }  // namespace chexscale::data

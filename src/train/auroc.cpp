@@ -45,11 +45,13 @@ std::optional<double> auroc(const std::vector<double>& scores, const std::vector
   return u / (p * static_cast<double>(negatives));
 }
 
-AurocReport per_class_auroc(const torch::Tensor& scores, const torch::Tensor& labels) {
+AurocReport per_class_auroc(const torch::Tensor& scores, const torch::Tensor& labels,
+                            const std::vector<std::string>& label_names) {
   CHX_CHECK(scores.dim() == 2 && scores.sizes() == labels.sizes(), "scores {} vs labels {}",
             c10::str(scores.sizes()), c10::str(labels.sizes()));
+  CHX_CHECK_EQ(static_cast<int64_t>(label_names.size()), scores.size(1), "label names vs classes");
   const auto s = scores.to(torch::kCPU, torch::kFloat64).contiguous();
-  const auto y = labels.to(torch::kCPU, torch::kInt32).contiguous();
+  const auto y = labels.to(torch::kCPU, torch::kFloat64).contiguous();
   const int64_t n = s.size(0);
   const int64_t classes = s.size(1);
   const int64_t nan_scores = torch::isnan(s).sum().item<int64_t>();
@@ -60,16 +62,23 @@ AurocReport per_class_auroc(const torch::Tensor& scores, const torch::Tensor& la
         nan_scores, s.numel());
   }
   AurocReport report;
+  report.labels = label_names;
   double sum = 0;
   int defined = 0;
   for (int64_t c = 0; c < classes; ++c) {
     const auto sc = s.select(1, c).contiguous();
     const auto yc = y.select(1, c).contiguous();
-    std::vector<double> class_scores(sc.data_ptr<double>(), sc.data_ptr<double>() + n);
-    std::vector<int> class_labels(yc.data_ptr<int>(), yc.data_ptr<int>() + n);
+    std::vector<double> class_scores;
+    std::vector<int> class_labels;
+    for (int64_t i = 0; i < n; ++i) {
+      const double label = yc.data_ptr<double>()[i];
+      if (std::isnan(label)) continue;  // not known
+      class_scores.push_back(sc.data_ptr<double>()[i]);
+      class_labels.push_back(static_cast<int>(label));
+    }
     const int64_t pos = std::count(class_labels.begin(), class_labels.end(), 1);
     report.positives.push_back(pos);
-    report.negatives.push_back(n - pos);
+    report.negatives.push_back(static_cast<int64_t>(class_labels.size()) - pos);
     report.per_class.push_back(auroc(class_scores, class_labels));
     if (report.per_class.back()) {
       sum += *report.per_class.back();

@@ -1,8 +1,11 @@
 // Split prediction, cross-rank gathering and metrics (see evaluate.h).
 #include "train/evaluate.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "common/error.h"
-#include "data/batch.h"
 
 namespace chexscale::train {
 namespace {
@@ -74,7 +77,7 @@ SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
   }
   const auto rows = order.masked_select(keep);
   return {all_logits.index_select(0, rows), all_labels.index_select(0, rows),
-          all_indices.index_select(0, rows)};
+          all_indices.index_select(0, rows), loader.label_names()};
 }
 
 EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLoss& loss) {
@@ -82,7 +85,7 @@ EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLos
   m.examples = outputs.logits.size(0);
   if (m.examples == 0) throw DataError("evaluation found no examples");
   m.loss = loss(outputs.logits, outputs.labels).item<double>();
-  m.auroc = per_class_auroc(torch::sigmoid(outputs.logits), outputs.labels);
+  m.auroc = per_class_auroc(torch::sigmoid(outputs.logits), outputs.labels, outputs.label_names);
   return m;
 }
 
@@ -94,7 +97,7 @@ SplitOutputs select_rows(const SplitOutputs& outputs, const std::vector<bool>& k
   }
   const auto index = torch::tensor(rows, torch::kInt64);
   return {outputs.logits.index_select(0, index), outputs.labels.index_select(0, index),
-          outputs.indices.index_select(0, index)};
+          outputs.indices.index_select(0, index), outputs.label_names};
 }
 
 std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs,
@@ -102,14 +105,12 @@ std::string predictions_csv(const std::vector<std::string>& names, const SplitOu
   CHX_CHECK_EQ(static_cast<int64_t>(names.size()), outputs.logits.size(0), "names vs rows");
   CHX_CHECK(labelled.empty() || labelled.size() == names.size(), "labelled flags vs rows");
   const int64_t classes = outputs.logits.size(1);
-  const auto class_name = [](int64_t c) {
-    return c < data::kNumPathologies ? data::kPathologies[c] : fmt::format("class_{}", c);
-  };
+  CHX_CHECK_EQ(static_cast<int64_t>(outputs.label_names.size()), classes, "label names vs classes");
   std::string csv = "image";
-  for (int64_t c = 0; c < classes; ++c)
-    csv += ",prob_" + class_name(c);
-  for (int64_t c = 0; c < classes; ++c)
-    csv += ",label_" + class_name(c);
+  for (const std::string& name : outputs.label_names)
+    csv += ",prob_" + name;
+  for (const std::string& name : outputs.label_names)
+    csv += ",label_" + name;
   csv += "\n";
   const auto probs = torch::sigmoid(outputs.logits).contiguous();
   const auto labels = outputs.labels.contiguous();
@@ -120,8 +121,10 @@ std::string predictions_csv(const std::vector<std::string>& names, const SplitOu
     for (int64_t c = 0; c < classes; ++c)
       csv += fmt::format(",{:.6f}", p[c]);
     const bool known = labelled.empty() || labelled[i];
-    for (int64_t c = 0; c < classes; ++c)
-      csv += known ? fmt::format(",{}", static_cast<int>(y[c])) : std::string(",");
+    for (int64_t c = 0; c < classes; ++c) {
+      csv += known && !std::isnan(y[c]) ? fmt::format(",{}", static_cast<int>(y[c]))
+                                        : std::string(",");
+    }
     csv += "\n";
   }
   return csv;

@@ -20,8 +20,9 @@ namespace chexscale::train {
 // One row per distinct example, sorted by dataset index.
 struct SplitOutputs {
   torch::Tensor logits;   // [N, C] float32 (ten-crop: logit of the mean probability)
-  torch::Tensor labels;   // [N, C] float32
+  torch::Tensor labels;   // [N, C] float32: 1, 0 or NaN (not known)
   torch::Tensor indices;  // [N] int64
+  std::vector<std::string> label_names;  // C names: the data set's label set
 };
 
 // Runs the model (eval mode, no grad) over one epoch of `loader` (epoch 0, no shuffle expected)
@@ -40,9 +41,10 @@ EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLos
 // The rows i with keep[i] (e.g. the labelled images of an image list).
 SplitOutputs select_rows(const SplitOutputs& outputs, const std::vector<bool>& keep);
 
-// predictions.csv: "image", then prob_<pathology> x C, then label_<pathology> x C, a row per
-// example; names[i] is the image of row i. Rows with labelled[i] false have empty label cells
-// (an empty `labelled` means every row is labelled).
+// predictions.csv: "image", then prob_<label> x C, then label_<label> x C (the names of
+// outputs.label_names), a row per example; names[i] is the image of row i. A label that is not
+// known, and every label of a row with labelled[i] false, is an empty cell (an empty `labelled`
+// means every row is labelled).
 std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs,
                             const std::vector<bool>& labelled = {});
 

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "data/image_decode.h"
 #include "data/resize.h"
 #include "models/registry.h"
 #include "models/weights.h"
 #include "train/checkpoint.h"
+#include "train/run_state.h"
 
 namespace chexscale::train {
 
@@ -22,12 +24,17 @@ InferenceModel load_inference_model(const std::string& manifest_path, torch::Dev
     options.dropout = model.at("dropout").get<double>();
     m.image_size = ckpt.state.at("data").at("image_size").get<int64_t>();
     m.crop_size = ckpt.state.at("data").at("crop_size").get<int64_t>();
+    m.label_names = checkpoint_label_names(ckpt.state);
   } catch (const nlohmann::json::exception& e) {
     throw DataError(manifest_path + ": checkpoint state lacks the model description: " + e.what());
   }
   if (m.crop_size < 1 || m.crop_size > m.image_size || m.image_size > data::kMaxImageSize) {
     throw DataError(fmt::format("{}: implausible image size {} / crop size {} (damaged manifest?)",
                                 manifest_path, m.image_size, m.crop_size));
+  }
+  if (static_cast<int64_t>(m.label_names.size()) != options.num_classes) {
+    throw DataError(fmt::format("{}: {} label names for a {}-class model (damaged manifest?)",
+                                manifest_path, m.label_names.size(), options.num_classes));
   }
   m.model = models::make_model(options);
   models::load_state_dict(*m.model, tensors_with_prefix(ckpt.tensors, "model."),
@@ -47,7 +54,8 @@ PreparedImage prepare_image(const std::string& png_path, int64_t image_size, int
   data::read_png_gray(png_path, p.original, buffer);
   const int size = static_cast<int>(image_size);
   const int crop = static_cast<int>(crop_size);
-  data::resize_gray(p.original, size, size, p.resized);
+  data::resize_gray(decoded, size, size, p.resized);
+  p.original = data::to_8bit(decoded);
   p.crop = data::choose_crop(size, size, crop, /*augment=*/false, 0, 0, 0);
   p.input = torch::empty({1, 3, crop, crop});
   data::write_normalized_crop(p.resized.pixels.data(), size, size, p.crop, crop,

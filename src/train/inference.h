@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/png_io.h"
 #include "data/transforms.h"
@@ -18,7 +19,8 @@ struct InferenceModel {
   models::Classifier model;  // in eval mode, on `device`
   int64_t image_size = data::kDefaultImageSize;
   int64_t crop_size = data::kDefaultCropSize;
-  std::string checkpoint;  // the manifest it came from
+  std::vector<std::string> label_names;  // the model's outputs: its training data's label set
+  std::string checkpoint;                // the manifest it came from
   torch::Device device{torch::kCPU};
 };
 
@@ -27,15 +29,15 @@ InferenceModel load_inference_model(const std::string& manifest_path,
                                     torch::Device device = torch::kCPU);
 
 struct PreparedImage {
-  data::GrayImage original;  // as read from the file
-  data::GrayImage resized;   // image_size x image_size
+  data::GrayImage original;  // as read from the file (PNG, JPEG or DICOM), at 8 bits
+  data::GrayImage resized;   // image_size x image_size, at the file's bit depth
   data::CropParams crop;     // the centre crop in `resized`
   torch::Tensor input;       // [1, 3, crop, crop], normalised
 };
 
-PreparedImage prepare_image(const std::string& png_path, int64_t image_size, int64_t crop_size);
+PreparedImage prepare_image(const std::string& image_path, int64_t image_size, int64_t crop_size);
 
-// The 14 (num_classes) probabilities of one prepared image, [C] float32 on the CPU.
+// The num_classes probabilities (of label_names) of one prepared image, [C] float32 on the CPU.
 torch::Tensor predict_probabilities(const InferenceModel& m, const PreparedImage& image);
 
 }  // namespace chexscale::train

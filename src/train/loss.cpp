@@ -5,13 +5,15 @@
 
 namespace chexscale::train {
 
-ClassWeights class_weights_from_counts(const std::vector<int64_t>& positives, int64_t total) {
-  CHX_CHECK(total > 0, "class weights need at least one training example");
+ClassWeights class_weights_from_counts(const std::vector<int64_t>& positives,
+                                       const std::vector<int64_t>& known) {
+  CHX_CHECK_EQ(positives.size(), known.size(), "positive vs known counts");
   const auto n = static_cast<int64_t>(positives.size());
   auto pos = torch::ones({n});
   auto neg = torch::ones({n});
   for (int64_t c = 0; c < n; ++c) {
     const int64_t p = positives[static_cast<size_t>(c)];
+    const int64_t total = known[static_cast<size_t>(c)];
     CHX_CHECK(p >= 0 && p <= total, "class {}: {} positives of {} examples", c, p, total);
     if (p == 0 || p == total) continue;
     pos[c] = static_cast<double>(total - p) / static_cast<double>(total);
@@ -31,12 +33,18 @@ torch::Tensor BceWithLogitsLoss::operator()(const torch::Tensor& logits,
   CHX_CHECK(logits.sizes() == labels.sizes(), "logits {} vs labels {}", c10::str(logits.sizes()),
             c10::str(labels.sizes()));
   const auto x = logits.to(torch::kFloat32);
-  if (!weighted()) return torch::binary_cross_entropy_with_logits(x, labels);
-  CHX_CHECK_EQ(x.size(1), weights_.positive.numel(), "classes in logits vs class weights");
+  const auto known = torch::isnan(labels).logical_not();
+  const auto y = torch::where(known, labels, torch::zeros_like(labels));
   // -log(sigmoid(x)) = softplus(-x); -log(1 - sigmoid(x)) = softplus(x): stable for any x.
-  const auto pos_term = weights_.positive * labels * torch::softplus(-x);
-  const auto neg_term = weights_.negative * (1 - labels) * torch::softplus(x);
-  return (pos_term + neg_term).mean();
+  auto pos_term = y * torch::softplus(-x);
+  auto neg_term = (1 - y) * torch::softplus(x);
+  if (weighted()) {
+    CHX_CHECK_EQ(x.size(1), weights_.positive.numel(), "classes in logits vs class weights");
+    pos_term = weights_.positive * pos_term;
+    neg_term = weights_.negative * neg_term;
+  }
+  const auto terms = torch::where(known, pos_term + neg_term, torch::zeros_like(x));
+  return terms.sum() / known.sum().clamp_min(1).to(torch::kFloat32);
 }
 
 void BceWithLogitsLoss::to(torch::Device device) {

@@ -27,8 +27,7 @@ nlohmann::json auroc_json(const AurocReport& report) {
   nlohmann::json positives = nlohmann::json::object();
   nlohmann::json negatives = nlohmann::json::object();
   for (size_t c = 0; c < report.per_class.size(); ++c) {
-    const std::string name =
-        c < data::kPathologies.size() ? data::kPathologies[c] : "class_" + std::to_string(c);
+    const std::string& name = report.labels[c];
     per_class[name] = optional_json(report.per_class[c]);
     positives[name] = report.positives[c];
     negatives[name] = report.negatives[c];

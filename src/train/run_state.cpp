@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "common/error.h"
+#include "data/label_set.h"
 #include "train/metrics_log.h"
 
 namespace chexscale::train {
@@ -28,7 +29,16 @@ nlohmann::json run_state_json(const RunState& s) {
            {{"arch", s.model.arch},
             {"num_classes", s.model.num_classes},
             {"dropout", s.model.dropout}}},
-          {"data", {{"image_size", s.image_size}, {"crop_size", s.crop_size}}}};
+          {"data",
+           {{"image_size", s.image_size},
+            {"crop_size", s.crop_size},
+            {"labels", s.label_names}}}};
+}
+
+std::vector<std::string> checkpoint_label_names(const nlohmann::json& state) {
+  const auto& d = state.at("data");
+  if (!d.contains("labels")) return data::chestxray14_label_set().labels;
+  return d.at("labels").get<std::vector<std::string>>();
 }
 
 RunState parse_run_state(const nlohmann::json& j, const std::string& source) {
@@ -56,6 +66,7 @@ RunState parse_run_state(const nlohmann::json& j, const std::string& source) {
     s.model.dropout = j.at("model").at("dropout").get<double>();
     s.image_size = j.at("data").at("image_size").get<int64_t>();
     s.crop_size = j.at("data").at("crop_size").get<int64_t>();
+    s.label_names = checkpoint_label_names(j);
   } catch (const nlohmann::json::exception& e) {
     throw DataError(source + ": checkpoint state: " + e.what());
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/classifier.h"
 #include "train/schedule.h"
@@ -35,7 +36,14 @@ struct RunState {
   models::ModelOptions model;
   int64_t image_size = 0;
   int64_t crop_size = 0;
+  // The names of the model's outputs, the training data set's label set (a checkpoint written
+  // before they were recorded: ChestX-ray14's).
+  std::vector<std::string> label_names;
 };
+
+// The label names a checkpoint state records ("data": {"labels": [...]}; ChestX-ray14's when it
+// records none). nlohmann::json::exception for a malformed state.
+std::vector<std::string> checkpoint_label_names(const nlohmann::json& state);
 
 nlohmann::json run_state_json(const RunState& state);
 // The state of a manifest; DataError naming `source` when a field is missing or malformed.

@@ -34,13 +34,19 @@ BceWithLogitsLoss make_loss(const TrainerOptions& o) {
     return BceWithLogitsLoss();
   }
   const auto source = data::open_example_source(o.data);
-  std::vector<int64_t> positives(data::kNumPathologies, 0);
+  const size_t classes = source->label_names().size();
+  std::vector<int64_t> positives(classes, 0);
+  std::vector<int64_t> known(classes, 0);
   for (int64_t i = 0; i < source->size(); ++i) {
     const data::LabelBits bits = source->labels(i);
-    for (int c = 0; c < data::kNumPathologies; ++c)
-      positives[c] += data::has_label(bits, c);
+    const data::LabelBits known_bits = source->known(i);
+    for (size_t c = 0; c < classes; ++c) {
+      if (!data::has_label(known_bits, static_cast<int>(c))) continue;
+      ++known[c];
+      positives[c] += data::has_label(bits, static_cast<int>(c));
+    }
   }
-  return BceWithLogitsLoss(class_weights_from_counts(positives, source->size()));
+  return BceWithLogitsLoss(class_weights_from_counts(positives, known));
 }
 
 }  // namespace
@@ -112,13 +118,6 @@ class Trainer::Impl {
     device_ = ctx_->device();
     main_ = ctx_->is_main();
 
-    torch::manual_seed(opt_.seed);
-    model_ = models::make_model(opt_.model);
-    if (!opt_.pretrained.empty()) models::load_weights(*model_, opt_.pretrained);
-    model_->to(device_);
-    if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
-    params_ = model_->parameters();
-
     opt_.data.rank = ctx_->rank();
     opt_.data.world_size = ctx_->world_size();
     opt_.data.split = data::Split::kTrain;
@@ -130,6 +129,15 @@ class Trainer::Impl {
     val.shuffle = false;
     val.threads = opt_.val_threads;
     val_loader_ = std::make_unique<data::Loader>(val);
+    // The head has one output per label of the data set's label set.
+    opt_.model.num_classes = static_cast<int64_t>(train_loader_->label_names().size());
+
+    torch::manual_seed(opt_.seed);
+    model_ = models::make_model(opt_.model);
+    if (!opt_.pretrained.empty()) models::load_weights(*model_, opt_.pretrained);
+    model_->to(device_);
+    if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
+    params_ = model_->parameters();
 
     loss_ = make_loss(opt_);
     opt_.schedule.base_lr = opt_.optimizer.lr;
@@ -439,13 +447,14 @@ class Trainer::Impl {
     s.model = opt_.model;
     s.image_size = opt_.data.image_size;
     s.crop_size = opt_.data.crop_size;
+    s.label_names = train_loader_->label_names();
     return run_state_json(s);
   }
 
   // Rank 0: a checkpoint from which a resume continues at `position`.
   std::string save_checkpoint(const RunPosition& position, bool best) {
     if (!main_) return "";
-    const auto tensors = run_checkpoint_tensors(*model_, *optimizer_, params_);
+    auto tensors = run_checkpoint_tensors(*model_, *optimizer_, params_);
     nlohmann::json state = state_json(position);
     add_loss_scaler_state(state, step_->loss_scaler());
     if (best) store_->save_best(state, tensors);
@@ -478,6 +487,11 @@ class Trainer::Impl {
     restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler());
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
+    if (s.label_names != train_loader_->label_names()) {
+      throw UsageError(fmt::format("{} was trained on other labels ({}) than the data's ({})",
+                                   ckpt->path, fmt::join(s.label_names, ", "),
+                                   fmt::join(train_loader_->label_names(), ", ")));
+    }
     // From the next epoch on, a new layout's order is its own.
     pos_ = resume_position(s, ctx_->world_size(), opt_.data.batch_size,
                            train_loader_->batches_per_epoch());

@@ -67,7 +67,7 @@ TEST(Auroc, PerClassNaNScoresMakeOnlyTheirClassUndefined) {
   auto scores = torch::tensor({{0.1, 0.9, 0.9}, {0.2, 0.8, 0.8}, {0.8, 0.2, 0.2}, {0.9, 0.1, 0.1}},
                               torch::kFloat64);
   scores[2][1] = std::numeric_limits<double>::quiet_NaN();
-  const AurocReport r = per_class_auroc(scores, labels);
+  const AurocReport r = per_class_auroc(scores, labels, {"a", "b", "c"});
   ASSERT_EQ(r.per_class.size(), 3u);
   EXPECT_DOUBLE_EQ(*r.per_class[0], 1.0);
   EXPECT_FALSE(r.per_class[1].has_value());
@@ -84,7 +84,7 @@ TEST(Auroc, PerClassSkipsUndefinedClassesInTheMean) {
   const auto scores =
       torch::tensor({{0.9, 0.1, 0.2}, {0.8, 0.2, 0.1}, {0.1, 0.3, 0.9}}, torch::kFloat64);
   const auto labels = torch::tensor({{1, 0, 1}, {1, 0, 1}, {0, 0, 0}}, torch::kFloat32);
-  const AurocReport r = per_class_auroc(scores, labels);
+  const AurocReport r = per_class_auroc(scores, labels, {"a", "b", "c"});
   ASSERT_EQ(r.per_class.size(), 3u);
   EXPECT_DOUBLE_EQ(*r.per_class[0], 1.0);
   EXPECT_FALSE(r.per_class[1].has_value());
@@ -96,8 +96,23 @@ TEST(Auroc, PerClassSkipsUndefinedClassesInTheMean) {
 }
 
 TEST(Auroc, PerClassMeanUndefinedWhenNoClassIs) {
-  const auto r = per_class_auroc(torch::rand({4, 2}), torch::zeros({4, 2}));
+  const auto r = per_class_auroc(torch::rand({4, 2}), torch::zeros({4, 2}), {"a", "b"});
   EXPECT_FALSE(r.mean.has_value());
+}
+
+// A NaN label is not known: that example is left out of its class's AUROC and counts.
+TEST(Auroc, PerClassLeavesUnknownLabelsOut) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Class 0: with the NaN row (score 0.95, would be a negative above both positives) left out,
+  // the positives 0.9 and 0.8 outrank the negatives 0.1 and 0.2: AUROC 1.
+  const auto scores = torch::tensor({{0.9}, {0.8}, {0.95}, {0.1}, {0.2}}, torch::kFloat64);
+  const auto labels = torch::tensor({{1.f}, {1.f}, {nan}, {0.f}, {0.f}});
+  const AurocReport r = per_class_auroc(scores, labels, {"Edema"});
+  ASSERT_TRUE(r.per_class[0].has_value());
+  EXPECT_DOUBLE_EQ(*r.per_class[0], 1.0);
+  EXPECT_EQ(r.positives, (std::vector<int64_t>{2}));
+  EXPECT_EQ(r.negatives, (std::vector<int64_t>{2}));
+  EXPECT_EQ(r.labels, (std::vector<std::string>{"Edema"}));
 }
 
 }  // namespace

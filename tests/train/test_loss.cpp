@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "train/loss.h"
 
@@ -15,20 +16,20 @@ double bce(double x, double y, double wp = 1, double wn = 1) {
 
 TEST(Loss, ClassWeightsFollowThePaper) {
   // 10 examples; class 0 has 2 positives, class 1 has 5, class 2 none (neutral weights).
-  const ClassWeights w = class_weights_from_counts({2, 5, 0}, 10);
+  const ClassWeights w = class_weights_from_counts({2, 5, 0}, {10, 10, 10});
   EXPECT_FLOAT_EQ(w.positive[0].item<float>(), 0.8f);
   EXPECT_FLOAT_EQ(w.negative[0].item<float>(), 0.2f);
   EXPECT_FLOAT_EQ(w.positive[1].item<float>(), 0.5f);
   EXPECT_FLOAT_EQ(w.negative[1].item<float>(), 0.5f);
   EXPECT_FLOAT_EQ(w.positive[2].item<float>(), 1.0f);
   EXPECT_FLOAT_EQ(w.negative[2].item<float>(), 1.0f);
-  EXPECT_ANY_THROW(class_weights_from_counts({11}, 10));
+  EXPECT_ANY_THROW(class_weights_from_counts({11}, {10}));
 }
 
 // A class whose every training example is positive has no negative frequency to weigh its
 // positives by: neutral weights, not a zero positive term (the loss would ignore the class).
 TEST(Loss, ClassWithOnlyPositivesGetsNeutralWeights) {
-  const ClassWeights w = class_weights_from_counts({4, 1}, 4);
+  const ClassWeights w = class_weights_from_counts({4, 1}, {4, 4});
   EXPECT_FLOAT_EQ(w.positive[0].item<float>(), 1.0f);
   EXPECT_FLOAT_EQ(w.negative[0].item<float>(), 1.0f);
   BceWithLogitsLoss loss(w);  // class 1: w+ = 3/4, w- = 1/4
@@ -48,7 +49,7 @@ TEST(Loss, UnweightedMatchesTheFormula) {
 TEST(Loss, WeightedMatchesTheFormula) {
   const auto logits = torch::tensor({{0.5, -1.0}, {2.0, 0.0}});
   const auto labels = torch::tensor({{1.0, 0.0}, {0.0, 1.0}});
-  BceWithLogitsLoss loss(class_weights_from_counts({1, 3}, 4));  // w+ = .75/.25, w- = .25/.75
+  BceWithLogitsLoss loss(class_weights_from_counts({1, 3}, {4, 4}));  // w+ = .75/.25, w- = .25/.75
   const double expected = (bce(0.5, 1, 0.75, 0.25) + bce(-1.0, 0, 0.25, 0.75) +
                            bce(2.0, 0, 0.75, 0.25) + bce(0.0, 1, 0.25, 0.75)) /
                           4;
@@ -58,10 +59,32 @@ TEST(Loss, WeightedMatchesTheFormula) {
 TEST(Loss, StableForLargeLogits) {
   const auto logits = torch::tensor({{80.0, -80.0}});
   const auto labels = torch::tensor({{0.0, 1.0}});
-  BceWithLogitsLoss loss(class_weights_from_counts({1, 1}, 2));
+  BceWithLogitsLoss loss(class_weights_from_counts({1, 1}, {2, 2}));
   const double v = loss(logits, labels).item<double>();
   EXPECT_TRUE(std::isfinite(v));
   EXPECT_NEAR(v, 0.5 * 80.0, 1e-3);  // each term 0.5 * 80, mean of two
+}
+
+// --uncertain ignore: NaN labels are masked out. By hand: the known entries are (0.5, y=1) and
+// (2.0, y=0) of class 0 and (0.0, y=1) of class 1; the mean is over those three.
+TEST(Loss, MaskedEntriesAreLeftOut) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto logits = torch::tensor({{0.5, -1.0}, {2.0, 0.0}});
+  const auto labels = torch::tensor({{1.f, nan}, {0.f, 1.f}});
+  const double unweighted = (bce(0.5, 1) + bce(2.0, 0) + bce(0.0, 1)) / 3;
+  EXPECT_NEAR(BceWithLogitsLoss()(logits, labels).item<double>(), unweighted, 1e-6);
+  // Weights over the known labels: class 0 has 1 positive of 2 known, class 1 has 1 of 1
+  // (neutral weights, as a class with only positives).
+  BceWithLogitsLoss weighted(class_weights_from_counts({1, 1}, {2, 1}));
+  const double expected = (bce(0.5, 1, 0.5, 0.5) + bce(2.0, 0, 0.5, 0.5) + bce(0.0, 1)) / 3;
+  EXPECT_NEAR(weighted(logits, labels).item<double>(), expected, 1e-6);
+  // The masked entry gets no gradient.
+  auto x = logits.clone().requires_grad_(true);
+  weighted(x, labels).backward();
+  EXPECT_EQ(x.grad()[0][1].item<float>(), 0.f);
+  EXPECT_NE(x.grad()[0][0].item<float>(), 0.f);
+  // Nothing known: 0, not NaN.
+  EXPECT_EQ(BceWithLogitsLoss()(logits, torch::full({2, 2}, nan)).item<double>(), 0.0);
 }
 
 TEST(Loss, ShapeMismatchIsAnError) {

@@ -79,7 +79,8 @@ TEST(TrainStep, LossFallsWhenFittingOneBatch) {
   auto opt = make_adam(model);
   TrainStep step(model, opt,
                  BceWithLogitsLoss(class_weights_from_counts(
-                     std::vector<int64_t>(models::kChestXray14Classes, 3), 8)),
+                     std::vector<int64_t>(models::kChestXray14Classes, 3),
+                     std::vector<int64_t>(models::kChestXray14Classes, 8))),
                  nullptr);
   const auto batch = make_batch(8, 3);
   const double first = step.run(batch, 0).loss;

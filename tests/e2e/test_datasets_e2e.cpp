@@ -1,0 +1,102 @@
+// Every data set end to end through the CLI: `synth --dataset X` writes its published layout,
+// `train` trains a few steps of a small model on it (the data set found from its files), and
+// `eval` prints the AUROC table of that data set's own labels (CheXpert's observations beside the
+// CheXpert paper's numbers, ChestX-ray14's for PadChest) and writes predictions.csv with them. A
+// checkpoint cannot be evaluated on data of another label set.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "data/label_set.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale {
+namespace {
+
+using test_util::run_chexscale;
+
+struct Trained {
+  std::string data;
+  std::string checkpoint;
+};
+
+// synth + 4 training steps (one epoch, so that a best checkpoint exists) of ResNet-18 at 48 px.
+Trained synth_and_train(const test_util::TempDir& dir, const std::string& dataset,
+                        const std::string& extra = "") {
+  Trained t;
+  t.data = dir.path() + "/" + dataset;
+  const auto s = run_chexscale(
+      fmt::format("synth --dataset {} --out {} --images 90 --size 48 --seed 5", dataset, t.data));
+  EXPECT_EQ(s.exit_code, 0) << s.output;
+  const std::string run = dir.path() + "/run-" + dataset;
+  const auto r = run_chexscale(fmt::format(
+      "train --data {} --out {} --arch resnet18 --image-size 48 --crop-size 40 --batch-size 16 "
+      "--epochs 1 --loader-threads 1 --val-threads 1 --intra-op-threads 1 {}",
+      t.data, run, extra));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("data set " + dataset), std::string::npos) << r.output;
+  t.checkpoint = run + "/checkpoints/best.json";
+  return t;
+}
+
+// eval on the test split: every label of `labels` in the table and in predictions.csv's header.
+std::string eval_has_labels(const test_util::TempDir& dir, const Trained& t,
+                            const data::LabelSet& labels) {
+  const std::string out = dir.path() + "/eval-" + labels.name;
+  const auto e = run_chexscale(fmt::format("eval --checkpoint {} --data {} --split test --out {}",
+                                           t.checkpoint, t.data, out));
+  EXPECT_EQ(e.exit_code, 0) << e.output;
+  const std::string csv = test_util::file_contents(out + "/predictions.csv");
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const std::string& name : labels.labels) {
+    EXPECT_NE(e.output.find(name), std::string::npos) << name << "\n" << e.output;
+    EXPECT_NE(header.find(",prob_" + name), std::string::npos) << name << "\n" << header;
+    EXPECT_NE(header.find(",label_" + name), std::string::npos) << name << "\n" << header;
+  }
+  const auto metrics = nlohmann::json::parse(test_util::file_contents(out + "/metrics.json"));
+  EXPECT_EQ(metrics.at("auroc").at("per_class").size(), labels.labels.size());
+  return e.output;
+}
+
+TEST(DatasetsE2E, ChexpertTrainsAndEvaluatesOnItsObservations) {
+  test_util::TempDir dir;
+  const Trained t = synth_and_train(dir, "chexpert", "--uncertain ignore --views frontal");
+  const std::string out = eval_has_labels(dir, t, data::chexpert_label_set());
+  EXPECT_NE(out.find("CheXpert"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.9410"), std::string::npos) << out;  // the paper's Edema
+  EXPECT_EQ(out.find("Infiltration"), std::string::npos) << out;
+}
+
+TEST(DatasetsE2E, MimicCxrTrainsAndEvaluatesOnItsObservations) {
+  test_util::TempDir dir;
+  const Trained t = synth_and_train(dir, "mimic-cxr", "--uncertain ones");
+  eval_has_labels(dir, t, data::chexpert_label_set());
+}
+
+TEST(DatasetsE2E, PadchestTrainsOnTheMappedPathologies) {
+  test_util::TempDir dir;
+  const Trained t = synth_and_train(dir, "padchest");
+  const std::string out = eval_has_labels(dir, t, data::chestxray14_label_set());
+  EXPECT_NE(out.find("CheXNet"), std::string::npos) << out;
+}
+
+TEST(DatasetsE2E, NihCheckpointOnChexpertDataIsAClearError) {
+  test_util::TempDir dir;
+  const Trained nih = synth_and_train(dir, "nih");
+  const std::string chexpert = dir.path() + "/chexpert";
+  ASSERT_EQ(run_chexscale(
+                fmt::format("synth --dataset chexpert --out {} --images 30 --size 48", chexpert))
+                .exit_code,
+            0);
+  const auto e = run_chexscale(fmt::format("eval --checkpoint {} --data {} --out {}/e",
+                                           nih.checkpoint, chexpert, dir.path()));
+  EXPECT_NE(e.exit_code, 0);
+  EXPECT_NE(e.output.find("predicts other labels"), std::string::npos) << e.output;
+}
+
+}  // namespace
+}  // namespace chexscale
