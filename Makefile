@@ -5,7 +5,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps build demo test test-only bench format format-check lint clean
+.PHONY: all deps deps-image build demo test test-only image test-image bench format format-check \
+  lint clean
 
 all: build
 
@@ -29,6 +30,17 @@ test: build format-check
 	@set -o pipefail; cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS) 2>&1 | tee ctest.log
 	@if grep -q '(Skipped)' $(BUILD_DIR)/ctest.log; then \
 	  echo "make test: some tests were skipped (see above); skipped tests do not count as passing"; exit 1; fi
+
+# The container image (podman, or docker where its daemon runs): chexscale:<version>.
+deps-image:
+	@bash scripts/install-deps.sh --image
+
+image: deps-image
+	@bash deploy/docker/build-image.sh
+
+# Runs the image: --help and models as uid 1000, then a rendered 2-pod Job as containers.
+test-image: image
+	@bash tests/deploy/test_image.sh
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)

@@ -163,7 +163,7 @@ TEST(Dockerfiles, BuildStepsAreTheOnesTheProjectTests) {
   const std::string makefile = recipe_file(source_dir() + "/Makefile");
   EXPECT_NE(makefile.find("bash scripts/install-deps.sh"), std::string::npos);
   EXPECT_NE(makefile.find("cmake -S . -B $(BUILD_DIR) -G Ninja"), std::string::npos);
-  for (const char* file : {"scripts/install-deps.sh", "deploy/docker/runtime-packages.sh"}) {
+  for (const char* file : {"scripts/install-deps.sh", "deploy/docker/runtime-libs.sh"}) {
     EXPECT_TRUE(std::filesystem::exists(source_dir() + "/" + file)) << file;
   }
 }
