@@ -1,6 +1,7 @@
 // `chexscale launch`: torchrun's job on bare metal. Starts --nproc-per-node workers of a chexscale
 // subcommand on this node with the environment contract, prefixes their output with the rank,
-// forwards SIGINT/SIGTERM, tears the group down when one fails (exiting with its status) and
+// forwards SIGTERM/SIGINT/SIGUSR1 (exit 75 when every worker stopped at a checkpoint), tears the
+// group down when one fails (exiting with its status) and
 // restarts the group up to --max-restarts times. Flags left unset take torchrun's PET_* variables
 // (a Kubeflow PyTorchJob sets them), so it runs where torchrun would.
 #include <fmt/format.h>
@@ -8,18 +9,29 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "common/log.h"
 #include "distributed/dist_options.h"
 #include "distributed/env.h"
+#include "launch/elastic_agent.h"
 #include "launch/local_launcher.h"
+#include "train/trainer.h"
 
 namespace chexscale::cli {
 
 namespace {
 
+static_assert(launch::kExitPreempted == kExitPreempted, "the launcher reports train's status");
+static_assert(launch::kDefaultStopGrace == train::kDefaultStopGrace &&
+                  launch::kMaxStopGrace == train::kMaxStopGrace,
+              "--stop-grace means the same to launch and train");
+
 // Flags whose values need converting (seconds -> durations).
 struct LaunchFlags {
   launch::LaunchOptions options;
+  std::string nnodes = "-1";
+  double last_call_s = 2.0;
+  double heartbeat_timeout_s = 10.0;
   int rdzv_timeout_s = static_cast<int>(distributed::kDefaultRdzvTimeout.count());
   double grace_period_s = launch::kDefaultGracePeriod.count();
 };
@@ -33,6 +45,7 @@ void take_torchrun_flags(const RunContext& ctx, const std::map<std::string, std:
     if (value && ctx.config.source(option) == ConfigSource::kDefault) field = *value;
   };
   take("nnodes", o.nnodes, pet.nnodes);
+  take("nnodes", o.max_nnodes, pet.max_nnodes);
   take("nproc-per-node", o.nproc_per_node, pet.nproc_per_node);
   take("node-rank", o.node_rank, pet.node_rank);
   take("max-restarts", o.max_restarts, pet.max_restarts);
@@ -55,9 +68,20 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--nproc-per-node", o.nproc_per_node,
                   "Workers on this node (unset: PET_NPROC_PER_NODE)")
       ->capture_default_str();
-  cmd->add_option("--nnodes", o.nnodes,
-                  "Nodes in the job; -1 = PET_NNODES, NNODES or SLURM_NNODES from the "
-                  "environment, else 1")
+  cmd->add_option("--nnodes", f->nnodes,
+                  "Nodes in the job, N or MIN:MAX (elastic: nodes meet at the rendezvous server "
+                  "--master-addr:--master-port, see `chexscale rendezvous-server`); -1 = "
+                  "PET_NNODES, NNODES or SLURM_NNODES from the environment, else 1")
+      ->capture_default_str();
+  cmd->add_option("--node-name", o.node_name,
+                  "Elastic: this node's name in the job's messages (empty = the host name)");
+  cmd->add_option("--rdzv-last-call", f->last_call_s,
+                  "Elastic: seconds without a new node, once MIN have joined, before a round "
+                  "closes")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
+                  "Elastic: seconds of silence after which another node is lost and the round "
+                  "restarts without it")
       ->capture_default_str();
   cmd->add_option("--node-rank", o.node_rank,
                   "This node's index; -1 = PET_NODE_RANK, JOB_COMPLETION_INDEX, SLURM_NODEID or "
@@ -80,7 +104,14 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
                   "CHEXSCALE_RDZV_TIMEOUT)")
       ->capture_default_str();
   cmd->add_option("--grace-period", f->grace_period_s,
-                  "Seconds between SIGTERM and SIGKILL when stopping workers")
+                  "Seconds between SIGTERM and SIGKILL when stopping the workers after one failed")
+      ->capture_default_str();
+  cmd->add_option(
+         "--stop-grace", o.stop_grace,
+         fmt::format("Seconds the workers have to checkpoint and exit on a SIGTERM, SIGINT "
+                     "or SIGUSR1 to the launcher (forwarded; passed to them as "
+                     "CHEXSCALE_STOP_GRACE, train's --stop-grace); SIGKILL {} s later",
+                     launch::kStopKillMargin.count()))
       ->capture_default_str();
   cmd->add_option("--program", o.program,
                   "Run this executable instead of chexscale (like torchrun --no-python); empty = "
@@ -89,6 +120,9 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
       ->expected(-1);
   registry.add(cmd, [f](const RunContext& ctx) {
     launch::LaunchOptions options = f->options;
+    if (f->nnodes != "-1") launch::parse_nnodes(f->nnodes, "--nnodes", options);
+    options.last_call = std::chrono::duration<double>(f->last_call_s);
+    options.heartbeat_timeout = std::chrono::duration<double>(f->heartbeat_timeout_s);
     options.grace_period = std::chrono::duration<double>(f->grace_period_s);
     if (ctx.config.source("rdzv-timeout") != ConfigSource::kDefault) {
       options.worker_rdzv_timeout = std::chrono::seconds(f->rdzv_timeout_s);
@@ -96,7 +130,8 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
     const auto env = distributed::process_environment();
     take_torchrun_flags(ctx, env, options);
     options = launch::resolve_topology(options, env);
-    const launch::LaunchResult result = launch::run_local_group(options);
+    const launch::LaunchResult result =
+        options.elastic() ? launch::run_elastic_group(options) : launch::run_local_group(options);
     if (result.exit_code == 0) {
       log::info("chexscale launch: {}", result.summary);
     } else {

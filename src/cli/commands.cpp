@@ -14,6 +14,7 @@ void add_doctor_command(CLI::App& app, CommandRegistry& registry);
 
 void add_env_command(CLI::App& app, CommandRegistry& registry);
 void add_launch_command(CLI::App& app, CommandRegistry& registry);
+void add_rendezvous_server_command(CLI::App& app, CommandRegistry& registry);
 void add_train_command(CLI::App& app, CommandRegistry& registry);
 void add_eval_command(CLI::App& app, CommandRegistry& registry);
 void add_predict_command(CLI::App& app, CommandRegistry& registry);
@@ -25,6 +26,7 @@ void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_version_command(app, registry);
   add_env_command(app, registry);
   add_launch_command(app, registry);
+  add_rendezvous_server_command(app, registry);
   add_train_command(app, registry);
   add_eval_command(app, registry);
   add_predict_command(app, registry);

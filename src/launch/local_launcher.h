@@ -1,5 +1,6 @@
 // The local launcher (torchrun's job on bare metal): starts this node's workers with the
-// environment contract, relays their output prefixed with their rank, forwards SIGINT/SIGTERM,
+// environment contract, relays their output prefixed with their rank, forwards SIGTERM, SIGINT
+// and SIGUSR1 (the workers checkpoint and exit kExitPreempted; after stop_grace they are killed),
 // tears the whole group down when one worker fails, and restarts the group up to max_restarts
 // times (workers resume from their latest checkpoint on their own).
 #pragma once
@@ -12,22 +13,42 @@
 
 namespace chexscale::launch {
 
-// Seconds between SIGTERM and SIGKILL when tearing the workers down.
+// Seconds between SIGTERM and SIGKILL when tearing the workers down after one failed.
 inline constexpr std::chrono::duration<double> kDefaultGracePeriod{5.0};
 inline constexpr std::chrono::duration<double> kMaxGracePeriod{3600.0};
 // Each worker is a whole process (LibTorch loaded, two pipes): a count above this is a typo, not a
 // job (the largest nodes have 8-16 GPUs or a few hundred cores), and would flood the node.
 inline constexpr int kMaxProcPerNode = 1024;
+// `chexscale train`'s status for "stopped at a checkpoint on request, resume me" (EX_TEMPFAIL),
+// and its --stop-grace default and bound: a forwarded stop signal gives the workers this long to
+// checkpoint and exit (cmd_launch.cpp checks that they equal train's).
+inline constexpr int kExitPreempted = 75;
+inline constexpr int kDefaultStopGrace = 25;
+inline constexpr int kMaxStopGrace = 3600;
+// After a forwarded stop signal the launcher kills the workers this long after their own
+// --stop-grace deadline, so that a worker ending on its own deadline removes its partial files.
+inline constexpr std::chrono::seconds kStopKillMargin{1};
 
 struct LaunchOptions {
   int nproc_per_node = 1;
-  int nnodes = -1;          // -1: NNODES / SLURM_NNODES from the environment, else 1
+  int nnodes = -1;  // -1: NNODES / SLURM_NNODES from the environment, else 1
+  // Elastic membership (`--nnodes MIN:MAX` with MIN < MAX): nnodes is MIN and this is MAX; 0 for
+  // a fixed number of nodes. master_addr:master_port is then the rendezvous server, node ranks
+  // come from each round, and node_rank is not used.
+  int max_nnodes = 0;
+  std::string node_name;  // elastic: this node's name in messages; "": the host name
+  std::chrono::duration<double> last_call{2.0};  // elastic: quiet time before a round closes
+  std::chrono::duration<double> heartbeat_timeout{
+      10.0};                // elastic: a node silent this long is lost
   int node_rank = -1;       // -1: JOB_COMPLETION_INDEX / SLURM_NODEID / NODE_RANK, else 0
   std::string master_addr;  // "": MASTER_ADDR, else Slurm's first host, else 127.0.0.1
   int master_port =
       0;  // 0: a free port per attempt (one node), else MASTER_PORT / kDefaultMasterPort
   int max_restarts = 0;
   std::chrono::duration<double> grace_period = kDefaultGracePeriod;
+  // Seconds a forwarded SIGTERM/SIGINT/SIGUSR1 gives the workers (passed to them as
+  // CHEXSCALE_STOP_GRACE, train's --stop-grace); then they are killed.
+  int stop_grace = kDefaultStopGrace;
   // The workers' rendezvous timeout, passed as CHEXSCALE_RDZV_TIMEOUT; nullopt: their own.
   std::optional<std::chrono::seconds> worker_rdzv_timeout;
   std::string program;                           // "": this executable (/proc/self/exe)
@@ -38,12 +59,17 @@ struct LaunchOptions {
 
   // Throws UsageError naming the field: nproc_per_node outside [1, kMaxProcPerNode], master_port
   // outside [0, 65535], max_restarts < 0, grace_period outside [0, kMaxGracePeriod] (or NaN),
-  // worker_rdzv_timeout under 1 s.
+  // stop_grace outside [1, kMaxStopGrace], worker_rdzv_timeout under 1 s, max_nnodes under
+  // nnodes (when set), last_call or heartbeat_timeout outside (0, kMaxGracePeriod].
   void validate() const;
+  bool elastic() const { return max_nnodes > 0 && max_nnodes != nnodes; }
 };
 
 struct LaunchResult {
-  int exit_code = 0;     // 0, the first failed worker's status, or 128 + a forwarded signal
+  // 0; kExitPreempted when every worker stopped with it (a forwarded stop signal, or one that
+  // reached the workers); 128 + a forwarded signal when some worker did not; else the first
+  // failed worker's status.
+  int exit_code = 0;
   int failed_rank = -1;  // global rank of the first worker that failed
   int attempts = 0;      // how many times the group was started
   std::string summary;   // one line for humans: what happened
@@ -52,11 +78,12 @@ struct LaunchResult {
 // torchrun's own flags as the PET_<FLAG> variables torchrun reads them from (a Kubeflow PyTorchJob
 // sets them for it), so `chexscale launch` runs where torchrun would: PET_NNODES ("N" or "N:N"),
 // PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MAX_RESTARTS, PET_MASTER_ADDR and PET_MASTER_PORT, and
-// PET_RDZV_ENDPOINT ("host[:port]", the store's host: node 0), which wins over PET_MASTER_* as it
-// does in torchrun. Unset variables stay unset. Throws UsageError for a value that is not an
-// integer, or an elastic PET_NNODES range ("1:4"): a local group has a fixed number of nodes.
+// PET_RDZV_ENDPOINT ("host[:port]", the store's host), which wins over PET_MASTER_* as it does
+// in torchrun. PET_NNODES "MIN:MAX" is an elastic range (nnodes MIN, max_nnodes MAX). Unset
+// variables stay unset. Throws UsageError for a value that is not an integer.
 struct TorchrunFlags {
   std::optional<int> nnodes;
+  std::optional<int> max_nnodes;
   std::optional<int> nproc_per_node;
   std::optional<int> node_rank;
   std::optional<int> max_restarts;
@@ -72,7 +99,11 @@ TorchrunFlags read_torchrun_flags(const std::map<std::string, std::string>& env)
 LaunchOptions resolve_topology(LaunchOptions options,
                                const std::map<std::string, std::string>& env);
 
-// Runs the local group to completion (options already resolved).
+// "N" or torchrun's "MIN:MAX" into options.nnodes and options.max_nnodes (0 for "N" or "N:N");
+// `what` names the value in the UsageError for anything else.
+void parse_nnodes(const std::string& text, const std::string& what, LaunchOptions& options);
+
+// Runs the local group to completion (options already resolved; not elastic()).
 LaunchResult run_local_group(const LaunchOptions& options);
 
 }  // namespace chexscale::launch

@@ -1,19 +1,29 @@
 // The local launcher with real worker processes (the dist tests' worker): a job runs to the end
 // with prefixed output; a failing worker tears the group down and its status comes back; with
-// --max-restarts 1 the job completes; topology comes from flags and the environment.
+// --max-restarts 1 the job completes; topology comes from flags and the environment. And
+// `chexscale launch` as a process: SIGTERM/SIGUSR1 reach every worker, exit 75 when they all
+// stopped at a checkpoint, SIGKILL after --stop-grace otherwise; a launcher killed with SIGKILL
+// leaves no worker behind and its store port free.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <fstream>
+#include <thread>
 
 #include "common/error.h"
 #include "common/timer.h"
+#include "distributed/rendezvous.h"
 #include "launch/local_launcher.h"
+#include "test_util/chexscale_cli.h"
 #include "test_util/error_message.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
+#include "test_util/worker_group.h"
 
 namespace chexscale {
 namespace {
@@ -139,6 +149,8 @@ TEST(LaunchOptionsValidate, RefusesEachBadValueNamingItsField) {
             "grace_period -1 s must be in [0, 3600] seconds");
   EXPECT_EQ(message([](auto& o) { o.grace_period = std::chrono::duration<double>(std::nan("")); }),
             "grace_period nan s must be in [0, 3600] seconds");
+  EXPECT_EQ(message([](auto& o) { o.stop_grace = 0; }),
+            "stop_grace 0 s must be in [1, 3600] seconds");
   EXPECT_EQ(message([](auto& o) { o.worker_rdzv_timeout = std::chrono::seconds(0); }),
             "worker_rdzv_timeout 0 s must be at least 1 s");
 }
@@ -169,6 +181,215 @@ TEST(LocalLauncher, WorkersGetTheRendezvousTimeoutWhenGiven) {
   EXPECT_EQ(launch::run_local_group(launch::resolve_topology(o, {})).exit_code, 0);
   ::close(fd);
   EXPECT_EQ(test_util::file_contents(log), "[rank 0] timeout=unset\n[rank 0] timeout=42\n");
+}
+
+// Waits until `process` has written `text` `times` times (or 60 s pass).
+bool wait_for_output(const test_util::Process& process, const std::string& text, int times) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string out = process.output();
+    int found = 0;
+    for (size_t at = out.find(text); at != std::string::npos; at = out.find(text, at + 1))
+      ++found;
+    if (found >= times) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// `chexscale launch --nproc-per-node 2 FLAGS --program /bin/sh -- -c SCRIPT`.
+test_util::ProcessSpec shell_workers(const std::string& flags, const std::string& script) {
+  return test_util::chexscale_command("launch --nproc-per-node 2 " + flags +
+                                      " --program /bin/sh -- -c '" + script + "'");
+}
+
+// A worker that stops "at a checkpoint" (exit 75) on SIGNAL, as `chexscale train` does.
+std::string stops_on(const std::string& signal) {
+  return "trap \"echo stopped on " + signal + "; exit 75\" " + signal +
+         "; echo ready; while :; do sleep 0.05; done";
+}
+
+TEST(LaunchSignals, SigtermReachesEveryWorkerAndTheirExit75IsTheLaunchers) {
+  test_util::Process launcher(shell_workers("--stop-grace 20", stops_on("TERM")));
+  ASSERT_TRUE(wait_for_output(launcher, "] ready", 2)) << launcher.output();
+  launcher.send_signal(SIGTERM);
+  const auto r = launcher.wait(std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 75) << r.output;
+  EXPECT_NE(r.output.find("[rank 0] stopped on TERM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank 1] stopped on TERM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped on SIGTERM: ranks 0, 1 exited 75 (stopped at a checkpoint); "
+                          "exit 75 (resume with --resume auto)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(LaunchSignals, SigusrOneIsForwardedToo) {
+  test_util::Process launcher(shell_workers("", stops_on("USR1")));
+  ASSERT_TRUE(wait_for_output(launcher, "] ready", 2)) << launcher.output();
+  launcher.send_signal(SIGUSR1);
+  const auto r = launcher.wait(std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 75) << r.output;
+  EXPECT_NE(r.output.find("got SIGUSR1; forwarding it to the workers (SIGKILL in 26 s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("[rank 1] stopped on USR1"), std::string::npos) << r.output;
+}
+
+// Rank 1 ignores SIGTERM: the launcher kills it when --stop-grace (+1 s) runs out and reports
+// the signal's status, naming who stopped and who was killed.
+TEST(LaunchSignals, AWorkerThatDoesNotStopIsKilledAfterTheStopGrace) {
+  test_util::Process launcher(
+      shell_workers("--stop-grace 1",
+                    "if [ \"$RANK\" = 1 ]; then trap \"\" TERM; echo ready; while :; do sleep "
+                    "0.05; done; fi; " +
+                        stops_on("TERM")));
+  ASSERT_TRUE(wait_for_output(launcher, "] ready", 2)) << launcher.output();
+  const auto sent = std::chrono::steady_clock::now();
+  launcher.send_signal(SIGTERM);
+  const auto r = launcher.wait(std::chrono::seconds(60));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.output;
+  EXPECT_NE(r.output.find("stopped on SIGTERM: rank 0 exited 75 (stopped at a checkpoint); rank "
+                          "1 ended with signal 9 (Killed); SIGKILL sent when the grace ran out"),
+            std::string::npos)
+      << r.output;
+  EXPECT_GE(seconds, 1.9);  // --stop-grace 1 + the 1 s margin
+  EXPECT_LT(seconds, 10);
+}
+
+bool process_gone(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string pid_text, name, state;
+  // Gone, or a zombie nobody has reaped yet (it holds no socket).
+  return !(stat >> pid_text >> name >> state) || state == "Z";
+}
+
+// The workers are children of the launcher, each in its own process group: only
+// PR_SET_PDEATHSIG ends them when the launcher is killed. Rank 0 served the store on the port;
+// a new job on the same port starts and finishes.
+TEST(LaunchSignals, WorkersOfAKilledLauncherDoNotLingerAndThePortIsFree) {
+  test_util::TempDir dir;
+  const int port = distributed::pick_free_port();
+  const std::string job = fmt::format("launch --nproc-per-node 2 --master-port {} --program {} -- ",
+                                      port, CHEXSCALE_DISTRIBUTED_WORKER);
+  test_util::Process launcher(test_util::chexscale_command(job + "loop " + dir.path() + " 100000"));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (test_util::worker_progress(dir.path()) < 2 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(test_util::worker_progress(dir.path()), 2) << launcher.output();
+  std::vector<pid_t> workers;
+  std::ifstream children(fmt::format("/proc/{}/task/{}/children", launcher.pid(), launcher.pid()));
+  for (pid_t child = 0; children >> child;)
+    workers.push_back(child);
+  ASSERT_EQ(workers.size(), 2u);
+
+  launcher.send_signal(SIGKILL);
+  EXPECT_EQ(launcher.wait(std::chrono::seconds(10)).exit_code, 128 + SIGKILL);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto all_gone = [&] { return std::all_of(workers.begin(), workers.end(), process_gone); };
+  while (!all_gone() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(all_gone()) << "a worker outlived its launcher";
+
+  test_util::TempDir again;
+  const auto next = test_util::run_chexscale(job + "loop " + again.path() + " 3");
+  EXPECT_EQ(next.exit_code, 0) << next.output;
+  EXPECT_NE(next.output.find("[rank 0] rank 0 finished 3 steps"), std::string::npos) << next.output;
+}
+
+// An elastic job on this host: `chexscale rendezvous-server` and one launcher per "node"
+// (--nnodes 1:2, one worker each: a shell script that prints its round, rank and world size).
+class ElasticLaunch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = distributed::pick_free_port();
+    server_ = std::make_unique<test_util::Process>(
+        test_util::chexscale_command(fmt::format("rendezvous-server --port {}", port_)));
+    ASSERT_TRUE(wait_for_output(*server_, "serving the store on port", 1)) << server_->output();
+  }
+
+  std::unique_ptr<test_util::Process> node(const std::string& name, const std::string& script) {
+    return std::make_unique<test_util::Process>(test_util::chexscale_command(fmt::format(
+        "launch --nnodes 1:2 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {} "
+        "--node-name {} --rdzv-last-call 1 --heartbeat-timeout 2 --max-restarts 3 --program "
+        "/bin/sh -- -c '{}'",
+        port_, name, script)));
+  }
+
+  int port_ = 0;
+  std::unique_ptr<test_util::Process> server_;
+};
+
+// Prints the round's facts; in the rounds before `last_round` runs until SIGTERM (then exits
+// 75, as train does); in `last_round` exits 0.
+std::string elastic_worker(int last_round) {
+  return fmt::format(
+      "echo round=$CHEXSCALE_ELASTIC_ROUND rank=$RANK world=$WORLD_SIZE; "
+      "if [ $CHEXSCALE_ELASTIC_ROUND -lt {} ]; then trap \"exit 75\" TERM; "
+      "while :; do sleep 0.05; done; fi",
+      last_round);
+}
+
+TEST_F(ElasticLaunch, TwoNodesMeetInOneRoundWithRanksOfTheirOwn) {
+  auto a = node("a", elastic_worker(0));
+  auto b = node("b", elastic_worker(0));
+  const auto ra = a->wait(std::chrono::seconds(60));
+  const auto rb = b->wait(std::chrono::seconds(60));
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_EQ(rb.exit_code, 0) << rb.output;
+  const bool a_is_zero = ra.output.find("round=0 rank=0 world=2") != std::string::npos;
+  EXPECT_NE((a_is_zero ? rb : ra).output.find("round=0 rank=1 world=2"), std::string::npos)
+      << ra.output << rb.output;
+  EXPECT_NE(ra.output.find("round 0: 2 node(s)"), std::string::npos) << ra.output;
+}
+
+TEST_F(ElasticLaunch, ANodeKilledIsNamedAndTheOtherCarriesOnAlone) {
+  auto a = node("a", elastic_worker(1));
+  auto b = node("b", elastic_worker(1));
+  ASSERT_TRUE(wait_for_output(*a, "world=2", 1)) << a->output();
+  ASSERT_TRUE(wait_for_output(*b, "world=2", 1)) << b->output();
+  const auto killed = std::chrono::steady_clock::now();
+  b->send_signal(SIGKILL);  // its worker follows (PR_SET_PDEATHSIG)
+  const auto ra = a->wait(std::chrono::seconds(60));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  EXPECT_NE(ra.output.find("(b) sent no heartbeat for 2 s"), std::string::npos) << ra.output;
+  EXPECT_NE(ra.output.find("round 1: 1 node(s) (a), world size 1"), std::string::npos) << ra.output;
+  EXPECT_NE(ra.output.find("round=1 rank=0 world=1"), std::string::npos) << ra.output;
+  EXPECT_LT(seconds, 15) << ra.output;  // 2 s to notice, 2 s for b's round to be given up
+}
+
+TEST_F(ElasticLaunch, ANodeThatComesBackIsTakenInAtTheNextRound) {
+  auto a = node("a", elastic_worker(1));
+  ASSERT_TRUE(wait_for_output(*a, "round=0 rank=0 world=1", 1)) << a->output();
+  auto b = node("b", elastic_worker(1));
+  const auto ra = a->wait(std::chrono::seconds(60));
+  const auto rb = b->wait(std::chrono::seconds(60));
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_EQ(rb.exit_code, 0) << rb.output;
+  EXPECT_NE(ra.output.find("round 0 ended: 1 node(s) waiting to join"), std::string::npos)
+      << ra.output;
+  EXPECT_NE(ra.output.find("round=1 rank=0 world=2"), std::string::npos) << ra.output;
+  EXPECT_NE(rb.output.find("round=1 rank=1 world=2"), std::string::npos) << rb.output;
+}
+
+// A stop signal to one node's launcher stops the whole job: every worker exits 75, and so does
+// every launcher.
+TEST_F(ElasticLaunch, ASigtermToOneNodeStopsTheJob) {
+  auto a = node("a", elastic_worker(5));
+  auto b = node("b", elastic_worker(5));
+  ASSERT_TRUE(wait_for_output(*a, "world=2", 1)) << a->output();
+  ASSERT_TRUE(wait_for_output(*b, "world=2", 1)) << b->output();
+  a->send_signal(SIGTERM);
+  const auto ra = a->wait(std::chrono::seconds(60));
+  EXPECT_EQ(ra.exit_code, 75) << ra.output;
+  // b's worker never got a signal of its own (in train, the stop vote reaches it); the test's
+  // worker is told by b's agent, which follows the round's end.
+  const auto rb = b->wait(std::chrono::seconds(60));
+  EXPECT_EQ(rb.exit_code, 75) << rb.output;
+  EXPECT_NE(rb.output.find("stopped on SIGTERM to node a"), std::string::npos) << rb.output;
 }
 
 }  // namespace

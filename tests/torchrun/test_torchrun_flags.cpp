@@ -51,9 +51,13 @@ TEST(TorchrunFlags, PetVariablesNameTheLaunchOptions) {
                none.master_addr || none.master_port);
 }
 
-TEST(TorchrunFlags, ElasticRangesAndBadValuesAreRefused) {
-  EXPECT_NE(refusal({{"PET_NNODES", "1:4"}}).find("PET_NNODES='1:4' is an elastic range"),
-            std::string::npos);
+TEST(TorchrunFlags, ElasticRangesAreReadAndBadValuesRefused) {
+  const launch::TorchrunFlags elastic = launch::read_torchrun_flags({{"PET_NNODES", "1:4"}});
+  EXPECT_EQ(elastic.nnodes, 1);
+  EXPECT_EQ(elastic.max_nnodes, 4);
+  EXPECT_EQ(refusal({{"PET_NNODES", "4:1"}}),
+            "PET_NNODES='4:1': MIN must be at least 1 and MAX at least MIN");
+  EXPECT_EQ(refusal({{"PET_NNODES", "two"}}), "PET_NNODES='two' is not N or MIN:MAX");
   EXPECT_EQ(refusal({{"PET_NPROC_PER_NODE", "gpu"}}), "PET_NPROC_PER_NODE='gpu' is not an integer");
   EXPECT_EQ(refusal({{"PET_RDZV_ENDPOINT", "node0:http"}}),
             "PET_RDZV_ENDPOINT='node0:http': the port 'http' is not an integer");
@@ -73,9 +77,12 @@ TEST(TorchrunFlags, LaunchTakesThemWhereNoFlagIsGiven) {
   run = test_util::run_chexscale("launch --program /bin/false -- x", {"PET_MAX_RESTARTS=1"});
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("(attempt 2 of 2)"), std::string::npos) << run.output;
+  // An elastic range needs the rendezvous server's address.
   run = test_util::run_chexscale("launch -- env", {"PET_NNODES=1:2"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_NE(run.output.find("is an elastic range"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("--master-addr is needed for an elastic job (--nnodes 1:2)"),
+            std::string::npos)
+      << run.output;
 }
 
 TEST(TorchrunFlags, ElasticPyTorchJobPodsLaunchFromTheOperatorsVariables) {

@@ -1,0 +1,229 @@
+// The elastic agent's loop: join a round, run the workers under supervision, decide what the
+// round's end means (see elastic_agent.h).
+#include "launch/elastic_agent.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "distributed/dist_options.h"
+#include "launch/elastic_rendezvous.h"
+#include "launch/group_supervisor.h"
+#include "launch/worker_process.h"
+
+namespace chexscale::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Kind = RoundEnd::Kind;
+
+// A client of the rendezvous server, retried until `timeout` (it may start after the nodes).
+c10::intrusive_ptr<c10d::Store> connect(const LaunchOptions& o, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(o.master_port);
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  try {
+    auto store = c10::make_intrusive<c10d::TCPStore>(o.master_addr, options);
+    store->setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(o.heartbeat_timeout) *
+                      3);
+    return store;
+  } catch (const std::exception& e) {
+    throw DistError(fmt::format("could not reach the rendezvous server at {}:{} within {} s: {}",
+                                o.master_addr, o.master_port, timeout.count() / 1000.0, e.what()));
+  }
+}
+
+std::string node_name(const LaunchOptions& o) {
+  if (!o.node_name.empty()) return o.node_name;
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
+std::map<std::string, std::string> worker_env(const LaunchOptions& o, const Membership& m,
+                                              int local_rank) {
+  std::map<std::string, std::string> env = o.extra_env;
+  env["MASTER_ADDR"] = o.master_addr;
+  env["MASTER_PORT"] = std::to_string(o.master_port);
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(m.round);
+  env["WORLD_SIZE"] = std::to_string(m.world_size);
+  env["RANK"] = std::to_string(m.rank_offset + local_rank);
+  env["LOCAL_RANK"] = std::to_string(local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc_per_node);
+  env["GROUP_RANK"] = std::to_string(m.node_rank);
+  env["CHEXSCALE_RESTART_COUNT"] = std::to_string(m.round);
+  env["CHEXSCALE_ELASTIC_ROUND"] = std::to_string(m.round);
+  env["CHEXSCALE_ELASTIC_NODES"] = fmt::format("{}", fmt::join(m.node_names, ","));
+  env["CHEXSCALE_STOP_GRACE"] = std::to_string(o.stop_grace);
+  if (o.worker_rdzv_timeout) {
+    env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(o.worker_rdzv_timeout->count());
+  }
+  return env;
+}
+
+RoundRules round_rules(const LaunchOptions& o) {
+  RoundRules rules;
+  rules.min_nodes = o.nnodes;
+  rules.max_nodes = o.max_nnodes;
+  rules.join_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      o.worker_rdzv_timeout.value_or(distributed::kDefaultRdzvTimeout));
+  rules.last_call = std::chrono::duration_cast<std::chrono::milliseconds>(o.last_call);
+  rules.heartbeat_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(o.heartbeat_timeout);
+  return rules;
+}
+
+// What one round's supervision ended with, besides the workers' statuses.
+struct RoundWatch {
+  std::optional<RoundEnd> end;  // the round's end, once this agent has seen or made one
+  std::string lost;             // the store's error, when this agent lost the server
+};
+
+// The hook of one round: heartbeat; end the round for a silent node or a waiting one; follow an
+// end another agent made.
+GroupRequest watch_round(ElasticRendezvous& rdzv, const LaunchOptions& o, RoundWatch& watch) {
+  if (watch.end || !watch.lost.empty()) return GroupRequest::kNone;
+  try {
+    rdzv.heartbeat();
+    const Membership& m = rdzv.membership();
+    if (!watch.end) watch.end = rdzv.round_end();
+    if (!watch.end) {
+      if (const std::vector<int> stale = rdzv.stale_nodes(); !stale.empty()) {
+        watch.end = rdzv.end_round(
+            {Kind::kFailure, fmt::format("node {} ({}) sent no heartbeat for {:g} s", stale[0],
+                                         m.node_names[stale[0]], o.heartbeat_timeout.count())});
+      } else if (m.nodes() < o.max_nnodes) {
+        if (const int waiting = rdzv.waiting_nodes(); waiting > 0) {
+          watch.end =
+              rdzv.end_round({Kind::kRestart, fmt::format("{} node(s) waiting to join", waiting)});
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    watch.lost = e.what();
+    return GroupRequest::kKill;
+  }
+  if (!watch.end) return GroupRequest::kNone;
+  switch (watch.end->kind) {
+    case Kind::kFailure:
+      return GroupRequest::kKill;
+    case Kind::kRestart:
+    case Kind::kStopped:
+      // Train's workers have one signal to spare: the agreed step may have been voted already.
+      return GroupRequest::kStop;
+  }
+  return GroupRequest::kNone;
+}
+
+LaunchResult stopped(const GroupOutcome& outcome, const std::vector<WorkerProcess>& workers,
+                     const std::string& cause) {
+  LaunchResult r;
+  r.failed_rank = outcome.failed_rank;
+  const std::string what = outcome.describe_stop(workers);
+  if (outcome.all_preempted()) {
+    r.exit_code = kExitPreempted;
+    r.summary = fmt::format("stopped on {}: {}; exit {} (resume with --resume auto)", cause, what,
+                            kExitPreempted);
+  } else {
+    r.exit_code = outcome.signal != 0 ? 128 + outcome.signal
+                                      : (outcome.failed_status != 0 ? outcome.failed_status : 1);
+    r.summary = fmt::format("stopped on {}: {}", cause, what);
+  }
+  return r;
+}
+
+}  // namespace
+
+LaunchResult run_elastic_group(const LaunchOptions& o) {
+  const std::string program = o.program.empty() ? "/proc/self/exe" : o.program;
+  const std::string name = node_name(o);
+  const RoundRules rules = round_rules(o);
+  const StopSignals signals;
+  SuperviseOptions supervision;
+  supervision.grace_period = o.grace_period;
+  supervision.stop_grace = std::chrono::seconds(o.stop_grace) + kStopKillMargin;
+  supervision.output_fd = o.output_fd;
+  supervision.error_fd = o.error_fd;
+  auto rdzv = std::make_unique<ElasticRendezvous>(connect(o, rules.join_timeout), name,
+                                                  o.nproc_per_node, rules);
+  LaunchResult result;
+  while (true) {
+    const std::optional<Membership> m = rdzv->join();
+    if (!m) {
+      result.summary = "the job is complete (another node's workers finished it)";
+      return result;
+    }
+    ++result.attempts;
+    log::info(
+        "chexscale launch: round {}: {} node(s) ({}), world size {}; node {} ({}) runs ranks "
+        "{}..{}",
+        m->round, m->nodes(), fmt::join(m->node_names, ", "), m->world_size, m->node_rank, name,
+        m->rank_offset, m->rank_offset + o.nproc_per_node - 1);
+    std::vector<WorkerProcess> workers;
+    for (int local = 0; local < o.nproc_per_node; ++local) {
+      workers.emplace_back(m->rank_offset + local, program, o.args, worker_env(o, *m, local));
+    }
+    RoundWatch watch;
+    supervision.hook = [&] { return watch_round(*rdzv, o, watch); };
+    const GroupOutcome outcome = supervise(workers, supervision, signals);
+
+    if (!watch.lost.empty()) {
+      log::error("chexscale launch: lost the rendezvous server at {}:{} ({}); rejoining",
+                 o.master_addr, o.master_port, watch.lost);
+      rdzv = std::make_unique<ElasticRendezvous>(connect(o, rules.join_timeout), name,
+                                                 o.nproc_per_node, rules);
+      continue;
+    }
+    if (outcome.signal != 0) {
+      const std::string cause =
+          fmt::format("{} to node {}", stop_signal_name(outcome.signal), name);
+      rdzv->end_round({Kind::kStopped, cause});
+      LaunchResult r = stopped(outcome, workers, stop_signal_name(outcome.signal));
+      r.attempts = result.attempts;
+      return r;
+    }
+    if (!watch.end) watch.end = rdzv->round_end();
+    if (outcome.preempted && (!watch.end || watch.end->kind == Kind::kStopped)) {
+      if (!watch.end) watch.end = rdzv->end_round({Kind::kStopped, "a stop signal to the workers"});
+      LaunchResult r = stopped(outcome, workers, watch.end->reason);
+      r.attempts = result.attempts;
+      return r;
+    }
+    if (!watch.end && outcome.failed_rank < 0) {
+      rdzv->finish();
+      result.summary = fmt::format("all {} worker(s) finished (round {}, {} node(s))",
+                                   o.nproc_per_node, m->round, m->nodes());
+      return result;
+    }
+    if (!watch.end) {
+      watch.end = rdzv->end_round(
+          {Kind::kFailure, fmt::format("rank {} on node {} ({}) ended with {}", outcome.failed_rank,
+                                       m->node_rank, name, describe_exit(outcome.failed_status))});
+    }
+    if (watch.end->kind == Kind::kStopped) {
+      LaunchResult r = stopped(outcome, workers, watch.end->reason);
+      r.attempts = result.attempts;
+      return r;
+    }
+    log::warn("chexscale launch: round {} ended: {}", m->round, watch.end->reason);
+    if (const int failed = rdzv->failed_rounds(); failed > o.max_restarts) {
+      result.exit_code = outcome.failed_status != 0 ? outcome.failed_status : 1;
+      result.failed_rank = outcome.failed_rank;
+      result.summary =
+          fmt::format("gave up after {} failed round(s) (--max-restarts {}); the last: {}", failed,
+                      o.max_restarts, watch.end->reason);
+      return result;
+    }
+  }
+}
+
+}  // namespace chexscale::launch

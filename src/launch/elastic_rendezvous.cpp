@@ -1,0 +1,208 @@
+// The elastic rendezvous protocol on a c10d store (see elastic_rendezvous.h). Keys, under
+// "chexscale/elastic/": round (the open round), r<R>/joined (places taken), r<R>/node/<i>
+// ("<nproc> <name>"), r<R>/close (who closes), r<R>/size (nodes admitted), r<R>/hb/<i>,
+// r<R>/back/<i> (node i of round R-1 joined round R), r<R>/done/<i>, r<R>/end (who ends),
+// r<R>/end_kind, r<R>/end_reason, failures, finished.
+#include "launch/elastic_rendezvous.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace chexscale::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::vector<uint8_t> to_bytes(const std::string& s) {
+  return {s.begin(), s.end()};
+}
+std::string from_bytes(const std::vector<uint8_t>& b) {
+  return {b.begin(), b.end()};
+}
+
+double seconds(milliseconds ms) {
+  return static_cast<double>(ms.count()) / 1000.0;
+}
+
+}  // namespace
+
+ElasticRendezvous::ElasticRendezvous(c10::intrusive_ptr<c10d::Store> store, std::string node_name,
+                                     int nproc, RoundRules rules)
+    : store_(std::move(store)), node_name_(std::move(node_name)), nproc_(nproc), rules_(rules) {
+  membership_.round = -1;
+}
+
+std::string ElasticRendezvous::key(const std::string& name) const {
+  return "chexscale/elastic/" + name;
+}
+
+int ElasticRendezvous::counter(const std::string& name, int64_t add) {
+  return static_cast<int>(store_->add(key(name), add));
+}
+
+std::optional<Membership> ElasticRendezvous::join() {
+  const auto deadline = Clock::now() + rules_.join_timeout;
+  const Membership previous = membership_;
+  int waited_in = -1;  // the running round this node counts as waiting in
+  while (true) {
+    if (finished()) return std::nullopt;
+    const int r = counter("round");
+    const std::string round = fmt::format("r{}/", r);
+    if (store_->check({key(round + "size")})) {
+      // Under way (or ending): count as waiting once, so that its nodes open the next round.
+      if (waited_in != r && !store_->check({key(round + "end_reason")})) {
+        counter(round + "joined", 1);
+        waited_in = r;
+        log::info("chexscale launch: round {} is under way; waiting to join the next one", r);
+      }
+      if (Clock::now() >= deadline) {
+        throw DistError(fmt::format(
+            "no rendezvous round admitted node {} within {} s (round {} is under way with {} "
+            "node(s), the most allowed)",
+            node_name_, seconds(rules_.join_timeout), r,
+            from_bytes(store_->get(key(round + "size")))));
+      }
+      std::this_thread::sleep_for(milliseconds(100));
+      continue;
+    }
+    const int place = counter(round + "joined", 1) - 1;
+    store_->set(key(fmt::format("{}node/{}", round, place)),
+                to_bytes(fmt::format("{} {}", nproc_, node_name_)));
+    if (previous.round == r - 1)
+      store_->set(key(fmt::format("{}back/{}", round, previous.node_rank)), to_bytes("1"));
+
+    // The previous round's nodes: each is back, finished or silent before the round closes.
+    const std::string before = fmt::format("r{}/", r - 1);
+    int previous_nodes = 0;
+    if (r > 0 && store_->check({key(before + "size")})) {
+      previous_nodes = std::stoi(from_bytes(store_->get(key(before + "size"))));
+    }
+    std::map<int, Seen> silent;
+    int last_joined = -1;
+    auto quiet_since = Clock::now();
+    while (true) {
+      if (store_->check({key(round + "size")})) {
+        const int size = std::stoi(from_bytes(store_->get(key(round + "size"))));
+        if (place >= size) break;  // closed just before this node's place: wait for the next
+        Membership m;
+        m.round = r;
+        m.node_rank = place;
+        for (int i = 0; i < size; ++i) {
+          const std::string entry =
+              from_bytes(store_->get(key(fmt::format("{}node/{}", round, i))));
+          const size_t space = entry.find(' ');
+          const int nproc = std::stoi(entry.substr(0, space));
+          if (i < place) m.rank_offset += nproc;
+          m.world_size += nproc;
+          m.node_names.push_back(entry.substr(space + 1));
+        }
+        membership_ = m;
+        seen_.clear();
+        last_beat_ = {};
+        heartbeat();
+        return m;
+      }
+      const auto now = Clock::now();
+      const int joined = counter(round + "joined");
+      if (joined != last_joined) {
+        last_joined = joined;
+        quiet_since = now;
+      }
+      bool everyone_back = true;
+      for (int i = 0; i < previous_nodes && everyone_back; ++i) {
+        if (store_->check({key(fmt::format("{}back/{}", round, i))}) ||
+            store_->check({key(fmt::format("{}done/{}", before, i))})) {
+          continue;
+        }
+        const int64_t beat = counter(fmt::format("{}hb/{}", before, i));
+        Seen& s = silent[i];
+        if (beat != s.value) s = {beat, now};
+        everyone_back = now - s.changed >= rules_.heartbeat_timeout;
+      }
+      if (joined >= rules_.max_nodes ||
+          (joined >= rules_.min_nodes && now - quiet_since >= rules_.last_call && everyone_back)) {
+        if (counter(round + "close", 1) == 1) {
+          store_->set(key(round + "size"),
+                      to_bytes(std::to_string(std::min(joined, rules_.max_nodes))));
+        }
+      }
+      if (now >= deadline) {
+        throw DistError(fmt::format(
+            "rendezvous round {} did not close within {} s: {} node(s) joined, at least {} needed",
+            r, seconds(rules_.join_timeout), joined, rules_.min_nodes));
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    waited_in = r;
+  }
+}
+
+void ElasticRendezvous::heartbeat() {
+  const auto now = Clock::now();
+  if (now - last_beat_ < rules_.heartbeat_timeout / 10) return;
+  last_beat_ = now;
+  counter(fmt::format("r{}/hb/{}", membership_.round, membership_.node_rank), 1);
+}
+
+std::vector<int> ElasticRendezvous::stale_nodes() {
+  std::vector<int> stale;
+  const auto now = Clock::now();
+  const std::string round = fmt::format("r{}/", membership_.round);
+  for (int i = 0; i < membership_.nodes(); ++i) {
+    if (i == membership_.node_rank || store_->check({key(fmt::format("{}done/{}", round, i))})) {
+      continue;
+    }
+    const int64_t beat = counter(fmt::format("{}hb/{}", round, i));
+    Seen& s = seen_[i];
+    if (beat != s.value) s = {beat, now};
+    if (now - s.changed >= rules_.heartbeat_timeout) stale.push_back(i);
+  }
+  return stale;
+}
+
+int ElasticRendezvous::waiting_nodes() {
+  return counter(fmt::format("r{}/joined", membership_.round)) - membership_.nodes();
+}
+
+RoundEnd ElasticRendezvous::end_round(const RoundEnd& end) {
+  const std::string round = fmt::format("r{}/", membership_.round);
+  if (counter(round + "end", 1) == 1) {
+    store_->set(key(round + "end_kind"), to_bytes(std::to_string(static_cast<int>(end.kind))));
+    store_->set(key(round + "end_reason"), to_bytes(end.reason));
+    if (end.kind == RoundEnd::Kind::kFailure) counter("failures", 1);
+    counter("round", 1);
+  }
+  store_->wait({key(round + "end_reason")});
+  return *round_end();
+}
+
+std::optional<RoundEnd> ElasticRendezvous::round_end() {
+  const std::string round = fmt::format("r{}/", membership_.round);
+  if (!store_->check({key(round + "end_reason")})) return std::nullopt;
+  RoundEnd end;
+  end.reason = from_bytes(store_->get(key(round + "end_reason")));
+  end.kind =
+      static_cast<RoundEnd::Kind>(std::stoi(from_bytes(store_->get(key(round + "end_kind")))));
+  return end;
+}
+
+void ElasticRendezvous::finish() {
+  store_->set(key(fmt::format("r{}/done/{}", membership_.round, membership_.node_rank)),
+              to_bytes("1"));
+  store_->set(key("finished"), to_bytes("1"));
+}
+
+bool ElasticRendezvous::finished() {
+  return store_->check({key("finished")});
+}
+
+int ElasticRendezvous::failed_rounds() {
+  return counter("failures");
+}
+
+}  // namespace chexscale::launch

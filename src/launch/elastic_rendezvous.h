@@ -1,0 +1,98 @@
+// The elastic agents' rendezvous: the launcher of every node meets the others in numbered rounds
+// in a c10d TCPStore served outside the workers (`chexscale rendezvous-server`), so that losing
+// any worker node, node 0's included, loses no state. In round r a node joins (a counter gives
+// it its place), the round closes when max_nodes have joined, or min_nodes have and no one else
+// joined for the last-call window (and every live node of round r-1 is back); places are node
+// ranks. While it runs each node bumps its heartbeat counter; a node that joins a running round
+// is "waiting" (the others then open the next round for it). The first node to end a round
+// (a failure, a stale heartbeat, a waiting node, a stop) records why and opens round r+1.
+// Clock-free: staleness is "this counter did not change for T on my clock".
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chexscale::launch {
+
+struct RoundRules {
+  int min_nodes = 1;
+  int max_nodes = 1;
+  std::chrono::milliseconds join_timeout{900000};      // --rdzv-timeout: a round must close in it
+  std::chrono::milliseconds last_call{2000};           // quiet time after min_nodes joined
+  std::chrono::milliseconds heartbeat_timeout{10000};  // a node silent this long is lost
+};
+
+// One closed round as this node sees it.
+struct Membership {
+  int round = 0;
+  int node_rank = 0;                    // this node's place in the round
+  int rank_offset = 0;                  // global rank of this node's first worker
+  int world_size = 0;                   // workers in the round, all nodes
+  std::vector<std::string> node_names;  // by node rank
+  int nodes() const { return static_cast<int>(node_names.size()); }
+};
+
+// How a round ended.
+struct RoundEnd {
+  enum class Kind {
+    kRestart,  // membership change: the workers stop at a checkpoint, the nodes meet again
+    kFailure,  // a worker or node was lost: the workers are killed; counts as a failed round
+    kStopped,  // a stop signal: the workers stop at a checkpoint and the job ends (exit 75)
+  };
+  Kind kind = Kind::kRestart;
+  std::string reason;
+};
+
+class ElasticRendezvous {
+ public:
+  ElasticRendezvous(c10::intrusive_ptr<c10d::Store> store, std::string node_name, int nproc,
+                    RoundRules rules);
+
+  // Joins the open round (or, while one is under way, waits as a newcomer for the next) and
+  // waits until it closes. nullopt when the job has finished. Throws DistError when no round
+  // closes within join_timeout, naming how many nodes had joined.
+  std::optional<Membership> join();
+
+  // Bumps this node's heartbeat (at most every heartbeat_timeout / 10).
+  void heartbeat();
+  // Nodes of the current round (other than this one) whose heartbeat has not changed for
+  // heartbeat_timeout, by node rank; nodes whose workers finished do not count.
+  std::vector<int> stale_nodes();
+  // Nodes that joined after the current round closed.
+  int waiting_nodes();
+  // Ends the current round: the first caller's end is kept (a failure also counts one failed
+  // round) and the next round opens. Returns the end recorded.
+  RoundEnd end_round(const RoundEnd& end);
+  // Why the current round ended, if it has.
+  std::optional<RoundEnd> round_end();
+  // This node's workers finished: the job is complete.
+  void finish();
+  bool finished();
+  int failed_rounds();
+
+  const Membership& membership() const { return membership_; }
+
+ private:
+  std::string key(const std::string& name) const;
+  int counter(const std::string& name, int64_t add = 0);
+  // Heartbeat counters last seen and when they last changed, by node rank.
+  struct Seen {
+    int64_t value = -1;
+    std::chrono::steady_clock::time_point changed;
+  };
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string node_name_;
+  int nproc_;
+  RoundRules rules_;
+  Membership membership_;
+  std::map<int, Seen> seen_;
+  std::chrono::steady_clock::time_point last_beat_;
+};
+
+}  // namespace chexscale::launch
