@@ -1,6 +1,7 @@
 // Allreduce benchmark over the live process group (see commbench.h).
 #include "bench/commbench.h"
 
+#include <sys/resource.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <algorithm>
@@ -48,25 +49,42 @@ void raw_allreduce(compat::CollectiveGroup& pg, torch::Tensor& buffer) {
   pg.allreduce(tensors)->wait();
 }
 
-// Times the raw path; returns (mean seconds, wrong elements on this rank or -1).
-std::pair<double, int64_t> time_raw(distributed::DistContext& ctx, int64_t count,
-                                    const CommOptions& options) {
+// CPU seconds (user + system, all threads) of this process so far.
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6;
+  };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+struct Timed {
+  double seconds = 0;  // mean per allreduce
+  int64_t wrong = -1;  // wrong elements on this rank, -1 unchecked
+  double cpu_s = 0;    // process CPU of the timed allreduces (raw path only)
+};
+
+// Times the raw path.
+Timed time_raw(distributed::DistContext& ctx, int64_t count, const CommOptions& options) {
   compat::CollectiveGroup& pg = *ctx.process_group();
   torch::Tensor buffer = fill_pattern(count, ctx.rank());
   for (int i = 0; i < options.warmup; ++i)
     raw_allreduce(pg, buffer);
   ctx.barrier();
+  Timed t;
+  const double cpu_start = process_cpu_seconds();
   Stopwatch watch;
   for (int i = 0; i < options.iterations; ++i)
     raw_allreduce(pg, buffer);
-  const double seconds = watch.seconds() / options.iterations;
-  int64_t wrong = -1;
+  t.seconds = watch.seconds() / options.iterations;
+  t.cpu_s = process_cpu_seconds() - cpu_start;
   if (options.check) {
     buffer = fill_pattern(count, ctx.rank());
     raw_allreduce(pg, buffer);
-    wrong = buffer.ne(expected_sum(count, ctx.world_size())).sum().item<int64_t>();
+    t.wrong = buffer.ne(expected_sum(count, ctx.world_size())).sum().item<int64_t>();
   }
-  return {seconds, wrong};
+  return t;
 }
 
 // Gradients of `count` float32 elements in 4 MiB tensors: each step's gradient of parameter i
@@ -116,9 +134,8 @@ struct SyntheticGradients {
 };
 
 // Times the reducer path (overlap off: the whole reduction happens in finish()).
-std::pair<double, int64_t> time_reducer(const std::shared_ptr<distributed::DistContext>& ctx,
-                                        int64_t count, const CommOptions& options,
-                                        size_t& buckets) {
+Timed time_reducer(const std::shared_ptr<distributed::DistContext>& ctx, int64_t count,
+                   const CommOptions& options, size_t& buckets) {
   SyntheticGradients grads(count, ctx->rank());
   distributed::ReducerOptions reducer_options = options.reducer;
   reducer_options.overlap = false;
@@ -138,13 +155,13 @@ std::pair<double, int64_t> time_reducer(const std::shared_ptr<distributed::DistC
   double seconds = 0;
   for (int i = 0; i < options.iterations; ++i)
     seconds += reduce_once();
-  seconds /= options.iterations;
-  int64_t wrong = -1;
+  Timed t;
+  t.seconds = seconds / options.iterations;
   if (options.check) {
     reduce_once();
-    wrong = grads.wrong_averages(ctx->world_size());
+    t.wrong = grads.wrong_averages(ctx->world_size());
   }
-  return {seconds, wrong};
+  return t;
 }
 
 }  // namespace
@@ -212,14 +229,14 @@ CommRow measure_allreduce(const std::shared_ptr<distributed::DistContext>& ctx, 
   CommRow row;
   row.count = std::max<int64_t>(1, size_bytes / kElementBytes);
   row.size_bytes = row.count * kElementBytes;
-  const auto [seconds, wrong] = path == CommPath::kRaw
-                                    ? time_raw(*ctx, row.count, options)
-                                    : time_reducer(ctx, row.count, options, row.buckets);
-  const double slowest = max_across_ranks(*ctx, seconds);
+  const Timed t = path == CommPath::kRaw ? time_raw(*ctx, row.count, options)
+                                         : time_reducer(ctx, row.count, options, row.buckets);
+  const double slowest = max_across_ranks(*ctx, t.seconds);
   row.time_us = slowest * 1e6;
   row.algbw_gbps = static_cast<double>(row.size_bytes) / slowest / 1e9;
   row.busbw_gbps = bus_bandwidth(row.algbw_gbps, ctx->world_size());
-  row.wrong = options.check ? sum_across_ranks(*ctx, wrong) : -1;
+  row.wrong = options.check ? sum_across_ranks(*ctx, t.wrong) : -1;
+  row.cpu_s = t.cpu_s;
   return row;
 }
 

@@ -56,6 +56,7 @@ struct CommRow {
   int64_t wrong =
       -1;  // elements differing from the expected result, summed over ranks; -1 unchecked
   size_t buckets = 1;  // allreduces the path issued per reduction
+  double cpu_s = 0;    // this rank's process CPU seconds in the timed allreduces (raw path)
 };
 
 // Measures one size on every rank (a collective: all ranks call it with the same arguments).

@@ -2,7 +2,6 @@
 // (flags -b -e -f -n -w -c, the size/time/algbw/busbw/#wrong table, the average bus bandwidth),
 // JSON output, a --min-busbw exit-code gate, and the raw c10d path beside the GradientReducer's.
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include "bench/commbench.h"
 #include "cli/command.h"
@@ -31,26 +30,20 @@ struct CommbenchFlags {
   ReducerFlags reducer;
 };
 
-// CPU seconds (user + system) of this process so far, all threads.
-double process_cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  const auto sec = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
-  return sec(u.ru_utime) + sec(u.ru_stime);
-}
-
 // The network profile of the measured rows: the ring model's alpha and beta, and the process
-// CPU per byte this rank sent and received.
+// CPU per byte this rank sent and received in the timed allreduces.
 simulate::NetworkProfile network_profile(const CommbenchFlags& f,
                                          const distributed::DistContext& ctx,
                                          const std::vector<bench::CommRow>& rows,
-                                         const bench::CommOptions& o, double cpu_seconds) {
+                                         const bench::CommOptions& o) {
   std::vector<simulate::AllreduceSample> samples;
   const double n = ctx.world_size();
   double moved = 0;
+  double cpu_seconds = 0;
   for (const bench::CommRow& r : rows) {
     samples.push_back({r.size_bytes, r.time_us * 1e-6});
-    moved += (o.warmup + o.iterations) * 4.0 * (n - 1) / n * static_cast<double>(r.size_bytes);
+    moved += o.iterations * 4.0 * (n - 1) / n * static_cast<double>(r.size_bytes);
+    cpu_seconds += r.cpu_s;
   }
   return simulate::fit_network_profile(f.profile_path, ctx.backend(), ctx.world_size(), samples,
                                        cpu_seconds, moved);
@@ -117,7 +110,6 @@ int run(const CommbenchFlags& f) {
   if (!f.profile.empty() && (path != bench::CommPath::kRaw || f.compare)) {
     throw UsageError("--profile fits the raw allreduce: give it with --path raw and no --compare");
   }
-  const double cpu_start = process_cpu_seconds();
   for (int64_t size : sizes) {
     rows.push_back(bench::measure_allreduce(ctx, path, size, options));
     if (main) print_row(rows.back());
@@ -129,7 +121,6 @@ int run(const CommbenchFlags& f) {
                          path == bench::CommPath::kRaw ? o : rows.back());
     }
   }
-  const double cpu_seconds = process_cpu_seconds() - cpu_start;
   const double avg = bench::average_busbw(rows);
   int64_t wrong = 0;
   for (const auto& r : rows)
@@ -145,7 +136,7 @@ int run(const CommbenchFlags& f) {
       fmt::print("# wrote {}\n", f.json);
     }
     if (!f.profile.empty()) {
-      const simulate::NetworkProfile p = network_profile(f, *ctx, rows, options, cpu_seconds);
+      const simulate::NetworkProfile p = network_profile(f, *ctx, rows, options);
       simulate::save_network_profile(p, f.profile);
       fmt::print(
           "# network profile '{}': latency {:.1f} us, bandwidth {:.3f} GB/s per link, {:.3g} CPU "
