@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/error.h"
@@ -20,6 +22,45 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
   throw IoError(what + " " + path + ": " + std::strerror(errno));
+}
+
+std::string folder_of(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+// Bytes free to unprivileged users on the file system holding `dir`; nullopt where it does not say.
+std::optional<uint64_t> free_bytes(const std::string& dir) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
+  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
+
+std::string byte_count(uint64_t bytes) {
+  return fmt::format("{} bytes ({:.1f} MiB)", bytes, static_cast<double>(bytes) / (1 << 20));
+}
+
+[[noreturn]] void fail_no_space(const std::string& path, uint64_t needed) {
+  const std::string dir = folder_of(path);
+  const auto free = free_bytes(dir);
+  throw IoError(fmt::format("no space for {}: it needs {}, {} free on the file system of {}", path,
+                            byte_count(needed), free ? byte_count(*free) : "an unknown amount",
+                            dir));
+}
+
+bool disk_full(int err) {
+  return err == ENOSPC || err == EDQUOT;
+}
+
+// Closes and removes the temp file of a failed write, then throws for `path`.
+[[noreturn]] void abandon(int fd, const std::string& tmp, const std::string& what,
+                          const std::string& path, uint64_t size) {
+  const int err = errno;
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  if (disk_full(err)) fail_no_space(path, size);
+  errno = err;
+  fail(what, tmp);
 }
 
 void fsync_dir(const std::string& dir) {
@@ -74,7 +115,10 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   if (!dir.empty()) make_dirs(dir);
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail("cannot create temp file for", path);
+  if (fd < 0) {
+    if (disk_full(errno)) fail_no_space(path, contents.size());
+    fail("cannot create temp file for", path);
+  }
   const UnfinishedFile pending(tmp);
   const char* p = contents.data();
   size_t left = contents.size();
@@ -82,24 +126,32 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("cannot write", tmp);
+      abandon(fd, tmp, "cannot write", path, contents.size());
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
+  // Some file systems (NFS, quotas) report a full disk only at fsync or close.
   if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail("cannot sync", tmp);
+    abandon(fd, tmp, "cannot sync", path, contents.size());
   }
-  ::close(fd);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    if (disk_full(err)) fail_no_space(path, contents.size());
+    errno = err;
+    fail("cannot close", tmp);
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     fail("cannot rename into", path);
   }
   fsync_dir(dir);
+}
+
+void require_free_space(const std::string& path, uint64_t bytes) {
+  const auto free = free_bytes(folder_of(path));
+  if (free && *free < bytes) fail_no_space(path, bytes);
 }
 
 std::string read_file(const std::string& path) {

@@ -1,13 +1,21 @@
 // Atomic file writes: write a temp file beside the target, fsync it, rename over, fsync the folder.
-// A reader (or a crash) never sees a half-written file under the final name.
+// A reader (or a crash) never sees a half-written file under the final name, and a full disk
+// leaves the old file as it was.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace chexscale {
 
+// Throws IoError on failure; on a full file system (ENOSPC, EDQUOT) the message names the path,
+// the bytes the file needs and those free there (the temp file already removed).
 void write_file_atomic(const std::string& path, std::string_view contents);
+
+// Throws that same IoError when fewer than `bytes` are free to unprivileged users on the file
+// system of `path`'s folder (which must exist); nothing where statvfs() cannot say.
+void require_free_space(const std::string& path, uint64_t bytes);
 
 // A file that remove_unfinished_files() deletes while it is registered: the temp file of a write
 // under way, or the tensors of a checkpoint whose manifest (`unless_exists`) is not written yet.

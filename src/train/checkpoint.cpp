@@ -99,17 +99,31 @@ std::string CheckpointStore::write(const std::string& stem, const nlohmann::json
   make_dirs(dir_);
   const std::string bytes = models::serialize_safetensors(tensors);
   const std::string tensors_file = stem + ".safetensors";
+  const std::string tensors_path = (fs::path(dir_) / tensors_file).string();
   const std::string manifest_path = (fs::path(dir_) / (stem + ".json")).string();
-  // Ended at once between the two writes: no tensors without their manifest are left behind.
-  const UnfinishedFile pending_tensors((fs::path(dir_) / tensors_file).string(), manifest_path);
-  write_file_atomic((fs::path(dir_) / tensors_file).string(), bytes);
   const nlohmann::json manifest = {{"format", kFormat},
                                    {"version", kVersion},
                                    {"tensors_file", tensors_file},
                                    {"tensors_bytes", bytes.size()},
                                    {"tensors_crc32", crc32_of(bytes)},
                                    {"state", state}};
-  write_file_atomic(manifest_path, manifest.dump(2) + "\n");
+  const std::string manifest_text = manifest.dump(2) + "\n";
+  // Room for both files before either is written: a full disk fails here with the checkpoints
+  // as they were (the older ones are removed only once this one is complete).
+  require_free_space(tensors_path, bytes.size() + manifest_text.size());
+  // Ended at once between the two writes: no tensors without their manifest are left behind.
+  const UnfinishedFile pending_tensors(tensors_path, manifest_path);
+  write_file_atomic(tensors_path, bytes);
+  try {
+    write_file_atomic(manifest_path, manifest_text);
+  } catch (const IoError&) {
+    // The new tensors without a manifest are no checkpoint (and best.json, if any, no longer
+    // matches them): remove the pair rather than leave a file that only takes room.
+    std::error_code ec;
+    fs::remove(tensors_path, ec);
+    fs::remove(manifest_path, ec);
+    throw;
+  }
   return manifest_path;
 }
 

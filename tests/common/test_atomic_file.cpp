@@ -1,8 +1,16 @@
-// Atomic writes leave either the old or the new file, never a partial one or stray temp files;
-// remove_unfinished_files() deletes exactly the files registered as unfinished.
+// Atomic writes leave either the old or the new file, never a partial one or stray temp files,
+// also on a full file system (a small tmpfs: the test runs as root), which the error names with
+// the bytes needed and free; remove_unfinished_files() deletes exactly the files registered as
+// unfinished.
+#include <sys/mount.h>
+
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -34,6 +42,43 @@ TEST(AtomicFile, ErrorsNameThePath) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/file"), std::string::npos);
   }
   EXPECT_THROW(write_file_atomic("/proc/chexscale-cannot-write/x", "y"), IoError);
+}
+
+TEST(AtomicFile, AFullFileSystemKeepsTheOldFileAndSaysWhatIsMissing) {
+  test_util::TempDir dir;
+  const std::string disk = dir.path() + "/disk";
+  std::filesystem::create_directory(disk);
+  ASSERT_EQ(::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=256k"), 0)
+      << "mount -t tmpfs on " << disk << " (the test needs root): " << std::strerror(errno);
+  const std::string path = disk + "/state.bin";
+  write_file_atomic(path, "old");
+  // The write itself runs out of room: the temp file goes, the old file stays.
+  const std::string big(1 << 20, 'x');
+  std::string message;
+  try {
+    write_file_atomic(path, big);
+  } catch (const IoError& e) {
+    message = e.what();
+  }
+  // And the check before a write (what a checkpoint does for its two files).
+  std::string checked;
+  try {
+    require_free_space(path, 1 << 20);
+  } catch (const IoError& e) {
+    checked = e.what();
+  }
+  EXPECT_NO_THROW(require_free_space(path, 1024));
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(disk))
+    names.push_back(e.path().filename().string());
+  const std::string old = read_file(path);
+  ::umount2(disk.c_str(), MNT_DETACH);
+  const std::string expected = "no space for " + path + ": it needs 1048576 bytes (1.0 MiB), ";
+  EXPECT_EQ(message.rfind(expected, 0), 0u) << message;
+  EXPECT_NE(message.find("free on the file system of " + disk), std::string::npos) << message;
+  EXPECT_EQ(checked.rfind(expected, 0), 0u) << checked;
+  EXPECT_EQ(names, std::vector<std::string>{"state.bin"});
+  EXPECT_EQ(old, "old");
 }
 
 // A folder where a file is expected is an error naming it, not an empty file (which made

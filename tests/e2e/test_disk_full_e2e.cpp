@@ -1,0 +1,146 @@
+// A full disk at checkpoint time, with real processes on a real small file system: the run
+// directory is a tmpfs mounted for the test, most of it taken by a filler file, so the second
+// checkpoint of `chexscale train` finds no room. The run ends naming the checkpoint's path, the
+// bytes it needs and those free; the first checkpoint is left intact, with no partial file beside
+// it; once the filler is removed, `--resume auto` continues from it and ends with checkpoints
+// byte-identical to those of a run that never ran out of space.
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale {
+namespace {
+
+namespace fs = std::filesystem;
+using test_util::run_chexscale;
+
+// A tmpfs of `bytes` mounted on `dir` for the object's lifetime (the test runs as root).
+class TmpfsMount {
+ public:
+  TmpfsMount(const std::string& dir, uintmax_t bytes) : dir_(dir) {
+    fs::create_directories(dir);
+    const std::string options = fmt::format("size={}", bytes);
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) != 0) {
+      ADD_FAILURE() << "mount -t tmpfs -o " << options << " on " << dir
+                    << " failed (the test needs root): " << std::strerror(errno);
+      return;
+    }
+    mounted_ = true;
+  }
+  ~TmpfsMount() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  TmpfsMount(const TmpfsMount&) = delete;
+  TmpfsMount& operator=(const TmpfsMount&) = delete;
+
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+// A file that takes `bytes` of its file system (allocated, not sparse).
+void allocate(const std::string& path, uintmax_t bytes) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
+  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  ::close(fd);
+  ASSERT_EQ(err, 0) << "fallocate " << path << ": " << std::strerror(err);
+}
+
+std::string flags(const std::string& data, const std::string& out) {
+  return fmt::format(
+      "train --data {} --out {} --arch resnet18 --image-size 32 --crop-size 32 --batch-size 8 "
+      "--epochs 1 --checkpoint-every 4 --keep-checkpoints 1 --loader-threads 1 --val-threads 1 "
+      "--intra-op-threads 1 --seed 5",
+      data, out);
+}
+
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string newest_step_manifest(const std::string& dir) {
+  std::string newest;
+  for (const std::string& n : names_in(dir)) {
+    if (n.rfind("step-", 0) == 0 && fs::path(n).extension() == ".json") newest = n;
+  }
+  return newest;
+}
+
+TEST(DiskFullE2E, ACheckpointWithoutRoomFailsClearlyKeepsThePreviousAndResumesOnceFreed) {
+  test_util::TempDir dir;
+  const std::string data = dir.path() + "/data";
+  ASSERT_EQ(run_chexscale("synth --out " + data + " --images 160 --size 32 --seed 4").exit_code, 0);
+
+  // The reference run, on a disk with room; its checkpoints give the size of one (C).
+  const std::string a = dir.path() + "/a";
+  const auto full = run_chexscale(flags(data, a));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const std::string last = newest_step_manifest(a + "/checkpoints");
+  ASSERT_GT(last, "step-000000008.json") << "the run needs more than 8 steps";
+  const uintmax_t c = fs::file_size(a + "/checkpoints/" +
+                                    fs::path(last).replace_extension(".safetensors").string());
+
+  // 4.5 C of room, 2.8 C taken: step 4's checkpoint fits (0.7 C left), step 8's does not. Once the
+  // filler is gone, 3.5 C hold the step checkpoint being replaced, its successor and best.*.
+  const std::string disk = dir.path() + "/disk";
+  const TmpfsMount tmpfs(disk, c * 9 / 2);
+  ASSERT_TRUE(tmpfs.mounted());
+  const std::string filler = disk + "/filler";
+  allocate(filler, c * 28 / 10);
+  const std::string b = disk + "/run";
+  const auto failed = run_chexscale(flags(data, b));
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  const std::string step8 = b + "/checkpoints/step-000000008.safetensors";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(failed.output, m,
+                                std::regex("no space for " + step8 +
+                                           ": it needs ([0-9]+) bytes \\([0-9.]+ MiB\\), ([0-9]+) "
+                                           "bytes \\([0-9.]+ MiB\\) free on the file system of " +
+                                           b + "/checkpoints")))
+      << failed.output;
+  const uintmax_t needed = std::stoull(m[1]);
+  const uintmax_t free = std::stoull(m[2]);
+  EXPECT_GT(needed, c);  // the tensors and their manifest
+  EXPECT_LT(free, needed);
+  // The previous checkpoint is all there is: no temp file, no tensors of step 8.
+  EXPECT_EQ(names_in(b + "/checkpoints"),
+            (std::vector<std::string>{"step-000000004.json", "step-000000004.safetensors"}));
+
+  fs::remove(filler);
+  const auto resumed = run_chexscale(flags(data, b) + " --resume auto");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + b + "/checkpoints/step-000000004.json"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(newest_step_manifest(b + "/checkpoints"), last);
+  for (const std::string& file : {last, fs::path(last).replace_extension(".safetensors").string(),
+                                  std::string("best.safetensors")}) {
+    const std::string ref = test_util::file_contents(a + "/checkpoints/" + file);
+    ASSERT_FALSE(ref.empty()) << file;
+    EXPECT_TRUE(ref == test_util::file_contents(b + "/checkpoints/" + file))
+        << file << " differs between the reference run and the one that ran out of space";
+  }
+}
+
+}  // namespace
+}  // namespace chexscale
