@@ -14,6 +14,11 @@
 #             or preemption) once it has a checkpoint: the same job id, RUN and log continue,
 #             the second attempt resumes from the checkpoint the first one wrote on Slurm's
 #             SIGTERM (or that one) and finishes;
+#   preempt   the CPU variant for 2 epochs, uninterrupted; then again, SIGUSR1 to its batch
+#             shell alone (`scancel --signal=USR1 --batch`, as --signal=B:USR1@N does) once it
+#             has a checkpoint: every rank stops at one step with a checkpoint, the script
+#             requeues the job (Restarts=1), the next attempt resumes there and ends with final
+#             checkpoints byte-identical to the uninterrupted run's;
 #   killed    an srun step in which task 1 is SIGKILLed while training: the step ends non-zero,
 #             srun and the surviving rank name rank 1, with and without --kill-on-bad-exit.
 # Prints a PASS line per check; the first failed check prints FAIL and exits 1.
@@ -266,6 +271,45 @@ requeue)
     "[0,1,2,3]" "epochs of both attempts in metrics.jsonl"
   last=$(compgen -G "$run/checkpoints/step-*.json" | sort | tail -n 1)
   expect_eq "$(jq -r .state.epoch "$last")" 4 "the last checkpoint is after epoch 4"
+  ;;
+
+preempt)
+  cpu_variant "$work/job"
+  "$bin" synth --out "$work/data" --images 128 --size 64 --threads 2 --seed 4 >"$work/synth.log" \
+    2>&1 || fail "chexscale synth: $(cat "$work/synth.log")"
+  cd "$work/job"
+  preempt_args=(--crop-size 56 --batch-size 4 --epochs 2 --checkpoint-every 4
+    --keep-checkpoints 20 --seed 5 --loader-threads 1 --val-threads 1)
+  submit "uninterrupted" PATH="$(dirname "$bin"):$PATH" DATA="$work/data" RUN="$work/run-a" \
+    "${tiny_train_env[@]}" -- --nodes=1 --ntasks-per-node=2 cpu.sbatch "${preempt_args[@]}"
+  submit_job "signalled" PATH="$(dirname "$bin"):$PATH" DATA="$work/data" RUN="$work/run-b" \
+    "${tiny_train_env[@]}" -- --nodes=1 --ntasks-per-node=2 cpu.sbatch "${preempt_args[@]}"
+  for _ in $(seq 1200); do
+    [ -f "$work/run-b/checkpoints/step-000000004.json" ] && break
+    sleep 0.1
+  done
+  [ -f "$work/run-b/checkpoints/step-000000004.json" ] || fail "no step-4 checkpoint within 120 s"
+  scancel --signal=USR1 --batch "$job"
+  signalled=$SECONDS
+  pass "SIGUSR1 to the batch shell of job $job after its step-4 checkpoint"
+  wait_job "signalled, requeued"
+  expect_in "$work/job-$job.txt" "Restarts=1 " "scontrol show job: Restarts=1 (requeued by the script)"
+  log=$work/job/chexscale-$job.out
+  expect_in "$log" "SIGUSR1: passing it to the workers" "the script passed SIGUSR1 on"
+  expect_eq "$(grep -c 'stopping at step [0-9]* on SIGUSR1: checkpoint written to' "$log")" 1 \
+    "rank 0 stopped once, on SIGUSR1"
+  stopped=$(grep -o 'checkpoint written to [^,]*' "$log" | sed 's/^checkpoint written to //')
+  expect_in "$log" "the workers stopped at a checkpoint (status 75): requeueing job $job" \
+    "the script requeued on status 75"
+  expect_eq "$(grep -c 'second stop signal' "$log")" 0 "no worker got the signal twice"
+  expect_in "$log" "resumed from $stopped" "the second attempt resumed from the stop checkpoint"
+  last=$(basename "$(compgen -G "$work/run-a/checkpoints/step-*.json" | sort | tail -n 1)" .json)
+  for file in "$last.json" "$last.safetensors" best.safetensors; do
+    cmp -s "$work/run-a/checkpoints/$file" "$work/run-b/checkpoints/$file" ||
+      fail "$file differs between the uninterrupted and the signalled runs"
+  done
+  pass "final checkpoints ($last, best) byte-identical to the uninterrupted run's"
+  pass "signal to completion of the requeued job: $((SECONDS - signalled)) s"
   ;;
 
 killed)
