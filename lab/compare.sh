@@ -5,7 +5,9 @@
 #   "bare-metal": `chexscale launch` in every node namespace over the fabric addresses.
 #   "kubernetes": the pods of `chexscale k8s render` (the Indexed Job's container command, args and
 #                 env, JOB_COMPLETION_INDEX set, the Service DNS names resolving to pod addresses)
-#                 in every pod namespace, over the VXLAN overlay.
+#                 in every pod namespace, over the VXLAN overlay: as bare processes, or with
+#                 --pods containers as containers of the image (security context, volumes and
+#                 limits of the pod spec; lab/pod_containers.sh) joined to the pod namespaces.
 #
 # Usage: lab/compare.sh [options]
 #   --nodes N             nodes (one worker each)                               [2]
@@ -15,8 +17,13 @@
 #                         naive (--no-overlap), overlap (the default engine),
 #                         fp16 (overlap + fp16 gradients), bucket<MB> (overlap + --bucket-mb MB),
 #                         A+B combines them (fp16+bucket5),
-#                         hostnet (pods on the host network; first variant's engine; k8s only)
+#                         hostnet (pods on the host network: the node namespaces; first
+#                         variant's engine; k8s only); at least one engine variant
 #                                                              [naive,overlap,fp16,hostnet]
+#   --pods MODE           how the Kubernetes sets run their pods: processes (bare processes in
+#                         the pod namespaces) or containers (`podman run --network ns:...` of the
+#                         image; needs podman or docker and the image)              [processes]
+#   --image TAG           the pods' image in containers mode     [the renderer's, chexscale:<version>]
 #   --fabric-rate R --overlay-rate R   bandwidth caps (see lab/cluster.sh)  [uncapped]
 #   --out DIR             results, logs, manifests and the report           [runs/lab-compare]
 #   --bin PATH            chexscale binary                [$CHEXSCALE_BIN or build/src/cli/chexscale]
@@ -41,7 +48,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/cpu.sh"
 
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
-variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate=""
+variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate="" pods=processes image=""
 out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
 invocation="lab/compare.sh $*"  # for README.txt; the option loop below consumes "$@"
 while [ $# -gt 0 ]; do
@@ -54,6 +61,8 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --variants) variants="$2"; shift 2 ;;
+    --pods) pods="$2"; shift 2 ;;
+    --image) image="$2"; shift 2 ;;
     --fabric-rate) fabric_rate="$2"; shift 2 ;;
     --overlay-rate) overlay_rate="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -68,11 +77,27 @@ while [ $# -gt 0 ]; do
 done
 
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || lab_die "--rounds must be a whole number >= 1, not '$rounds'"
+tr , '\n' <<<"$variants" | grep -qvx hostnet ||
+  lab_die "--variants '$variants' has no engine variant (naive, overlap, ...): hostnet runs the first one's engine and is compared with its bare-metal set"
+case "$pods" in
+  processes) [ -z "$image" ] || lab_die "--image needs --pods containers" ;;
+  containers)
+    # shellcheck source=lab/pod_containers.sh
+    . "$here/pod_containers.sh" || lab_die "--pods containers needs a container engine (podman or docker)"
+    export POD_CONTAINERS_PREFIX="${LAB_PREFIX}-"
+    ;;
+  *) lab_die "--pods must be processes or containers, not '$pods'" ;;
+esac
 [ -n "$bin" ] || bin="$here/../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 command -v yq >/dev/null || lab_die "'yq' not found (Debian package yq): needed to read rendered manifests"
 command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
+if [ "$pods" = containers ]; then
+  pod_image="${image:-$("$bin" k8s render -- bench | yq -r 'select(.kind == "Job") | .spec.template.spec.containers[0].image')}"
+  "$CONTAINER_ENGINE" image inspect "$pod_image" >/dev/null 2>&1 ||
+    lab_die "--pods containers: no image $pod_image here (make image, or pass --image)"
+fi
 lab_require_root
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
@@ -167,15 +192,15 @@ finish_run() {
 }
 
 # Prepares a run of N workers whose files go to RUN_DIR: traffic counters, a fresh port, and the
-# CPU sampler (RUN_DIR/cpu-samples.tsv; the run's processes are those with RUN_DIR in their
-# command line; see lab/cpu.sh).
+# CPU sampler (RUN_DIR/cpu-samples.tsv; the run's processes are those with MATCH, by default
+# RUN_DIR, in their command line; see lab/cpu.sh).
 start_run() {
-  local n="$1" run_dir="$2" i
+  local n="$1" run_dir="$2" match="${3:-$2}" i
   pids=() logs=() eth_before=() vx_before=()
   for ((i = 0; i < n; i++)); do read -r "eth_before[$i]" "vx_before[$i]" <<<"$(tx_bytes "$i")"; done
   port=$((port + 1))
   mkdir -p "$run_dir"
-  cpu_sampler_start "$run_dir/cpu-samples.tsv" "$run_dir"
+  cpu_sampler_start "$run_dir/cpu-samples.tsv" "$match"
 }
 
 # bare metal: `chexscale launch` on each of N nodes (node namespaces, fabric addresses).
@@ -197,27 +222,54 @@ run_bare_metal() {
   collect "$run_dir" "$label" "$n" "$tag"
 }
 
-# kubernetes: render the job, then run each pod's container as the kubelet would.
+# kubernetes: render the job, then run each pod's container as the kubelet would: as a bare
+# process in the pod's namespace, or (--pods containers) as a container of the image joined to
+# it, whose output volume is the claim "output" at /runs/<tag>, the host folder
+# pods/<tag>/pvc/output (group-writable by the pod's fsGroup, as the kubelet does).
 run_kubernetes() {
-  local label="$1" n="$2" flags="$3" host_network="$4" tag run_dir manifest job i ns
+  local label="$1" n="$2" flags="$3" host_network="$4" tag run_dir pod_out root manifest job i ns
   tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
-  run_dir="$out/runs/$tag"
   manifest="$out/manifests/$tag.yaml"
   job="chx-$(echo "$tag" | tr -c 'a-z0-9\n' '-' | cut -c1-40)"
-  rm -rf "$run_dir"
-  start_run "$n" "$run_dir"
-  local render=("$bin" k8s render --job-name "$job" --nnodes "$n" --nproc-per-node 1
-    --master-port "$port" --gloo-socket-ifname eth0)
+  if [ "$pods" = containers ]; then
+    root="$out/pods/$tag"
+    run_dir="$root/pvc/output"
+    pod_out="/runs/$tag"
+    rm -rf "$root"
+    mkdir -p "$run_dir"
+    chgrp 1000 "$run_dir" && chmod 2775 "$run_dir"
+  else
+    run_dir="$out/runs/$tag"
+    pod_out="$run_dir"
+    rm -rf "$run_dir"
+  fi
+  start_run "$n" "$run_dir" "$pod_out"
+  # Containers: the image renders its own Job, so manifest and program are of one version.
+  local render=("$bin" k8s render)
+  [ "$pods" = processes ] || render=("$CONTAINER_ENGINE" run --rm "${ENGINE_RUN_FLAGS[@]}"
+    --network none --user 1000:1000 "$pod_image" k8s render --image "$pod_image"
+    --output-pvc output --output-mount "$pod_out")
+  render+=(--job-name "$job" --nnodes "$n" --nproc-per-node 1 --master-port "$port"
+    --gloo-socket-ifname eth0)
   [ "$host_network" = 1 ] && render+=(--host-network)
   # shellcheck disable=SC2046
-  render+=(-- $(bench_args "$label" "$run_dir" "$flags"))
+  render+=(-- $(bench_args "$label" "$pod_out" "$flags"))
   echo "${render[*]} > $manifest" >>"$commands_log"
   "${render[@]}" >"$manifest"
-  pods_resolve_service "$manifest" "$n" "$host_network"
+  if [ "$pods" = containers ]; then
+    pod_containers_check "$manifest" || lab_die "$manifest cannot run as containers"
+  else
+    pods_resolve_service "$manifest" "$n" "$host_network"
+  fi
   for ((i = 0; i < n; i++)); do
     if [ "$host_network" = 1 ]; then ns=$(lab_node_ns "$i"); else ns=$(lab_pod_ns "$i"); fi
-    spawn "$out/logs/$tag-pod$i.log" pods_run "$manifest" "$i" "$ns" "$host_network" "$bin" \
-      "$run_timeout" "$commands_log"
+    if [ "$pods" = containers ]; then
+      spawn "$out/logs/$tag-pod$i.log" pods_run_container "$manifest" "$i" "$n" "$ns" \
+        "$host_network" "$root" "$run_timeout" "$commands_log"
+    else
+      spawn "$out/logs/$tag-pod$i.log" pods_run "$manifest" "$i" "$ns" "$host_network" "$bin" \
+        "$run_timeout" "$commands_log"
+    fi
   done
   finish_run "$tag" "$n"
   collect "$run_dir" "$label" "$n" "$tag"
@@ -298,6 +350,7 @@ echo "$invocation" >"$out/README.txt"
 {
   echo "nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"
   echo "variants=$variants fabric_rate=${fabric_rate:-uncapped} overlay_rate=${overlay_rate:-uncapped} rounds=$rounds"
+  echo "pods=$pods${pod_image:+ image=$pod_image}"
 } >>"$out/README.txt"
 
 IFS=, read -r -a variant_list <<<"$variants"
@@ -307,7 +360,6 @@ for v in "${variant_list[@]}"; do
   variant_flags "$v" >/dev/null
   [ -n "$first_engine" ] || first_engine="$v"
 done
-[ -n "$first_engine" ] || first_engine=naive
 
 for ((round = 1; round <= rounds; round++)); do
   [ "$rounds" -gt 1 ] && say "round $round of $rounds: $(round_order | sed 's/ / first, then /')"

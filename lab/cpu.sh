@@ -7,23 +7,29 @@
 # the aggregate "cpu" line of /proc/stat (ticks of 1/CLK_TCK s, summed over all CPUs), the NET_TX
 # and NET_RX counts of /proc/softirqs (summed over CPUs), and the user and system ticks of the
 # run's own processes (/proc/<pid>/stat of every process whose command line contains the run's
-# MATCH string: the workers, their launchers and wrappers, all their threads). Both lab systems
+# MATCH string: the workers, their launchers and wrappers, all their threads; not the container
+# engine's own processes, see CPU_ENGINE_COMMANDS). Both lab systems
 # share this machine's CPUs, so the aggregate covers every worker, every namespace's network path
 # and whatever else runs (other users' niced processes show up under NICE); the RUN_ columns are
 # the run's processes alone, including the kernel work (syscalls, softirqs) done while one of
 # them was on a CPU.
 
 CPU_SAMPLE_INTERVAL="${CPU_SAMPLE_INTERVAL:-0.2}"  # seconds between samples
+# Programs never counted as the run's, though their command lines name it: the container engine's
+# client and monitor (in a cluster, the kubelet's and the runtime's work is outside the pod too).
+CPU_ENGINE_COMMANDS="podman conmon docker"
 cpu_sampler_pid=""
 declare -A cpu_run_user=() cpu_run_system=()  # the run's processes: pid -> last ticks seen
 
-# Adds the processes whose command line contains MATCH to cpu_run_user / cpu_run_system (about
-# 2 ms for 100 processes; builtins only).
+# Adds the processes whose command line contains MATCH, other than CPU_ENGINE_COMMANDS, to
+# cpu_run_user / cpu_run_system (about 2 ms for 100 processes; builtins only).
 cpu_find_run_processes() {
-  local d args
+  local d args cmd
   for d in /proc/[0-9]*; do
     [ -z "${cpu_run_user[${d#/proc/}]:-}" ] || continue
     mapfile -d '' args 2>/dev/null <"$d/cmdline" || continue
+    cmd="${args[0]:-}"
+    [[ " $CPU_ENGINE_COMMANDS " != *" ${cmd##*/} "* ]] || continue
     if [[ "${args[*]}" == *"$1"* ]]; then
       cpu_run_user[${d#/proc/}]=0
       cpu_run_system[${d#/proc/}]=0

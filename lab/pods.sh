@@ -1,7 +1,10 @@
 # Runs the pods of a rendered Indexed Job the way the kubelet would (sourced by compare.sh):
 # the container's command + args with $(VAR) references expanded, its env (fieldRefs resolved for
 # pod i), JOB_COMPLETION_INDEX and HOSTNAME set, and the headless Service's DNS names resolving to
-# the pods' addresses through /etc/netns/<ns>/hosts. Needs yq (Debian package yq) and jq.
+# the pods' addresses, either as bare processes in the pod's network namespace (pods_run; names
+# through /etc/netns/<ns>/hosts) or as containers of the image joined to that namespace
+# (pods_run_container; the engine flags of lab/pod_containers.sh, which the caller sources).
+# Needs yq (Debian package yq) and jq.
 
 # The Job's pod spec (JSON) from a multi-document manifest.
 pods_spec() {
@@ -92,4 +95,25 @@ pods_run() {
   cd /tmp
   ip netns exec "$ns" env -i PATH="$(dirname "$bin"):/usr/local/bin:/usr/bin:/bin" "${env_lines[@]}" \
     timeout -k 10 "$timeout_s" "${argv[@]}"
+}
+
+# Runs pod INDEX of MANIFEST (N pods) as a container of the manifest's image joined to the
+# network namespace NS (`--network ns:/run/netns/NS`), in the foreground, and logs the engine's
+# argv to COMMANDS_LOG. Security context, env, volumes and limits come from pod_container_argv
+# (lab/pod_containers.sh); ROOT holds the pods' volumes (ROOT/pvc/<claim>). The Service's names
+# resolve through --add-host. The container is removed afterwards.
+pods_run_container() {
+  local manifest="$1" index="$2" n="$3" ns="$4" host_network="$5" root="$6" timeout_s="$7"
+  local commands_log="$8" i name argv_text argv addresses=() hosts=() rc=0
+  for ((i = 0; i < n; i++)); do addresses+=("$(pods_address "$i" "$host_network")"); done
+  mapfile -t hosts < <(pod_containers_hosts "$manifest" "${addresses[@]}")
+  argv_text=$(pod_container_argv "$manifest" "$index" "${addresses[$index]}" "$root" \
+    --network "ns:/run/netns/$ns" "${hosts[@]}") || lab_die "$manifest: cannot build pod $index's container"
+  mapfile -t argv <<<"$argv_text"
+  name="${POD_CONTAINERS_PREFIX:-chx-}$(pods_job_name "$manifest")-$index"
+  "$CONTAINER_ENGINE" rm -f "$name" >/dev/null 2>&1 || true
+  echo "[$ns] $CONTAINER_ENGINE ${argv[*]}" >>"$commands_log"
+  timeout -k 10 "$timeout_s" "$CONTAINER_ENGINE" "${argv[@]}" || rc=$?
+  "$CONTAINER_ENGINE" rm -f "$name" >/dev/null 2>&1 || true
+  return "$rc"
 }

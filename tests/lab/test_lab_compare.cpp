@@ -1,12 +1,15 @@
 // lab/compare.sh end to end on a small workload: bare metal (launch over the fabric), Kubernetes
 // (rendered pods over the overlay, and on the host network) and the PyTorch DDP peer on both, then
 // the report, whose numbers must agree with the bench files, and traffic counters that show which
-// path each run took; the CPU accounting of every run and the report's section on it; and the
-// alternating rounds of --rounds.
+// path each run took; the CPU accounting of every run and the report's section on it; the
+// alternating rounds of --rounds; and a one-worker step whose cost does not depend on the size
+// of the environment (which differs between the two systems' processes).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -200,6 +203,53 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   EXPECT_NE(commands.find("--master-addr chx-kubernetes-naive-w2-0."), std::string::npos)
       << commands;
   EXPECT_NE(commands.find("--master-addr 10.77.0.1"), std::string::npos) << commands;
+}
+
+// Bad choices of how to run the pods, or of variants, are refused by name before a lab is made.
+TEST_F(LabCompare, BadPodsModeImageAndVariantsAreRefusedByName) {
+  TempDir dir;
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--pods vms", "--pods must be processes or containers, not 'vms'"},
+      {"--image chexscale:0.1.0", "--image needs --pods containers"},
+      {"--variants hostnet", "--variants 'hostnet' has no engine variant"},
+  };
+  for (const auto& c : cases) {
+    const ProcessResult r = compare(c.args, dir.path() + "/bad");
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << ": " << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/bad/sets"));
+  EXPECT_TRUE(namespaces().empty()) << "a refused comparison made a lab";
+}
+
+// The same one-worker bench under environments of different sizes (the pods' env is longer than
+// bare metal's) takes the same number of page faults: glibc's adaptive malloc thresholds once
+// made a step fault its activations in again or not depending on the heap's layout, which moves
+// with the environment (172k vs 75k faults, 10 % of the throughput).
+TEST_F(LabCompare, OneWorkerPageFaultsDoNotDependOnTheEnvironmentSize) {
+  TempDir dir;
+  const auto child_minor_faults = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_CHILDREN, &usage);
+    return usage.ru_minflt;
+  };
+  long fewest = 0, most = 0;
+  for (int pad : {0, 7, 15, 23, 31, 39}) {
+    const long before = child_minor_faults();
+    const ProcessResult r = run_shell(
+        "env -i PATH=/usr/bin:/bin HOME=/tmp PAD=" + std::string(pad, 'x') + " " + chexscale_bin() +
+        " bench --arch resnet18 --image-size 64 --batch-size 8 --steps 10 --warmup-steps 1"
+        " --threads 1 --out " +
+        dir.path() + "/pad" + std::to_string(pad));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const long faults = child_minor_faults() - before;
+    fewest = fewest == 0 ? faults : std::min(fewest, faults);
+    most = std::max(most, faults);
+  }
+  EXPECT_GT(fewest, 10'000);  // the run itself was counted
+  EXPECT_LT(most, fewest * 105 / 100) << "page faults from " << fewest << " to " << most;
 }
 
 // Two rounds: every round's bench files are kept, the systems' order alternates (bare metal first
