@@ -19,9 +19,11 @@ function(chexscale_add_module)
   set_property(GLOBAL APPEND PROPERTY CHEXSCALE_MODULES ${target})
 endfunction()
 
-# chexscale_add_test(NAME <exe> SOURCES ... DEPS ...): a GoogleTest executable, tests discovered at run time.
+# chexscale_add_test(NAME <exe> SOURCES ... DEPS ... [TIMEOUT s] [SERIAL]): a GoogleTest executable,
+# tests discovered at run time. SERIAL: ctest runs its tests alone (measurements that compare
+# timings of runs on this machine and would measure the other tests' load instead).
 function(chexscale_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "NAME;TIMEOUT" "SOURCES;DEPS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
   target_include_directories(${T_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
@@ -36,7 +38,11 @@ function(chexscale_add_test)
   # gtest_discover_tests splits a list-valued ENVIRONMENT into separate properties (CMake 3.25),
   # so the environment is set on the discovered tests by a file ctest includes after discovery.
   set(_env_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_environment.cmake)
+  set(_serial "")
+  if(T_SERIAL)
+    set(_serial " RUN_SERIAL TRUE")
+  endif()
   file(GENERATE OUTPUT ${_env_file} CONTENT
-    "if(${T_NAME}_TESTS)\n  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES ENVIRONMENT \"CHEXSCALE_BIN=$<TARGET_FILE:chexscale>;CHEXSCALE_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1\")\nendif()\n")
+    "if(${T_NAME}_TESTS)\n  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES ENVIRONMENT \"CHEXSCALE_BIN=$<TARGET_FILE:chexscale>;CHEXSCALE_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1\"${_serial})\nendif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_env_file})
 endfunction()
