@@ -4,6 +4,11 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
+# One compiler cache for every checkout: ccache hashes the paths under the checkout relative to it
+# and leaves the build folder out of the hash of objects with debug info, so clones at different
+# paths share entries (the precompiled header's too; debug info names the first clone's folder).
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 
 .PHONY: all deps deps-image build demo test test-only image test-image bench format format-check \
   lint clean
