@@ -77,6 +77,12 @@ void add_render_options(CLI::App* cmd, RenderFlags& f) {
   cmd->add_option("--toleration", o.tolerations, "Toleration KEY[=VALUE][:EFFECT] (repeatable)");
   cmd->add_option("--run-as-user", o.run_as_user, "Non-root uid/gid of the container user")
       ->capture_default_str();
+  cmd->add_option("--stop-grace", o.stop_grace,
+                  fmt::format("Seconds the workers have to checkpoint and exit 75 on a SIGTERM "
+                              "(the launcher's --stop-grace); the pods' "
+                              "terminationGracePeriodSeconds is {} more",
+                              launch::kPodStopMargin))
+      ->capture_default_str();
   cmd->add_option("--command,command", o.command,
                   "Worker command after '--': a chexscale subcommand and its options, e.g. "
                   "-- bench --arch densenet121");

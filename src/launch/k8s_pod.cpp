@@ -112,7 +112,10 @@ K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
       {"securityContext", container_security(o)},
       {"volumeMounts", volume_mounts(o)}};
 
+  // Never: the Job's podFailurePolicy requires it, and a failed pod is the job's to recreate.
   K8sObject spec = {{"restartPolicy", "Never"},
+                    // SIGTERM, then the workers' --stop-grace, then the launcher's kill and exit.
+                    {"terminationGracePeriodSeconds", o.stop_grace + kPodStopMargin},
                     {"automountServiceAccountToken", false},
                     {"enableServiceLinks", false},
                     {"securityContext",

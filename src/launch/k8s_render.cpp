@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "common/enum_parse.h"
@@ -85,6 +86,23 @@ K8sObject network_policy(const K8sRenderOptions& o) {
         {"ingress", {{{"from", {{{"podSelector", instance_selector(o)}}}}, {"ports", ports}}}}}}};
 }
 
+bool has_flag(const std::vector<std::string>& command, const std::string& flag) {
+  return std::any_of(command.begin(), command.end(), [&](const std::string& word) {
+    return word == flag || word.rfind(flag + "=", 0) == 0;
+  });
+}
+
+// "--stop-grace S -- <command>": the workers' grace on a SIGTERM, and a `train` that resumes from
+// the newest checkpoint when the pod is recreated (after a preemption, exit 75).
+std::vector<std::string> stop_grace_and_command(const K8sRenderOptions& o) {
+  std::vector<std::string> args = {"--stop-grace", std::to_string(o.stop_grace), "--"};
+  args.insert(args.end(), o.command.begin(), o.command.end());
+  if (o.command.front() == "train" && !has_flag(o.command, "--resume")) {
+    args.insert(args.end(), {"--resume", "auto"});
+  }
+  return args;
+}
+
 std::vector<std::string> launcher_args(const K8sRenderOptions& o, const std::string& node_rank,
                                        const std::string& master_addr,
                                        const std::string& master_port) {
@@ -98,10 +116,29 @@ std::vector<std::string> launcher_args(const K8sRenderOptions& o, const std::str
                                    "--master-port",
                                    master_port,
                                    "--nproc-per-node",
-                                   std::to_string(o.nproc_per_node),
-                                   "--"};
-  args.insert(args.end(), o.command.begin(), o.command.end());
+                                   std::to_string(o.nproc_per_node)};
+  const auto rest = stop_grace_and_command(o);
+  args.insert(args.end(), rest.begin(), rest.end());
   return args;
+}
+
+// A Job's podFailurePolicy (batch/v1; the pods' restartPolicy must be Never): a disrupted pod
+// (eviction, preemption, node drain: condition DisruptionTarget) and a worker that stopped at a
+// checkpoint (exit 75) are recreated without counting against backoffLimit; any other failure
+// fails the Job at once. Rules apply in order, the first match wins: a disrupted pod is retried
+// whatever its status (its workers may have run out of grace).
+K8sObject preemption_failure_policy(const std::string& container) {
+  return {{"rules",
+           {{{"action", "Ignore"},
+             {"onPodConditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}}},
+            {{"action", "Ignore"},
+             {"onExitCodes",
+              {{"containerName", container}, {"operator", "In"}, {"values", {kExitPreempted}}}}},
+            {{"action", "FailJob"},
+             {"onExitCodes",
+              {{"containerName", container},
+               {"operator", "NotIn"},
+               {"values", {0, kExitPreempted}}}}}}}};
 }
 
 K8sObject indexed_job(const K8sRenderOptions& o) {
@@ -131,12 +168,10 @@ K8sObject indexed_job(const K8sRenderOptions& o) {
         {"completions", o.nnodes},
         {"parallelism", o.nnodes},
         // One failed worker fails the job at once; a distributed job cannot continue without it.
+        // A preempted one is recreated (podFailurePolicy), and with it podReplacementPolicy is
+        // Failed: pod i's successor starts once it is gone, so host name <job>-i is never twice.
         {"backoffLimit", 0},
-        {"podFailurePolicy",
-         {{"rules",
-           {{{"action", "FailJob"},
-             {"onExitCodes",
-              {{"containerName", kWorkerContainer}, {"operator", "NotIn"}, {"values", {0}}}}}}}}},
+        {"podFailurePolicy", preemption_failure_policy(kWorkerContainer)},
         {"template", pod}}}};
 }
 
@@ -167,8 +202,9 @@ K8sObject elastic_pytorch_job(const K8sRenderOptions& o) {
   PodContainerSpec c;
   c.container_name = kPyTorchContainer;
   c.port_name = "pytorchjob-port";  // the operator's PET_RDZV_ENDPOINT port
-  c.args = {"launch", "--"};
-  c.args.insert(c.args.end(), o.command.begin(), o.command.end());
+  c.args = {"launch"};
+  const auto rest = stop_grace_and_command(o);
+  c.args.insert(c.args.end(), rest.begin(), rest.end());
   // torchrun's c10d rendezvous would assign node ranks; chexscale launch takes NODE_RANK, the
   // pod's index among the Workers.
   K8sObject rank_env = {{"name", "NODE_RANK"}};
@@ -198,12 +234,15 @@ K8sObject cluster_training_runtime(const K8sRenderOptions& o) {
   c.port_name = "rendezvous";
   const std::string addr = o.master_addr.empty() ? "$(PET_MASTER_ADDR)" : o.master_addr;
   c.args = launcher_args(o, "$(PET_NODE_RANK)", addr, "$(PET_MASTER_PORT)");
-  K8sObject node_job = {
-      {"name", kTrainerNode},
-      {"template",
-       {{"metadata", {{"labels", {{kTrainerAncestorLabel, "trainer"}}}}},
-        // One failed pod fails the job (and the JobSet: no restarts), as for the Indexed Job.
-        {"spec", {{"backoffLimit", 0}, {"template", pod_template(o, c)}}}}}};
+  K8sObject node_job = {{"name", kTrainerNode},
+                        {"template",
+                         {{"metadata", {{"labels", {{kTrainerAncestorLabel, "trainer"}}}}},
+                          // One failed pod fails the job (and the JobSet: no restarts), and a
+                          // preempted one is recreated without counting, as for the Indexed Job.
+                          {"spec",
+                           {{"backoffLimit", 0},
+                            {"podFailurePolicy", preemption_failure_policy(kTrainerNode)},
+                            {"template", pod_template(o, c)}}}}}};
   K8sObject spec = {{"mlPolicy", {{"numNodes", o.nnodes}, {"torch", K8sObject::object()}}}};
   // Trainer creates the PodGroup (minMember: every pod) and annotates the pods with its name.
   if (o.scheduler == K8sScheduler::kVolcano)
@@ -371,8 +410,17 @@ void K8sRenderOptions::validate() const {
           "' with scheduler volcano: choose one gang scheduler (Kueue's queue or Volcano)");
     }
   }
+  if (stop_grace < 1 || stop_grace > kMaxStopGrace) {
+    throw UsageError(
+        fmt::format("stop_grace {} is not in [1, {}] seconds", stop_grace, kMaxStopGrace));
+  }
   if (command.empty()) {
     throw UsageError("no worker command: give it after '--', e.g. -- bench --arch densenet121");
+  }
+  if (has_flag(command, "--stop-grace")) {
+    throw UsageError(
+        "the worker command's --stop-grace: give it to k8s render instead (--stop-grace), which "
+        "passes it to the workers and sets the pods' terminationGracePeriodSeconds from it");
   }
   if (command.front() == "launch" || command.front() == "chexscale") {
     throw UsageError(

@@ -19,6 +19,13 @@
 // where they would run torchrun: the launcher reads PET_NNODES, PET_NPROC_PER_NODE,
 // PET_MAX_RESTARTS and PET_RDZV_ENDPOINT (<job>-worker-0:P) as its flags, and NODE_RANK, which the
 // pod takes from its replica-index label.
+// Preemption: every pod's launcher gets --stop-grace S, so that a SIGTERM (eviction, preemption,
+// a deleted pod) gives the workers S seconds to stop at a checkpoint and exit 75, and the pod
+// S + kPodStopMargin seconds (terminationGracePeriodSeconds) before the kubelet kills it. A `train`
+// command gets --resume auto (unless it names --resume), so a recreated pod continues. The
+// Indexed Job, and the Job in a TrainJob's runtime, recreate a pod that exited 75 or was disrupted
+// without counting it against backoffLimit (podFailurePolicy); a PyTorchJob cannot (see
+// docs/kubernetes.md).
 // Objects are JSON values (ordered keys); k8s_yaml.h turns them into YAML documents.
 #pragma once
 
@@ -31,6 +38,7 @@
 
 #include "common/version.h"
 #include "distributed/env.h"
+#include "launch/local_launcher.h"
 
 namespace chexscale::launch {
 
@@ -67,6 +75,10 @@ inline constexpr const char* kKueueQueueLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
 inline constexpr const char* kTrainerAncestorLabel = "trainer.kubeflow.org/trainjob-ancestor-step";
 inline constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
+// The pod's terminationGracePeriodSeconds is the workers' --stop-grace plus this: the launcher
+// kills them kStopKillMargin after it and exits; the default, 25 + 5, is Kubernetes' own 30 s.
+inline constexpr int kPodStopMargin = 5;
+static_assert(kStopKillMargin.count() < kPodStopMargin, "the launcher ends before the kubelet");
 
 struct K8sRenderOptions {
   K8sFlavor flavor = K8sFlavor::kIndexedJob;
@@ -98,6 +110,7 @@ struct K8sRenderOptions {
   std::vector<std::string> command;        // the worker command: a chexscale subcommand and options
   std::string queue;  // Kueue LocalQueue ("" = none): the job is created suspended until admitted
   K8sScheduler scheduler = K8sScheduler::kDefault;  // kVolcano: gang-scheduled through a PodGroup
+  int stop_grace = kDefaultStopGrace;  // seconds the workers have to stop on SIGTERM (launcher's)
 
   // Throws UsageError naming the field when a value cannot make a valid manifest.
   void validate() const;

@@ -120,14 +120,8 @@ TEST(K8sRender, IndexedJobPodIRunsTheLauncherAsNodeRankI) {
   EXPECT_EQ(job["spec"]["completions"].as<int>(), 3);
   EXPECT_EQ(job["spec"]["parallelism"].as<int>(), 3);
   EXPECT_EQ(job["spec"]["backoffLimit"].as<int>(), 0);
-  const auto rule = job["spec"]["podFailurePolicy"]["rules"][0];
-  EXPECT_EQ(rule["action"].as<std::string>(), "FailJob");
-  EXPECT_EQ(rule["onExitCodes"]["operator"].as<std::string>(), "NotIn");
-  EXPECT_EQ(rule["onExitCodes"]["values"][0].as<int>(), 0);
   const auto pod = job["spec"]["template"]["spec"];
-  EXPECT_EQ(pod["restartPolicy"].as<std::string>(), "Never");  // podFailurePolicy requires it
   const auto c = pod["containers"][0];
-  EXPECT_EQ(rule["onExitCodes"]["containerName"].as<std::string>(), c["name"].as<std::string>());
   EXPECT_EQ(strings(c["command"]), std::vector<std::string>{"chexscale"});
   // The index comes from the annotation the Job controller sets on pod i.
   bool declared = false;
@@ -151,6 +145,8 @@ TEST(K8sRender, IndexedJobPodIRunsTheLauncherAsNodeRankI) {
                                                "29511",
                                                "--nproc-per-node",
                                                "2",
+                                               "--stop-grace",
+                                               "25",
                                                "--",
                                                "bench",
                                                "--arch",
@@ -214,10 +210,23 @@ TEST(K8sRender, PyTorchJobUsesTheOperatorsVariables) {
                                                 {"MASTER_ADDR", "cxr-master-0"},
                                                 {"MASTER_PORT", "29511"},
                                                 {"WORLD_SIZE", "3"}});
-  const std::vector<std::string> expected = {
-      "launch",       "--nnodes",      "3",          "--node-rank",      "2", "--master-addr",
-      "cxr-master-0", "--master-port", "29511",      "--nproc-per-node", "2", "--",
-      "bench",        "--arch",        "densenet121"};
+  const std::vector<std::string> expected = {"launch",
+                                             "--nnodes",
+                                             "3",
+                                             "--node-rank",
+                                             "2",
+                                             "--master-addr",
+                                             "cxr-master-0",
+                                             "--master-port",
+                                             "29511",
+                                             "--nproc-per-node",
+                                             "2",
+                                             "--stop-grace",
+                                             "25",
+                                             "--",
+                                             "bench",
+                                             "--arch",
+                                             "densenet121"};
   EXPECT_EQ(args, expected);
   o.nnodes = 1;
   EXPECT_FALSE(find_kind(render_yaml(o), "PyTorchJob")["spec"]["pytorchReplicaSpecs"]["Worker"]);
@@ -312,6 +321,8 @@ TEST(K8sRender, TrainJobRunsTheLauncherWithTrainersVariables) {
                                              "29500",
                                              "--nproc-per-node",
                                              "2",
+                                             "--stop-grace",
+                                             "25",
                                              "--",
                                              "bench",
                                              "--arch",
@@ -451,6 +462,122 @@ TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
     o.image = "registry:5000/chexscale@sha256:0123";
     render_manifests(o);
   });
+}
+
+// A pod's end as the Job controller sees it: its container's exit code, and whether the pod
+// carries the condition DisruptionTarget (evicted, preempted, drained).
+struct PodEnd {
+  int exit_code;
+  bool disrupted;
+};
+
+// The action of a Job's podFailurePolicy for a failed pod, as the Job controller picks it: the
+// first rule that matches ("Count" when none does); exit code 0 matches no onExitCodes rule.
+std::string failure_action(const YAML::Node& policy, const std::string& container, PodEnd end) {
+  for (const auto& rule : policy["rules"]) {
+    bool match = false;
+    if (rule["onPodConditions"]) {
+      for (const auto& c : rule["onPodConditions"]) {
+        match = match || (end.disrupted && c["type"].as<std::string>() == "DisruptionTarget" &&
+                          c["status"].as<std::string>() == "True");
+      }
+    } else if (end.exit_code != 0) {
+      const auto codes = rule["onExitCodes"];
+      EXPECT_EQ(codes["containerName"].as<std::string>(), container);
+      bool listed = false;
+      for (const auto& v : codes["values"])
+        listed = listed || v.as<int>() == end.exit_code;
+      match = (codes["operator"].as<std::string>() == "In") == listed;
+    }
+    if (match) return rule["action"].as<std::string>();
+  }
+  return "Count";
+}
+
+// The Job's policy recreates a preempted pod (exit 75, or disrupted whatever its status) without
+// counting it against backoffLimit (0: anything else fails the Job at once).
+void expect_preemption_policy(const YAML::Node& job_spec, const std::string& container) {
+  EXPECT_EQ(job_spec["backoffLimit"].as<int>(), 0);
+  EXPECT_EQ(job_spec["template"]["spec"]["restartPolicy"].as<std::string>(), "Never");
+  const auto policy = job_spec["podFailurePolicy"];
+  EXPECT_EQ(failure_action(policy, container, {kExitPreempted, false}), "Ignore");
+  EXPECT_EQ(failure_action(policy, container, {kExitPreempted, true}), "Ignore");
+  EXPECT_EQ(failure_action(policy, container, {137, true}), "Ignore");  // killed after the grace
+  EXPECT_EQ(failure_action(policy, container, {1, true}), "Ignore");
+  EXPECT_EQ(failure_action(policy, container, {1, false}), "FailJob");
+  EXPECT_EQ(failure_action(policy, container, {2, false}), "FailJob");
+  EXPECT_EQ(failure_action(policy, container, {137, false}), "FailJob");  // OOM-killed
+}
+
+// Every pod: terminationGracePeriodSeconds = --stop-grace + kPodStopMargin, the launcher's
+// --stop-grace (which it passes on to the workers), a train command resuming.
+void expect_stop_grace(const YAML::Node& pod_spec, int stop_grace) {
+  EXPECT_EQ(pod_spec["terminationGracePeriodSeconds"].as<int>(), stop_grace + kPodStopMargin);
+  const auto args = strings(pod_spec["containers"][0]["args"]);
+  const auto separator = std::find(args.begin(), args.end(), "--");
+  ASSERT_NE(separator, args.end());
+  ASSERT_GE(separator - args.begin(), 2);
+  EXPECT_EQ(*(separator - 2), "--stop-grace");
+  EXPECT_EQ(*(separator - 1), std::to_string(stop_grace));
+  EXPECT_EQ(std::vector<std::string>(separator + 1, args.end()),
+            (std::vector<std::string>{"train", "--data", "/data", "--resume", "auto"}));
+}
+
+TEST(K8sRender, PreemptedPodsStopWithinTheGraceAndComeBackWithoutSpendingBackoff) {
+  for (int stop_grace : {kDefaultStopGrace, 60}) {
+    auto o = base_options();
+    o.stop_grace = stop_grace;
+    o.command = {"train", "--data", "/data"};
+    SCOPED_TRACE("stop_grace " + std::to_string(stop_grace));
+    EXPECT_EQ(kDefaultStopGrace + kPodStopMargin, 30);  // Kubernetes' own default
+
+    const auto job = find_kind(render_yaml(o), "Job");
+    expect_preemption_policy(job["spec"], kWorkerContainer);
+    expect_stop_grace(job["spec"]["template"]["spec"], stop_grace);
+
+    o.flavor = K8sFlavor::kTrainJob;
+    const auto runtime = find_kind(render_yaml(o), "ClusterTrainingRuntime");
+    const auto jobset = runtime["spec"]["template"]["spec"];
+    EXPECT_EQ(jobset["failurePolicy"]["maxRestarts"].as<int>(), 0);  // a failed Job fails it
+    const auto node_job = jobset["replicatedJobs"][0]["template"]["spec"];
+    expect_preemption_policy(node_job, kTrainerNode);
+    expect_stop_grace(node_job["template"]["spec"], stop_grace);
+
+    // The training operator has no rule for 75 (1-127 are permanent under ExitCode): a Never
+    // replica fails the job, as docs/kubernetes.md says; the pods still stop within the grace.
+    for (K8sFlavor flavor : {K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob}) {
+      o.flavor = flavor;
+      const auto replicas = find_kind(render_yaml(o), "PyTorchJob")["spec"]["pytorchReplicaSpecs"];
+      for (const auto& kv : replicas) {
+        EXPECT_EQ(kv.second["restartPolicy"].as<std::string>(), "Never");
+        expect_stop_grace(kv.second["template"]["spec"], stop_grace);
+      }
+    }
+  }
+}
+
+TEST(K8sRender, ATrainCommandKeepsItsOwnResumeAndLeavesTheGraceToTheRenderer) {
+  auto o = base_options();
+  o.command = {"train", "--resume=/output/run/checkpoints/best.json"};
+  const auto args = strings(
+      find_kind(render_yaml(o), "Job")["spec"]["template"]["spec"]["containers"][0]["args"]);
+  EXPECT_EQ(std::vector<std::string>(std::find(args.begin(), args.end(), "--") + 1, args.end()),
+            o.command);
+  o.command = {"bench"};  // only train resumes
+  const auto bench = strings(
+      find_kind(render_yaml(o), "Job")["spec"]["template"]["spec"]["containers"][0]["args"]);
+  EXPECT_EQ(bench.back(), "bench");
+  for (const auto& command : std::vector<std::vector<std::string>>{{"train", "--stop-grace", "60"},
+                                                                   {"train", "--stop-grace=60"}}) {
+    o.command = command;
+    EXPECT_NE(test_util::message_of<UsageError>([&] {
+                render_manifests(o);
+              }).find("the worker command's --stop-grace: give it to k8s render instead"),
+              std::string::npos);
+  }
+  o.command = {"train"};
+  o.stop_grace = 0;
+  test_util::expect_usage_error_naming([&] { render_manifests(o); }, "stop_grace 0");
 }
 
 TEST(K8sRenderNames, FlavorAndImagePullPolicyRoundTrip) {

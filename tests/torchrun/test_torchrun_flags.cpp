@@ -112,7 +112,8 @@ TEST(TorchrunFlags, ElasticPyTorchJobPodsLaunchFromTheOperatorsVariables) {
   EXPECT_EQ(c["ports"][0]["name"], "pytorchjob-port");
   EXPECT_EQ(c["ports"][0]["containerPort"], 23456);
   EXPECT_EQ(c["args"],
-            launch::K8sObject::parse(R"(["launch", "--", "bench", "--arch", "densenet121"])"));
+            launch::K8sObject::parse(
+                R"(["launch", "--stop-grace", "25", "--", "bench", "--arch", "densenet121"])"));
   bool node_rank_from_label = false;
   for (const auto& e : c["env"]) {
     node_rank_from_label =
