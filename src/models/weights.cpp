@@ -11,6 +11,7 @@
 #include "common/enum_parse.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "models/pth_weights.h"
 
 namespace chexscale::models {
 namespace {
@@ -202,10 +203,12 @@ LoadReport load_state_dict(ClassifierImpl& model, const std::vector<NamedTensor>
 
 LoadReport load_weights(ClassifierImpl& model, const std::string& path,
                         const LoadOptions& options) {
-  const TensorFile file = read_safetensors(path);
+  // By content: torch.save's zip or legacy format (.pth, .pt), else safetensors.
+  const std::vector<NamedTensor> tensors =
+      is_pth_file(path) ? read_pth(path) : read_safetensors(path).tensors;
   LoadReport report;
   try {
-    report = load_state_dict(model, file.tensors, options);
+    report = load_state_dict(model, tensors, options);
   } catch (const DataError& e) {
     throw DataError(path + ": " + e.what());
   }
@@ -234,6 +237,14 @@ WeightDtype parse_weight_dtype(std::string_view name) {
                     {WeightDtype::kF32, WeightDtype::kF16, WeightDtype::kBf16, WeightDtype::kF64});
 }
 
+const char* to_string(WeightFormat format) {
+  return format == WeightFormat::kPth ? "pth" : "safetensors";
+}
+
+WeightFormat parse_weight_format(std::string_view name) {
+  return parse_enum(name, "format", {WeightFormat::kSafetensors, WeightFormat::kPth});
+}
+
 torch::ScalarType scalar_type(WeightDtype dtype) {
   switch (dtype) {
     case WeightDtype::kF16:
@@ -248,8 +259,11 @@ torch::ScalarType scalar_type(WeightDtype dtype) {
   return torch::kFloat32;
 }
 
-void save_weights(const ClassifierImpl& model, const std::string& path,
-                  torch::ScalarType float_dtype, std::map<std::string, std::string> metadata) {
+namespace {
+
+// The state_dict with floating tensors converted to `float_dtype` (UsageError if not floating).
+std::vector<NamedTensor> exported_state_dict(const ClassifierImpl& model,
+                                             torch::ScalarType float_dtype) {
   if (!c10::isFloatingType(float_dtype)) {
     throw UsageError(
         fmt::format("weights dtype must be floating, got {}", c10::toString(float_dtype)));
@@ -258,6 +272,19 @@ void save_weights(const ClassifierImpl& model, const std::string& path,
   for (auto& t : tensors) {
     if (t.tensor.is_floating_point()) t.tensor = t.tensor.to(float_dtype);
   }
+  return tensors;
+}
+
+}  // namespace
+
+void save_weights_pth(const ClassifierImpl& model, const std::string& path,
+                      torch::ScalarType float_dtype) {
+  write_pth(path, exported_state_dict(model, float_dtype));
+}
+
+void save_weights(const ClassifierImpl& model, const std::string& path,
+                  torch::ScalarType float_dtype, std::map<std::string, std::string> metadata) {
+  const std::vector<NamedTensor> tensors = exported_state_dict(model, float_dtype);
   metadata["format"] = "pt";
   metadata["arch"] = model.options().arch;
   metadata["num_classes"] = std::to_string(model.options().num_classes);

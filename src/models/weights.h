@@ -1,4 +1,5 @@
-// Model weights under torchvision's state_dict names, saved to and loaded from safetensors.
+// Model weights under torchvision's state_dict names, saved to and loaded from safetensors or
+// PyTorch .pth state dicts (torch.save's files; see pth_weights.h).
 //
 // Load policy (load_state_dict):
 // - every model tensor must be in the file and every file tensor in the model, with the same shape;
@@ -42,7 +43,8 @@ struct LoadReport {
 LoadReport load_state_dict(ClassifierImpl& model, const std::vector<NamedTensor>& tensors,
                            const LoadOptions& options = {});
 
-// Reads a safetensors file and loads it; logs every note of the report at info level.
+// Reads a weights file, a torch.save state dict (.pth: zip or legacy format, told by content) or
+// safetensors, and loads it; logs every note of the report at info level.
 LoadReport load_weights(ClassifierImpl& model, const std::string& path,
                         const LoadOptions& options = {});
 
@@ -54,10 +56,22 @@ const char* to_string(WeightDtype dtype);  // "f32" | "f16" | "bf16" | "f64"
 WeightDtype parse_weight_dtype(std::string_view name);
 torch::ScalarType scalar_type(WeightDtype dtype);
 
+// The file format export writes: safetensors (with metadata) or a torch.save .pth.
+enum class WeightFormat { kSafetensors, kPth };
+
+const char* to_string(WeightFormat format);  // "safetensors" | "pth"
+// UsageError naming `format` for anything but safetensors or pth.
+WeightFormat parse_weight_format(std::string_view name);
+
 // Writes the state_dict as safetensors; floating tensors are stored as `float_dtype` (F32, F16,
 // BF16 or F64). Metadata gets format=pt, arch and num_classes added.
 void save_weights(const ClassifierImpl& model, const std::string& path,
                   torch::ScalarType float_dtype = torch::kFloat32,
                   std::map<std::string, std::string> metadata = {});
+
+// Writes the state_dict as a torch.save zip file (.pth) that Python's torch.load reads (a dict of
+// name -> tensor); floating tensors are stored as `float_dtype`.
+void save_weights_pth(const ClassifierImpl& model, const std::string& path,
+                      torch::ScalarType float_dtype = torch::kFloat32);
 
 }  // namespace chexscale::models

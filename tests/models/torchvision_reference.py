@@ -6,14 +6,24 @@ struct + json, following the format specification (no python safetensors package
 
   state-dicts OUT.json [--num-classes N]
       torchvision's parameter count and full state_dict (names, shapes, dtypes) of every arch.
-  make-case ARCH DIR [--num-classes N] [--size S] [--seed S]
+  make-case ARCH DIR [--num-classes N] [--size S] [--seed S] [--pth zip|legacy|legacy-names]
       random torchvision weights (random BN statistics too), a random input and the eval-mode
-      logits: DIR/weights.safetensors, DIR/input.safetensors, DIR/expected.safetensors.
+      logits: DIR/weights.safetensors, DIR/input.safetensors, DIR/expected.safetensors. With
+      --pth also DIR/weights.pth written by torch.save: zip (its default format), legacy (the
+      format before PyTorch 1.6) or legacy-names (legacy, and DenseNet layers under the names of
+      torchvision's old checkpoints, "denselayer1.norm.1.weight", which its loader maps, and
+      without num_batches_tracked, as those checkpoints are).
+  bad-pth ARCH DIR [--num-classes N]
+      torch.save files that are not ARCH's state dict: DIR/model.pth (the whole model pickled),
+      DIR/checkpoint.pth ({"epoch": 1, "model": state_dict}), DIR/missing.pth (one tensor
+      removed), DIR/extra.pth (one added), DIR/shape.pth (one of another shape).
   logits ARCH WEIGHTS INPUT OUT [--num-classes N]
-      loads WEIGHTS (strict) into torchvision, writes its eval-mode logits for INPUT to OUT.
+      loads WEIGHTS (strict; safetensors, or .pth read by torch.load) into torchvision, writes
+      its eval-mode logits for INPUT to OUT.
 """
 import argparse
 import json
+import re
 import struct
 import sys
 
@@ -115,11 +125,41 @@ def make_case(args):
     write_safetensors(f"{args.dir}/weights.safetensors", model.state_dict(), {"format": "pt"})
     write_safetensors(f"{args.dir}/input.safetensors", {"input": x})
     write_safetensors(f"{args.dir}/expected.safetensors", {"logits": logits})
+    if args.pth:
+        state = model.state_dict()
+        if args.pth == "legacy-names":
+            # The inverse of torchvision's densenet _load_state_dict: norm1 -> norm.1 and so on.
+            old = re.compile(r"^(.*denselayer\d+\.(?:norm|relu|conv))((?:[12])\.(?:weight|bias|running_mean|running_var))$")
+            state = type(state)((old.sub(r"\1.\2", k), v) for k, v in state.items()
+                                if not k.endswith("num_batches_tracked"))  # older than 0.4
+        torch.save(state, f"{args.dir}/weights.pth", _use_new_zipfile_serialization=args.pth == "zip")
+
+
+def bad_pth(args):
+    model = build(args.arch, args.num_classes)
+    state = model.state_dict()
+    torch.save(model, f"{args.dir}/model.pth")
+    torch.save({"epoch": 1, "model": state}, f"{args.dir}/checkpoint.pth")
+    names = list(state)
+    missing = type(state)((k, v) for k, v in state.items() if k != names[0])
+    torch.save(missing, f"{args.dir}/missing.pth")
+    extra = type(state)(state)
+    extra["extra.weight"] = torch.zeros(3)
+    torch.save(extra, f"{args.dir}/extra.pth")
+    shape = type(state)(state)
+    shape[names[0]] = torch.zeros(2, 2)
+    torch.save(shape, f"{args.dir}/shape.pth")
+
+
+def load_weights(path):
+    if path.endswith(".pth"):
+        return torch.load(path)
+    return read_safetensors(path)
 
 
 def logits(args):
     model = build(args.arch, args.num_classes)
-    model.load_state_dict(read_safetensors(args.weights), strict=True)
+    model.load_state_dict(load_weights(args.weights), strict=True)
     model.eval()
     x = read_safetensors(args.input)["input"]
     with torch.no_grad():
@@ -141,7 +181,13 @@ def main():
     p.add_argument("--num-classes", type=int, default=14)
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--pth", choices=["zip", "legacy", "legacy-names"])
     p.set_defaults(run=make_case)
+    p = sub.add_parser("bad-pth")
+    p.add_argument("arch", choices=ARCHS)
+    p.add_argument("dir")
+    p.add_argument("--num-classes", type=int, default=14)
+    p.set_defaults(run=bad_pth)
     p = sub.add_parser("logits")
     p.add_argument("arch", choices=ARCHS)
     p.add_argument("weights")
