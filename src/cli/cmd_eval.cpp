@@ -1,7 +1,7 @@
 // `chexscale eval`: a checkpoint on a split or on a list of images of any data set ->
 // predictions.csv, metrics.json and a per-label AUROC table beside the published numbers (the
-// CheXNet paper's for ChestX-ray14's labels, the CheXpert paper's for CheXpert's). Runs on one process or,
-// launched, on many.
+// CheXNet paper's for ChestX-ray14's labels, the CheXpert paper's for CheXpert's). Runs on one
+// process or, launched, on many.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,8 +16,8 @@
 #include "common/error.h"
 #include "data/example_source.h"
 #include "data/image_list.h"
-#include "data/shard_set.h"
 #include "data/label_set.h"
+#include "data/shard_set.h"
 #include "train/chexnet_paper.h"
 #include "train/chexpert_paper.h"
 #include "train/evaluate.h"
@@ -99,9 +99,8 @@ std::shared_ptr<const data::ImageListSource> open_image_list(const EvalFlags& f,
     throw UsageError("--images needs a data set's folder of images; " + f.data.source +
                      " holds shards");
   }
-  return std::make_shared<const data::ImageListSource>(f.data.source, f.images,
-                                                       static_cast<int>(image_size),
-                                                       f.data.dataset);
+  return std::make_shared<const data::ImageListSource>(
+      f.data.source, f.images, static_cast<int>(image_size), f.data.dataset);
 }
 
 // Writes predictions.csv and metrics.json and prints the table (rank 0).

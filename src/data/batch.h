@@ -22,7 +22,7 @@ inline const std::array<std::string, kNumPathologies> kPathologies = {
 inline constexpr float kUnknownLabel = std::numeric_limits<float>::quiet_NaN();
 
 struct Batch {
-  torch::Tensor images;            // [B, 3, H, W] float32, ImageNet-normalised
+  torch::Tensor images;  // [B, 3, H, W] float32, ImageNet-normalised
   // [B, C] float32: 1, 0, or NaN for a label that is not known (masked out of the loss and of
   // AUROC, as TorchXRayVision marks them), C the data set's label count.
   torch::Tensor labels;

@@ -7,38 +7,14 @@
 #include <unordered_set>
 
 #include "common/atomic_file.h"
+#include "data/csv_rows.h"
 
 namespace chexscale::data {
 namespace {
 
-// Splits one CSV line on commas; double-quoted fields may contain commas.
-std::vector<std::string_view> split_fields(std::string_view line) {
-  std::vector<std::string_view> fields;
-  size_t start = 0;
-  bool quoted = false;
-  for (size_t i = 0; i <= line.size(); ++i) {
-    if (i < line.size() && line[i] == '"') quoted = !quoted;
-    if (i == line.size() || (line[i] == ',' && !quoted)) {
-      std::string_view f = line.substr(start, i - start);
-      if (f.size() >= 2 && f.front() == '"' && f.back() == '"') f = f.substr(1, f.size() - 2);
-      fields.push_back(f);
-      start = i + 1;
-    }
-  }
-  return fields;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' '))
-    s.remove_suffix(1);
-  while (!s.empty() && s.front() == ' ')
-    s.remove_prefix(1);
-  return s;
-}
-
-int find_column(const std::vector<std::string_view>& header, std::string_view name) {
+int find_column(const std::vector<std::string>& header, std::string_view name) {
   for (size_t i = 0; i < header.size(); ++i) {
-    if (trim(header[i]) == name) return static_cast<int>(i);
+    if (trim_field(header[i]) == name) return static_cast<int>(i);
   }
   return -1;
 }
@@ -54,7 +30,7 @@ std::vector<CsvRecord> parse_data_entry_csv(std::string_view text, const std::st
     if (pos >= text.size()) return false;
     const size_t nl = text.find('\n', pos);
     const size_t end = nl == std::string_view::npos ? text.size() : nl;
-    *line = trim(text.substr(pos, end - pos));
+    *line = trim_field(text.substr(pos, end - pos));
     pos = end + 1;
     ++line_no;
     return true;
@@ -62,7 +38,7 @@ std::vector<CsvRecord> parse_data_entry_csv(std::string_view text, const std::st
 
   std::string_view header_line;
   if (!next_line(&header_line) || header_line.empty()) issues.fail(file, 1, "empty CSV file");
-  std::vector<std::string_view> header = split_fields(header_line);
+  std::vector<std::string> header = split_csv_line(header_line);
   // The 2017 file ends the header and every row with a comma: one empty trailing field.
   const bool trailing_comma = !header.empty() && header.back().empty();
   if (trailing_comma) header.pop_back();
@@ -83,7 +59,7 @@ std::vector<CsvRecord> parse_data_entry_csv(std::string_view text, const std::st
   std::string_view line;
   while (next_line(&line)) {
     if (line.empty()) continue;
-    std::vector<std::string_view> fields = split_fields(line);
+    std::vector<std::string> fields = split_csv_line(line);
     if (fields.size() == expected + 1 && fields.back().empty()) fields.pop_back();
     if (fields.size() != expected) {
       issues.warn(file, line_no,
@@ -92,13 +68,13 @@ std::vector<CsvRecord> parse_data_entry_csv(std::string_view text, const std::st
     }
     CsvRecord rec;
     rec.line = line_no;
-    rec.image = std::string(trim(fields[image_col]));
+    rec.image = std::string(trim_field(fields[image_col]));
     if (rec.image.empty()) {
       issues.warn(file, line_no, "empty image name");
       continue;
     }
     std::string bad;
-    const std::string_view labels_text = trim(fields[labels_col]);
+    const std::string_view labels_text = trim_field(fields[labels_col]);
     const auto labels = parse_finding_labels(labels_text, &bad);
     if (!labels) {
       issues.warn(file, line_no,
@@ -106,7 +82,7 @@ std::vector<CsvRecord> parse_data_entry_csv(std::string_view text, const std::st
       continue;
     }
     rec.labels = *labels;
-    const std::string_view pid = trim(fields[patient_col]);
+    const std::string_view pid = trim_field(fields[patient_col]);
     const auto [end, ec] = std::from_chars(pid.data(), pid.data() + pid.size(), rec.patient_id);
     if (ec != std::errc() || end != pid.data() + pid.size() || pid.empty() || rec.patient_id < 0) {
       issues.warn(file, line_no, fmt::format("bad patient id '{}' ({})", pid, rec.image));

@@ -94,10 +94,10 @@ ImageListSource::ImageListSource(const std::string& data_dir, const std::string&
       path = (std::filesystem::path(data_dir) / name).string();
     }
     if (path.empty()) {
-      throw DataError(fmt::format(
-          "{}:{}: no image '{}' in {} ({})", list_path, number, name, data_dir,
-          indexed.kind == DatasetKind::kNih ? "its image folders images/, images_*/"
-                                            : "names are paths below the data folder"));
+      throw DataError(
+          fmt::format("{}:{}: no image '{}' in {} ({})", list_path, number, name, data_dir,
+                      indexed.kind == DatasetKind::kNih ? "its image folders images/, images_*/"
+                                                        : "names are paths below the data folder"));
     }
     entries_.push_back({name, path, 0, 0, false});
   }

@@ -24,10 +24,10 @@ struct LoaderOptions {
   // PadChest: see dataset_kind.h), or a folder of shards made by `chexscale prepare`. Empty with
   // synthetic = true.
   std::string source;
-  DatasetOptions dataset;  // which data set the folder holds, its uncertain labels and views
-  bool synthetic = false;                  // random tensors, no I/O (pure compute benchmarks)
-  int64_t synthetic_size = 1024;           // examples per epoch when synthetic
-  Split split = Split::kTrain;             // kTrain | kVal | kTest
+  DatasetOptions dataset;         // which data set the folder holds, its uncertain labels and views
+  bool synthetic = false;         // random tensors, no I/O (pure compute benchmarks)
+  int64_t synthetic_size = 1024;  // examples per epoch when synthetic
+  Split split = Split::kTrain;    // kTrain | kVal | kTest
   int64_t batch_size = kDefaultBatchSize;  // per rank
   int64_t image_size = kDefaultImageSize;  // resize before cropping (shards: their stored size)
   int64_t crop_size = kDefaultCropSize;    // network input; random crop in training, else centre

@@ -78,7 +78,7 @@ struct SynthOptions {
 struct SynthResult {
   int64_t images = 0;
   int64_t patients = 0;
-  std::vector<std::string> label_names;            // the data set's label set
+  std::vector<std::string> label_names;              // the data set's label set
   std::array<int64_t, kNumPathologies> positives{};  // per bit of label_names
   int64_t png_bytes = 0;
 };

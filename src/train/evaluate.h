@@ -19,9 +19,9 @@ namespace chexscale::train {
 
 // One row per distinct example, sorted by dataset index.
 struct SplitOutputs {
-  torch::Tensor logits;   // [N, C] float32 (ten-crop: logit of the mean probability)
-  torch::Tensor labels;   // [N, C] float32: 1, 0 or NaN (not known)
-  torch::Tensor indices;  // [N] int64
+  torch::Tensor logits;                  // [N, C] float32 (ten-crop: logit of the mean probability)
+  torch::Tensor labels;                  // [N, C] float32: 1, 0 or NaN (not known)
+  torch::Tensor indices;                 // [N] int64
   std::vector<std::string> label_names;  // C names: the data set's label set
 };
 

@@ -33,18 +33,23 @@ torch::Tensor BceWithLogitsLoss::operator()(const torch::Tensor& logits,
   CHX_CHECK(logits.sizes() == labels.sizes(), "logits {} vs labels {}", c10::str(logits.sizes()),
             c10::str(labels.sizes()));
   const auto x = logits.to(torch::kFloat32);
+  // Unknown (NaN) labels get weight 0 and a stand-in 0; the mean over all entries is rescaled to
+  // the mean over the known ones. With every label known, the weight and the scale are exactly 1:
+  // the same numbers as the plain BCE.
   const auto known = torch::isnan(labels).logical_not();
+  const auto mask = known.to(torch::kFloat32);
   const auto y = torch::where(known, labels, torch::zeros_like(labels));
-  // -log(sigmoid(x)) = softplus(-x); -log(1 - sigmoid(x)) = softplus(x): stable for any x.
-  auto pos_term = y * torch::softplus(-x);
-  auto neg_term = (1 - y) * torch::softplus(x);
-  if (weighted()) {
-    CHX_CHECK_EQ(x.size(1), weights_.positive.numel(), "classes in logits vs class weights");
-    pos_term = weights_.positive * pos_term;
-    neg_term = weights_.negative * neg_term;
+  const int64_t known_count = known.sum().item<int64_t>();
+  if (known_count == 0) return (x * 0).sum();  // nothing to learn from; keeps the graph
+  const double scale = static_cast<double>(x.numel()) / static_cast<double>(known_count);
+  if (!weighted()) {
+    return torch::binary_cross_entropy_with_logits(x, y, mask) * scale;
   }
-  const auto terms = torch::where(known, pos_term + neg_term, torch::zeros_like(x));
-  return terms.sum() / known.sum().clamp_min(1).to(torch::kFloat32);
+  CHX_CHECK_EQ(x.size(1), weights_.positive.numel(), "classes in logits vs class weights");
+  // -log(sigmoid(x)) = softplus(-x); -log(1 - sigmoid(x)) = softplus(x): stable for any x.
+  const auto pos_term = weights_.positive * y * torch::softplus(-x);
+  const auto neg_term = weights_.negative * (1 - y) * torch::softplus(x);
+  return ((pos_term + neg_term) * mask).mean() * scale;
 }
 
 void BceWithLogitsLoss::to(torch::Device device) {

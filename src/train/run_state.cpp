@@ -30,9 +30,7 @@ nlohmann::json run_state_json(const RunState& s) {
             {"num_classes", s.model.num_classes},
             {"dropout", s.model.dropout}}},
           {"data",
-           {{"image_size", s.image_size},
-            {"crop_size", s.crop_size},
-            {"labels", s.label_names}}}};
+           {{"image_size", s.image_size}, {"crop_size", s.crop_size}, {"labels", s.label_names}}}};
 }
 
 std::vector<std::string> checkpoint_label_names(const nlohmann::json& state) {
