@@ -56,7 +56,7 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
 
 distributed::ReducerOptions ReducerFlags::resolved() const {
   distributed::ReducerOptions o = options;
-  o.compression = distributed::parse_compression(compression);
+  distributed::set_compression(o, compression);
   o.overlap = !no_overlap;
   o.validate();
   return o;
@@ -72,8 +72,18 @@ void add_reducer_flags(CLI::App& cmd, ReducerFlags& f) {
   cmd.add_flag("--no-overlap", f.no_overlap,
                "Allreduce all gradients after backward instead of overlapping it (comparison)");
   cmd.add_option("--grad-compression", f.compression,
-                 "Gradient payload type on the wire: none, fp16 or bf16 (halves the bytes; see "
-                 "docs/bare-metal.md for accuracy)")
+                 fmt::format("What gradients send: none, fp16 or bf16 (halves the bytes; see "
+                             "docs/bare-metal.md for accuracy), or powersgd[:RANK] (low-rank "
+                             "factors with error feedback, rank {} by default; see "
+                             "docs/bare-metal.md)",
+                             distributed::kDefaultPowerSgdRank))
+      ->capture_default_str();
+  cmd.add_option("--powersgd-start-step", f.options.powersgd_start_step,
+                 "PowerSGD: steps of plain allreduce before compressing")
+      ->capture_default_str();
+  cmd.add_option("--powersgd-min-rate", f.options.powersgd_min_rate,
+                 "PowerSGD: a matrix is compressed only when its elements exceed this many times "
+                 "(rows + cols) * RANK; 0 compresses every matrix")
       ->capture_default_str();
 }
 

@@ -30,14 +30,15 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& flags);
 
 struct ReducerFlags {
   distributed::ReducerOptions options;
-  std::string compression = distributed::to_string(distributed::ReducerOptions{}.compression);
+  std::string compression = distributed::compression_spec(distributed::ReducerOptions{});
   bool no_overlap = false;
 
   // The options with the converted flags filled in, validated.
   distributed::ReducerOptions resolved() const;
 };
 
-// Adds --bucket-mb, --first-bucket-mb, --no-overlap, --grad-compression.
+// Adds --bucket-mb, --first-bucket-mb, --no-overlap, --grad-compression, --powersgd-start-step,
+// --powersgd-min-rate.
 void add_reducer_flags(CLI::App& cmd, ReducerFlags& flags);
 
 }  // namespace chexscale::cli

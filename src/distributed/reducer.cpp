@@ -11,6 +11,12 @@
 // storage but is not an autograd view, so an optimizer may still detach_() and zero_() it. When
 // something replaces .grad() (zero_grad(set_to_none), create_graph accumulation), the gradient is
 // copied into its slot and .grad() re-pointed, so the result is the same, only slower.
+//
+// PowerSGD (powersgd.h) makes two allreduces of a bucket, the second computed from the first's
+// result. The order of collectives must be the same on every rank, so it is fixed: when bucket b
+// starts, its first allreduce is issued, then the second of every earlier bucket still waiting
+// for it (normally b - 1, whose first allreduce has had b's backward to finish); finish() issues
+// the rest. The sequence is P0, P1, Q0, P2, Q1, ..., Q(last) everywhere.
 #include "distributed/reducer.h"
 
 #include <c10/util/Exception.h>
@@ -25,9 +31,11 @@
 
 #include "common/enum_parse.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/timeline.h"
 #include "common/timer.h"
 #include "distributed/bucket_plan.h"
+#include "distributed/powersgd.h"
 #include "distributed/watchdog.h"
 
 namespace chexscale::distributed {
@@ -43,6 +51,10 @@ struct Bucket {
   size_t pending = 0;                // parameters whose gradient is not in `flat` yet
   c10::intrusive_ptr<c10d::Work> work;
   uint64_t seq = 0;
+  // PowerSGD: the bucket's compression state (null when it compresses nothing), and where this
+  // step stands: the first or second allreduce in flight, or done.
+  std::unique_ptr<PowerSgdBucket> powersgd;
+  enum class Stage { kPlain, kFirst, kSecond, kDone } stage = Stage::kPlain;
 };
 
 c10::ScalarType wire_type(Compression compression) {
@@ -52,6 +64,7 @@ c10::ScalarType wire_type(Compression compression) {
     case Compression::kBf16:
       return torch::kBFloat16;
     case Compression::kNone:
+    case Compression::kPowerSgd:
       break;
   }
   return torch::kFloat;
@@ -65,14 +78,22 @@ class GradientReducer::Impl {
        ReducerOptions options, TimelineWriter* timeline);
   ~Impl();
 
-  void prepare_for_backward();
+  void prepare_for_backward(double loss_scale);
   double finish();
   void on_gradient_ready(size_t index);
   size_t num_buckets() const { return buckets_.size(); }
+  std::optional<CompressionState> compression_state();
+  void restore_compression_state(const CompressionState& state);
 
  private:
+  void build_powersgd();
   void launch_ready_buckets();
   void launch(size_t b);
+  // Starts the allreduce of `payload` for bucket b (watchdog sequence, timeline).
+  void start_allreduce(size_t b, const torch::Tensor& payload, const char* what);
+  void wait(size_t b, const char* what);
+  // PowerSGD: issues the second allreduce of every bucket before `end` still waiting for it.
+  void advance_before(size_t end);
   // Makes .grad() of parameter `index` its bucket slot, keeping the gradient's value.
   void attach_slot(size_t index);
   bool grad_in_slot(size_t index) const;
@@ -87,6 +108,10 @@ class GradientReducer::Impl {
   std::vector<std::pair<size_t, size_t>> slot_;  // parameter -> (bucket, position in bucket)
   std::vector<char> ready_;
   size_t next_launch_ = 0;
+  size_t next_advance_ = 0;  // PowerSGD: the first bucket whose second allreduce is not issued
+  int64_t steps_ = 0;        // finish() calls so far
+  bool low_rank_ = false;    // this step compresses with PowerSGD
+  double loss_scale_ = 1.0;
   bool prepared_ = false;  // between prepare_for_backward() and finish()
   bool armed_ = false;     // hooks fill buckets (overlap on, world > 1)
   std::mutex mutex_;       // hooks may run on autograd worker threads (GPU)
@@ -120,19 +145,60 @@ const char* to_string(Compression compression) {
       return "fp16";
     case Compression::kBf16:
       return "bf16";
+    case Compression::kPowerSgd:
+      return "powersgd";
   }
   throw Error("unknown Compression value");
 }
 
 Compression parse_compression(std::string_view text) {
-  return parse_enum(text, "compression",
-                    {Compression::kNone, Compression::kFp16, Compression::kBf16});
+  return parse_enum(
+      text, "compression",
+      {Compression::kNone, Compression::kFp16, Compression::kBf16, Compression::kPowerSgd});
+}
+
+void set_compression(ReducerOptions& options, std::string_view text) {
+  const size_t colon = text.find(':');
+  const Compression compression = parse_compression(text.substr(0, colon));
+  if (colon == std::string_view::npos) {
+    options.compression = compression;
+    return;
+  }
+  const std::string rank(text.substr(colon + 1));
+  size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(rank, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (compression != Compression::kPowerSgd || used == 0 || used != rank.size() || value < 1) {
+    throw UsageError(fmt::format(
+        "compression '{}': only powersgd takes a rank, as powersgd:RANK with RANK an integer >= 1",
+        text));
+  }
+  options.compression = compression;
+  options.powersgd_rank = value;
+}
+
+std::string compression_spec(const ReducerOptions& options) {
+  if (options.compression != Compression::kPowerSgd) return to_string(options.compression);
+  return fmt::format("powersgd:{}", options.powersgd_rank);
 }
 
 void ReducerOptions::validate() const {
   for (const auto& [name, mb] :
        {std::pair{"bucket_mb", bucket_mb}, {"first_bucket_mb", first_bucket_mb}}) {
     if (!(mb > 0)) throw UsageError(fmt::format("{} {} must be > 0", name, mb));
+  }
+  if (powersgd_rank < 1) {
+    throw UsageError(fmt::format("compression powersgd:{}: the rank must be >= 1", powersgd_rank));
+  }
+  if (powersgd_start_step < 0) {
+    throw UsageError(fmt::format("powersgd_start_step {} must be >= 0", powersgd_start_step));
+  }
+  if (!(powersgd_min_rate >= 0)) {
+    throw UsageError(fmt::format("powersgd_min_rate {} must be >= 0", powersgd_min_rate));
   }
 }
 
@@ -183,6 +249,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
   }
   if (ctx_->world_size() == 1) return;
   if (compress_) check_wire_type_supported();
+  if (options_.compression == Compression::kPowerSgd) build_powersgd();
   for (size_t i = 0; i < params_.size(); ++i) {
     auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
     CHX_CHECK(accumulator != nullptr, "parameter {} is not a leaf tensor", i);
@@ -214,12 +281,39 @@ void GradientReducer::Impl::check_wire_type_supported() {
   }
 }
 
-void GradientReducer::Impl::prepare_for_backward() {
+// One PowerSGD state per bucket of floating-point gradients that has a matrix worth compressing;
+// the others are plain allreduces even with PowerSGD on.
+void GradientReducer::Impl::build_powersgd() {
+  PowerSgdOptions options;
+  options.rank = options_.powersgd_rank;
+  options.min_rate = options_.powersgd_min_rate;
+  std::vector<std::vector<int64_t>> shapes;
+  for (Bucket& bucket : buckets_) {
+    const c10::ScalarType type = bucket.flat.scalar_type();
+    if (type != torch::kFloat && type != torch::kDouble) continue;
+    for (size_t i : bucket.params)
+      shapes.push_back(params_[i].sizes().vec());
+    bucket.powersgd = std::make_unique<PowerSgdBucket>(bucket.slots, bucket.params, options);
+    if (!bucket.powersgd->compresses_any()) bucket.powersgd.reset();
+  }
+  if (!ctx_->is_main()) return;
+  const PowerSgdVolume volume = powersgd_volume(shapes, options);
+  log::info(
+      "PowerSGD rank {} from step {}: {} of {} gradient elements compressed; {} elements sent per "
+      "step instead of {} ({:.1f}x fewer)",
+      options.rank, options_.powersgd_start_step, volume.compressed, volume.total, volume.sent,
+      volume.total, volume.sent > 0 ? static_cast<double>(volume.total) / volume.sent : 0.0);
+}
+
+void GradientReducer::Impl::prepare_for_backward(double loss_scale) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (prepared_) throw Error("GradientReducer: prepare_for_backward() twice without finish()");
   prepared_ = true;
   armed_ = options_.overlap && ctx_->world_size() > 1;
   if (ctx_->world_size() == 1) return;
+  loss_scale_ = loss_scale;
+  low_rank_ =
+      options_.compression == Compression::kPowerSgd && steps_ >= options_.powersgd_start_step;
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!grad_in_slot(i)) attach_slot(i);
@@ -269,18 +363,55 @@ void GradientReducer::Impl::launch_ready_buckets() {
 
 void GradientReducer::Impl::launch(size_t b) {
   Bucket& bucket = buckets_[b];
-  std::vector<torch::Tensor> payload{bucket.flat};
+  if (low_rank_ && bucket.powersgd) {
+    start_allreduce(b, bucket.powersgd->first_payload(loss_scale_), "powersgd P");
+    bucket.stage = Bucket::Stage::kFirst;
+    advance_before(b);
+    return;
+  }
   if (bucket.wire.defined()) {
     bucket.wire.copy_(bucket.flat);
-    payload[0] = bucket.wire;
+    start_allreduce(b, bucket.wire, "allreduce");
+  } else {
+    start_allreduce(b, bucket.flat, "allreduce");
   }
+  bucket.stage = Bucket::Stage::kPlain;
+}
+
+void GradientReducer::Impl::advance_before(size_t end) {
+  for (; next_advance_ < end; ++next_advance_) {
+    Bucket& bucket = buckets_[next_advance_];
+    if (bucket.stage != Bucket::Stage::kFirst) continue;
+    wait(next_advance_, "first allreduce (PowerSGD P)");
+    const torch::Tensor second = bucket.powersgd->second_payload(ctx_->world_size());
+    if (!second.defined()) {  // not finite: the step is skipped on every rank
+      bucket.stage = Bucket::Stage::kDone;
+      continue;
+    }
+    start_allreduce(next_advance_, second, "powersgd Q");
+    bucket.stage = Bucket::Stage::kSecond;
+  }
+}
+
+void GradientReducer::Impl::wait(size_t b, const char* what) {
+  Bucket& bucket = buckets_[b];
+  ctx_->watchdog()->wait(
+      *bucket.work, bucket.seq,
+      fmt::format("{} of gradient bucket {} of {}", what, b + 1, buckets_.size()));
+  bucket.work.reset();
+}
+
+void GradientReducer::Impl::start_allreduce(size_t b, const torch::Tensor& tensor,
+                                            const char* what) {
+  Bucket& bucket = buckets_[b];
+  std::vector<torch::Tensor> payload{tensor};
   bucket.seq = ctx_->watchdog()->begin();
   const int64_t start_us = now_micros();
   bucket.work = ctx_->process_group()->allreduce(payload);
   if (timeline_ != nullptr) {
-    const int64_t bytes = payload[0].numel() * static_cast<int64_t>(payload[0].element_size());
+    const int64_t bytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
     TimelineWriter* timeline = timeline_;
-    std::string name = fmt::format("allreduce bucket {}", b);
+    std::string name = fmt::format("{} bucket {}", what, b);
     bucket.work->getFuture()->addCallback([timeline, name = std::move(name), start_us,
                                            bytes](c10::ivalue::Future&) {
       timeline->record(name, TimelineLane::kAllreduce, start_us, now_micros(), {{"bytes", bytes}});
@@ -296,7 +427,10 @@ double GradientReducer::Impl::finish() {
     if (!prepared_) throw Error("GradientReducer: finish() without prepare_for_backward()");
     prepared_ = false;
     armed_ = false;
-    if (ctx_->world_size() == 1) return 0.0;
+    if (ctx_->world_size() == 1) {
+      ++steps_;
+      return 0.0;
+    }
     // Gradients that no hook delivered: everything without overlap, unused parameters with it
     // (they contribute zeros, so no rank waits for a gradient that will never come).
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -312,21 +446,93 @@ double GradientReducer::Impl::finish() {
     }
     launch_ready_buckets();
   }
+  advance_before(buckets_.size());
   // The gradients are the buckets' slots: averaging in place is the only pass left.
-  const double world = static_cast<double>(ctx_->world_size());
-  CollectiveWatchdog& watchdog = *ctx_->watchdog();
+  const int world = ctx_->world_size();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     Bucket& bucket = buckets_[b];
-    watchdog.wait(*bucket.work, bucket.seq,
-                  fmt::format("allreduce of gradient bucket {} of {}", b + 1, buckets_.size()));
-    bucket.work.reset();
-    if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
-    bucket.flat.div_(world);
+    switch (bucket.stage) {
+      case Bucket::Stage::kPlain:
+        wait(b, "allreduce");
+        if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
+        bucket.flat.div_(static_cast<double>(world));
+        break;
+      case Bucket::Stage::kSecond:
+        wait(b, "second allreduce (PowerSGD Q)");
+        bucket.powersgd->finish(world, loss_scale_);
+        break;
+      case Bucket::Stage::kFirst:  // advance_before() issued every second allreduce
+      case Bucket::Stage::kDone:
+        break;
+    }
+    bucket.stage = Bucket::Stage::kPlain;
     bucket.pending = bucket.params.size();
   }
   std::fill(ready_.begin(), ready_.end(), 0);
   next_launch_ = 0;
+  next_advance_ = 0;
+  ++steps_;
   return watch.seconds();
+}
+
+std::optional<CompressionState> GradientReducer::Impl::compression_state() {
+  if (options_.compression != Compression::kPowerSgd) return std::nullopt;
+  CompressionState state;
+  state.steps = steps_;
+  state.world_size = ctx_->world_size();
+  state.rank = options_.powersgd_rank;
+  std::vector<torch::Tensor> residuals;
+  for (const Bucket& bucket : buckets_) {
+    if (!bucket.powersgd || !bucket.powersgd->started()) continue;
+    residuals.push_back(bucket.powersgd->flat_residuals());
+    for (auto& named : bucket.powersgd->q_state())
+      state.tensors.push_back(std::move(named));
+  }
+  if (residuals.empty()) return state;  // before the first compressed step: nothing to keep
+  const torch::Tensor all = ctx_->all_gather(torch::cat(residuals));
+  for (int r = 0; r < ctx_->world_size(); ++r) {
+    if (!ctx_->is_main() && r != ctx_->rank()) continue;
+    const std::string prefix = fmt::format("residual.{}.", r);
+    int64_t at = 0;
+    for (const Bucket& bucket : buckets_) {
+      if (!bucket.powersgd || !bucket.powersgd->started()) continue;
+      const int64_t numel = bucket.powersgd->flat_residuals().numel();
+      for (auto& named : bucket.powersgd->split_residuals(all[r].narrow(0, at, numel), prefix))
+        state.tensors.push_back(std::move(named));
+      at += numel;
+    }
+  }
+  return state;
+}
+
+void GradientReducer::Impl::restore_compression_state(const CompressionState& state) {
+  if (options_.compression != Compression::kPowerSgd) return;
+  steps_ = state.steps;
+  if (state.tensors.empty()) return;
+  const bool main = ctx_->is_main();
+  if (state.world_size != ctx_->world_size() || state.rank != options_.powersgd_rank) {
+    if (main) {
+      log::warn(
+          "PowerSGD state saved by {} ranks at rank {}, resumed by {} ranks at rank {}: the warm "
+          "start and the error feedback restart",
+          state.world_size, state.rank, ctx_->world_size(), options_.powersgd_rank);
+    }
+    return;
+  }
+  const std::string prefix = fmt::format("residual.{}.", ctx_->rank());
+  bool restored = true;
+  for (Bucket& bucket : buckets_) {
+    if (bucket.powersgd) restored = restored && bucket.powersgd->restore(state.tensors, prefix);
+  }
+  if (restored) return;
+  for (Bucket& bucket : buckets_) {
+    if (bucket.powersgd) bucket.powersgd->reset();
+  }
+  if (main) {
+    log::warn(
+        "PowerSGD state does not match the matrices this job compresses (another "
+        "`powersgd_min_rate`?): the warm start and the error feedback restart");
+  }
 }
 
 GradientReducer::GradientReducer(std::shared_ptr<DistContext> ctx,
@@ -337,8 +543,8 @@ GradientReducer::GradientReducer(std::shared_ptr<DistContext> ctx,
 
 GradientReducer::~GradientReducer() = default;
 
-void GradientReducer::prepare_for_backward() {
-  impl_->prepare_for_backward();
+void GradientReducer::prepare_for_backward(double loss_scale) {
+  impl_->prepare_for_backward(loss_scale);
 }
 
 double GradientReducer::finish() {
@@ -347,6 +553,14 @@ double GradientReducer::finish() {
 
 size_t GradientReducer::num_buckets() const {
   return impl_->num_buckets();
+}
+
+std::optional<CompressionState> GradientReducer::compression_state() {
+  return impl_->compression_state();
+}
+
+void GradientReducer::restore_compression_state(const CompressionState& state) {
+  impl_->restore_compression_state(state);
 }
 
 }  // namespace chexscale::distributed

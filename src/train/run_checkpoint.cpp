@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "common/error.h"
 #include "common/log.h"
 #include "train/optimizer.h"
 
@@ -24,6 +27,31 @@ void add_loss_scaler_state(nlohmann::json& state, const DynamicLossScaler* scale
   if (scaler == nullptr) return;
   state["loss_scaler"] = {{"scale", scaler->state().scale},
                           {"good_steps", scaler->state().good_steps}};
+}
+
+void add_compression_state(nlohmann::json& state, std::vector<models::NamedTensor>& tensors,
+                           const distributed::CompressionState& compression) {
+  state["powersgd"] = {{"steps", compression.steps},
+                       {"world_size", compression.world_size},
+                       {"rank", compression.rank}};
+  for (const auto& [name, tensor] : compression.tensors)
+    tensors.push_back({"powersgd." + name, tensor});
+}
+
+std::optional<distributed::CompressionState> compression_state_of(const Checkpoint& checkpoint) {
+  const auto& j = checkpoint.state;
+  if (!j.contains("powersgd")) return std::nullopt;
+  distributed::CompressionState compression;
+  try {
+    compression.steps = j.at("powersgd").at("steps").get<int64_t>();
+    compression.world_size = j.at("powersgd").at("world_size").get<int>();
+    compression.rank = j.at("powersgd").at("rank").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(fmt::format("{}: bad powersgd state: {}", checkpoint.path, e.what()));
+  }
+  for (const auto& t : tensors_with_prefix(checkpoint.tensors, "powersgd."))
+    compression.tensors.emplace_back(t.name, t.tensor);
+  return compression;
 }
 
 void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl& model,

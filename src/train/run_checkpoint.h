@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "distributed/reducer.h"
 
 #include "models/classifier.h"
 #include "models/weights.h"
@@ -25,6 +28,13 @@ std::vector<models::NamedTensor> run_checkpoint_tensors(models::ClassifierImpl& 
 
 // Adds the loss scaler's state to a manifest state (nothing without a scaler).
 void add_loss_scaler_state(nlohmann::json& state, const DynamicLossScaler* scaler);
+
+// Adds PowerSGD's state (GradientReducer::compression_state()): "powersgd" in the manifest
+// (steps, world size, rank) and its tensors as "powersgd.<name>".
+void add_compression_state(nlohmann::json& state, std::vector<models::NamedTensor>& tensors,
+                           const distributed::CompressionState& compression);
+// What add_compression_state() wrote; nullopt for a checkpoint without it.
+std::optional<distributed::CompressionState> compression_state_of(const Checkpoint& checkpoint);
 
 // Loads what run_checkpoint_tensors() and add_loss_scaler_state() wrote (the scaler may be null).
 void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl& model,

@@ -80,7 +80,7 @@ torch::Tensor TrainStep::forward_loss(const DeviceBatch& input) {
 }
 
 double TrainStep::backward(const torch::Tensor& loss) {
-  if (reducer_ != nullptr) reducer_->prepare_for_backward();
+  if (reducer_ != nullptr) reducer_->prepare_for_backward(scaler_ ? scaler_->current_scale() : 1.0);
   (scaler_ ? scaler_->scale(loss) : loss).backward();
   return reducer_ != nullptr ? reducer_->finish() : 0.0;
 }

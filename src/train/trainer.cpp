@@ -452,11 +452,14 @@ class Trainer::Impl {
   }
 
   // Rank 0: a checkpoint from which a resume continues at `position`.
+  // Every rank calls it: PowerSGD's residuals of every rank travel to rank 0.
   std::string save_checkpoint(const RunPosition& position, bool best) {
+    const auto compression = reducer_ ? reducer_->compression_state() : std::nullopt;
     if (!main_) return "";
     auto tensors = run_checkpoint_tensors(*model_, *optimizer_, params_);
     nlohmann::json state = state_json(position);
     add_loss_scaler_state(state, step_->loss_scaler());
+    if (compression) add_compression_state(state, tensors, *compression);
     if (best) store_->save_best(state, tensors);
     return store_->save(position.global_step, state, tensors);
   }
@@ -485,6 +488,10 @@ class Trainer::Impl {
           fmt::format("{} is a {} checkpoint, not {}", ckpt->path, s.model.arch, opt_.model.arch));
     }
     restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler());
+    if (reducer_) {
+      if (const auto compression = compression_state_of(*ckpt))
+        reducer_->restore_compression_state(*compression);
+    }
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
     if (s.label_names != train_loader_->label_names()) {

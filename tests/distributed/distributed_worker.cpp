@@ -4,6 +4,10 @@
 //   distributed_worker grads DIR        one reduced step per reducer configuration, then 3 SGD
 //   steps distributed_worker loop DIR STEPS   STEPS reduced steps (rank 0 writes DIR/progress after
 //   each) distributed_worker stall DIR        rank 1 sleeps before its first collective
+//   distributed_worker powersgd DIR     one step of rank-full PowerSGD per bucket layout, then
+//                                       kPowerSgdSteps rank-1 steps at fixed weights (the sums of
+//                                       the applied gradients after kPowerSgdEarlySteps and at the
+//                                       end, and every rank's residuals)
 //   distributed_worker fail-once DIR    rank 1 exits 3 before joining if DIR/failed-once is absent
 //                                (and creates it), else 3 steps of loop
 // Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout.
@@ -15,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "common/error.h"
 #include "distributed/context.h"
@@ -26,6 +31,8 @@ namespace {
 
 using namespace chexscale;
 using test_util::TinyNet;
+
+using test_util::kPowerSgdSteps;
 
 struct Config {
   std::string name;
@@ -113,6 +120,67 @@ void run_grads(const std::shared_ptr<distributed::DistContext>& ctx, const std::
   torch::save(params, dir + "/trained" + suffix);
 }
 
+// The gradients by parameter from a PowerSGD state's "residual.<rank>.<id>" tensors (zeros for the
+// parameters sent uncompressed).
+std::vector<torch::Tensor> residuals_of(const distributed::CompressionState& state, int rank,
+                                        const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    torch::Tensor r = torch::zeros_like(params[i]);
+    for (const auto& [name, tensor] : state.tensors) {
+      if (name == fmt::format("residual.{}.{}", rank, i)) r = tensor;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+void run_powersgd(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir) {
+  const std::string suffix = fmt::format(".rank{}.pt", ctx->rank());
+  for (const auto& [name, mb, overlap] : {std::tuple{"overlap-0.0002", 0.0002, true},
+                                          {"overlap-25", 25.0, true},
+                                          {"after-25", 25.0, false}}) {
+    TinyNet net = make_net(*ctx);
+    distributed::ReducerOptions o;
+    o.bucket_mb = mb;
+    o.first_bucket_mb = std::min(mb, 0.001);
+    o.overlap = overlap;
+    o.compression = distributed::Compression::kPowerSgd;
+    o.powersgd_rank = 64;  // >= min(rows, cols) of every TinyNet weight
+    o.powersgd_min_rate = 0;
+    o.powersgd_start_step = 0;
+    distributed::GradientReducer reducer(ctx, net->parameters(), o);
+    one_step(*ctx, net, reducer, 0);
+    torch::save(gradients(net), fmt::format("{}/powersgd-full-{}{}", dir, name, suffix));
+  }
+  TinyNet net = make_net(*ctx);
+  auto params = net->parameters();
+  torch::save(params, dir + "/initial" + suffix);
+  distributed::ReducerOptions o;
+  o.bucket_mb = 0.004;
+  o.compression = distributed::Compression::kPowerSgd;
+  o.powersgd_rank = 1;
+  o.powersgd_min_rate = 0;
+  o.powersgd_start_step = 1;  // step 0 is a plain allreduce
+  distributed::GradientReducer reducer(ctx, params, o);
+  std::vector<torch::Tensor> applied;
+  for (const auto& p : params)
+    applied.push_back(torch::zeros_like(p));
+  for (int step = 0; step < kPowerSgdSteps; ++step) {
+    one_step(*ctx, net, reducer, step);
+    for (size_t i = 0; i < params.size(); ++i)
+      applied[i] += params[i].grad();
+    if (step + 1 == test_util::kPowerSgdEarlySteps)
+      torch::save(applied, dir + "/ef-early" + suffix);
+  }
+  torch::save(applied, dir + "/ef-sum" + suffix);
+  const auto state = reducer.compression_state();
+  if (ctx->rank() == 0) {
+    for (int r = 0; r < ctx->world_size(); ++r)
+      torch::save(residuals_of(*state, r, params), fmt::format("{}/ef-residual.rank{}.pt", dir, r));
+  }
+}
+
 void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir,
               int steps) {
   TinyNet net = make_net(*ctx);
@@ -129,7 +197,7 @@ void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
 
 int run(int argc, char** argv) {
   if (argc < 3)
-    throw UsageError("usage: distributed_worker grads|loop|stall|fail-once DIR [STEPS]");
+    throw UsageError("usage: distributed_worker grads|loop|stall|fail-once|powersgd DIR [STEPS]");
   const std::string mode = argv[1], dir = argv[2];
   if (mode == "fail-once") {
     // Fails before joining, so the other ranks wait in the rendezvous until torn down.
@@ -155,6 +223,8 @@ int run(int argc, char** argv) {
     ctx->barrier();
   } else if (mode == "fail-once") {
     run_loop(ctx, dir, 3);
+  } else if (mode == "powersgd") {
+    run_powersgd(ctx, dir);
   } else {
     throw UsageError("unknown mode " + mode);
   }

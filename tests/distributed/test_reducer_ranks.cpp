@@ -1,4 +1,5 @@
 // The gradient reducer with real ranks: 2 and 3 processes over Gloo on loopback (the test worker).
+// PowerSGD: see check_powersgd().
 // After one step each averaged gradient must equal the single-process gradient of the
 // concatenated batch (computed here, independently of the reducer), for overlap on/off, several
 // bucket sizes and fp16 compression; after 3 SGD steps every rank holds identical weights.
@@ -132,6 +133,90 @@ void check_job(int world) {
   for (size_t i = 0; i < trained.size(); ++i) {
     EXPECT_LE(max_abs_diff(trained[i], expected[i]), 1e-5) << names[i];
   }
+}
+
+// PowerSGD with real ranks: a rank-full approximation is the plain average (every bucket layout,
+// overlap on and off); at rank 1 the error feedback accounts for every gradient (what was applied
+// plus the mean residual is the sum of the averaged gradients), and the applied sum converges to
+// the uncompressed one.
+void check_powersgd(int world) {
+  test_util::TempDir dir;
+  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"powersgd", dir.path()}, world,
+                             dir.path());
+  const auto exits = job.wait_all(std::chrono::seconds(120));
+  for (int r = 0; r < world; ++r)
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+  const auto initial = saved_tensors(dir.path() + "/initial.rank0.pt");
+  const auto names = TinyNet()->named_parameters().keys();
+  const auto want = reference_gradients(initial, world);
+  for (const std::string config : {"overlap-0.0002", "overlap-25", "after-25"}) {
+    for (int r = 0; r < world; ++r) {
+      const auto got =
+          saved_tensors(fmt::format("{}/powersgd-full-{}.rank{}.pt", dir.path(), config, r));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_LE(max_abs_diff(got[i], want[i]), 1e-4 * want[i].abs().max().item<double>() + 1e-6)
+            << config << " rank " << r << " " << names[i];
+      }
+    }
+  }
+
+  std::vector<torch::Tensor> wanted_sum, wanted_early;
+  {
+    TinyNet net = net_with(initial);
+    for (int step = 0; step < test_util::kPowerSgdSteps; ++step) {
+      for (auto& p : net->parameters()) {
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      }
+      reference_loss(net, world, step).backward();
+      auto params = net->parameters();
+      if (wanted_sum.empty()) {
+        for (const auto& p : params)
+          wanted_sum.push_back(torch::zeros_like(p));
+      }
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (params[i].grad().defined()) wanted_sum[i] += params[i].grad();
+      }
+      if (step + 1 == test_util::kPowerSgdEarlySteps) {
+        for (const auto& t : wanted_sum)
+          wanted_early.push_back(t.clone());
+      }
+    }
+  }
+  const auto applied = saved_tensors(dir.path() + "/ef-sum.rank0.pt");
+  const auto applied_early = saved_tensors(dir.path() + "/ef-early.rank0.pt");
+  for (int r = 1; r < world; ++r) {
+    const auto theirs = saved_tensors(fmt::format("{}/ef-sum.rank{}.pt", dir.path(), r));
+    for (size_t i = 0; i < applied.size(); ++i)
+      EXPECT_TRUE(torch::equal(applied[i], theirs[i])) << "rank " << r << " " << names[i];
+  }
+  std::vector<torch::Tensor> mean_residual;
+  for (size_t i = 0; i < applied.size(); ++i)
+    mean_residual.push_back(torch::zeros_like(applied[i]));
+  for (int r = 0; r < world; ++r) {
+    const auto residual = saved_tensors(fmt::format("{}/ef-residual.rank{}.pt", dir.path(), r));
+    for (size_t i = 0; i < residual.size(); ++i)
+      mean_residual[i] += residual[i] / world;
+  }
+  for (const size_t i : {0, 2, 4}) {  // conv1, conv2 and fc weights: compressed at rank 1
+    const double scale = wanted_sum[i].abs().max().item<double>();
+    EXPECT_LE(max_abs_diff(applied[i] + mean_residual[i], wanted_sum[i]), 1e-4 * scale) << names[i];
+    const double early =
+        ((applied_early[i] - wanted_early[i]).norm() / wanted_early[i].norm()).item<double>();
+    const double error =
+        ((applied[i] - wanted_sum[i]).norm() / wanted_sum[i].norm()).item<double>();
+    EXPECT_GT(early, 0.01) << names[i] << ": rank 1 should not be exact";
+    EXPECT_LT(error, early / 4) << names[i] << " after " << test_util::kPowerSgdEarlySteps
+                                << " steps: " << early;
+  }
+}
+
+TEST(ReducerPowerSgd, TwoRanksRankFullIsExactAndErrorFeedbackConverges) {
+  check_powersgd(2);
+}
+
+TEST(ReducerPowerSgd, ThreeRanksRankFullIsExactAndErrorFeedbackConverges) {
+  check_powersgd(3);
 }
 
 TEST(ReducerGradients, TwoRanksMatchSingleProcessForEveryConfiguration) {

@@ -10,6 +10,9 @@ namespace chexscale::test_util {
 
 constexpr int64_t kTinyBatch = 4;
 constexpr int64_t kTinyClasses = 5;
+// Steps of the worker's PowerSGD error-feedback scenario.
+constexpr int kPowerSgdSteps = 400;
+constexpr int kPowerSgdEarlySteps = 40;  // the first sum it saves
 
 struct TinyNetImpl : torch::nn::Module {
   TinyNetImpl()

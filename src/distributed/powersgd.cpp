@@ -1,0 +1,252 @@
+// PowerSGD for one gradient bucket (see powersgd.h). Every tensor here is a view into a few flat
+// buffers allocated once: the bucket's gradients (owned by the reducer), the two payloads, the
+// residuals and the Qs; a step allocates only each matrix's approximation P Q^T.
+#include "distributed/powersgd.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "common/error.h"
+#include "common/timer.h"
+
+namespace chexscale::distributed {
+namespace {
+
+// A gradient slot's memory, `sizes` shaped with row-major strides. The slot is dense, so its
+// elements are exactly the numel() after its storage offset, in the order of its strides.
+torch::Tensor memory_of(const torch::Tensor& slot, c10::IntArrayRef sizes) {
+  torch::Tensor view = torch::empty({0}, slot.options());
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * sizes[d];
+  view.set_(slot.storage(), slot.storage_offset(), sizes, strides);
+  return view;
+}
+
+// Whether the slot's memory read row-major is (shape[0], rest): dense, with dimension 0 outermost
+// (true for contiguous and channels-last weights).
+bool rows_are_outermost(const torch::Tensor& slot) {
+  return slot.is_non_overlapping_and_dense() && slot.stride(0) * slot.size(0) == slot.numel();
+}
+
+// The seed of parameter `id`'s first Q (splitmix64 of the run's seed and the index).
+uint64_t q_seed(uint64_t seed, size_t id) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(id) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+int64_t powersgd_matrix_rank(c10::IntArrayRef sizes, const PowerSgdOptions& options) {
+  if (sizes.size() < 2) return 0;
+  const int64_t rows = sizes[0];
+  int64_t numel = 1;
+  for (int64_t s : sizes)
+    numel *= s;
+  if (numel == 0) return 0;
+  const int64_t cols = numel / rows;
+  const int64_t rank = std::min<int64_t>({rows, cols, options.rank});
+  const double compressed = static_cast<double>((rows + cols) * rank);
+  return compressed * options.min_rate < static_cast<double>(numel) ? rank : 0;
+}
+
+PowerSgdVolume powersgd_volume(const std::vector<std::vector<int64_t>>& shapes,
+                               const PowerSgdOptions& options) {
+  PowerSgdVolume volume;
+  for (const auto& shape : shapes) {
+    int64_t numel = 1;
+    for (int64_t s : shape)
+      numel *= s;
+    volume.total += numel;
+    const int64_t rank = powersgd_matrix_rank(shape, options);
+    if (rank == 0) {
+      volume.sent += numel;
+    } else {
+      volume.sent += (shape[0] + numel / shape[0]) * rank;
+      volume.compressed += numel;
+    }
+  }
+  return volume;
+}
+
+void orthogonalize_columns(torch::Tensor matrix) {
+  constexpr double kEpsilon = 1e-8;  // DDP's: a zero column stays zero
+  const int64_t cols = matrix.size(1);
+  for (int64_t i = 0; i < cols; ++i) {
+    torch::Tensor column = matrix.narrow(1, i, 1);
+    column.div_(column.norm() + kEpsilon);
+    if (i + 1 < cols) {
+      torch::Tensor rest = matrix.narrow(1, i + 1, cols - i - 1);
+      rest.sub_((column * rest).sum(0, /*keepdim=*/true) * column);
+    }
+  }
+}
+
+PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vector<size_t> ids,
+                               const PowerSgdOptions& options)
+    : seed_(options.seed) {
+  CHX_CHECK_EQ(slots.size(), ids.size(), "PowerSGD bucket: slots vs ids");
+  CHX_CHECK(!slots.empty(), "PowerSGD bucket without gradients");
+  int64_t p_numel = 0, q_numel = 0, residual_numel = 0;
+  std::vector<int64_t> ranks;
+  for (const torch::Tensor& slot : slots) {
+    const int64_t rank = rows_are_outermost(slot) ? powersgd_matrix_rank(slot.sizes(), options) : 0;
+    ranks.push_back(rank);
+    if (rank == 0) {
+      uncompressed_numel_ += slot.numel();
+    } else {
+      const int64_t rows = slot.size(0), cols = slot.numel() / rows;
+      p_numel += rows * rank;
+      q_numel += cols * rank;
+      residual_numel += slot.numel();
+    }
+  }
+  const auto opts = slots.front().options();
+  first_ = torch::zeros({uncompressed_numel_ + p_numel}, opts);
+  second_ = torch::zeros({q_numel}, opts);
+  q_flat_ = torch::zeros({q_numel}, opts);
+  residual_flat_ = torch::zeros({residual_numel}, opts);
+  int64_t p_at = uncompressed_numel_, q_at = 0, residual_at = 0;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const torch::Tensor& slot = slots[k];
+    if (ranks[k] == 0) {
+      uncompressed_.push_back(memory_of(slot, {slot.numel()}));
+      continue;
+    }
+    const int64_t rows = slot.size(0), cols = slot.numel() / rows, rank = ranks[k];
+    Matrix m;
+    m.id = ids[k];
+    m.gradient = memory_of(slot, {rows, cols});
+    m.logical = slot;
+    m.residual = residual_flat_.narrow(0, residual_at, rows * cols).view({rows, cols});
+    m.q = q_flat_.narrow(0, q_at, cols * rank).view({cols, rank});
+    m.q_sum = second_.narrow(0, q_at, cols * rank).view({cols, rank});
+    m.p = first_.narrow(0, p_at, rows * rank).view({rows, rank});
+    residual_at += rows * cols;
+    q_at += cols * rank;
+    p_at += rows * rank;
+    matrices_.push_back(std::move(m));
+  }
+}
+
+void PowerSgdBucket::initialize_q() {
+  for (Matrix& m : matrices_) {
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(q_seed(seed_, m.id));
+    m.q.copy_(torch::randn(m.q.sizes(), generator, torch::dtype(m.q.scalar_type())));
+    orthogonalize_columns(m.q);
+  }
+  started_ = true;
+}
+
+torch::Tensor PowerSgdBucket::first_payload(double loss_scale) {
+  if (!started_) initialize_q();
+  int64_t at = 0;
+  for (const torch::Tensor& g : uncompressed_) {
+    first_.narrow(0, at, g.numel()).copy_(g);
+    at += g.numel();
+  }
+  for (Matrix& m : matrices_) {
+    m.gradient.add_(m.residual, loss_scale);
+    torch::mm_out(m.p, m.gradient, m.q);
+  }
+  return first_;
+}
+
+bool PowerSgdBucket::sums_finite(const torch::Tensor& payload) {
+  if (torch::isfinite(payload).all().item<bool>()) return true;
+  for (Matrix& m : matrices_)
+    m.gradient.fill_(std::numeric_limits<float>::quiet_NaN());
+  return false;
+}
+
+torch::Tensor PowerSgdBucket::second_payload(int world_size) {
+  int64_t at = 0;
+  for (torch::Tensor& g : uncompressed_) {
+    g.copy_(first_.narrow(0, at, g.numel())).div_(world_size);
+    at += g.numel();
+  }
+  if (!sums_finite(first_)) return {};
+  Stopwatch watch;
+  for (Matrix& m : matrices_)
+    orthogonalize_columns(m.p);
+  orthogonalize_seconds_ += watch.seconds();
+  for (Matrix& m : matrices_)
+    torch::mm_out(m.q_sum, m.gradient.t(), m.p);
+  return second_;
+}
+
+void PowerSgdBucket::finish(int world_size, double loss_scale) {
+  if (!sums_finite(second_)) return;
+  for (Matrix& m : matrices_) {
+    m.q.copy_(m.q_sum).div_(world_size);
+    const torch::Tensor approximation = torch::mm(m.p, m.q.t());
+    torch::sub_out(m.residual, m.gradient, approximation);
+    if (loss_scale != 1.0) m.residual.div_(loss_scale);
+    m.gradient.copy_(approximation);
+  }
+  // The next step's warm start.
+  Stopwatch watch;
+  for (Matrix& m : matrices_)
+    orthogonalize_columns(m.q);
+  orthogonalize_seconds_ += watch.seconds();
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> PowerSgdBucket::q_state() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const Matrix& m : matrices_)
+    out.emplace_back(fmt::format("q.{}", m.id), m.q.clone());
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> PowerSgdBucket::split_residuals(
+    const torch::Tensor& flat, const std::string& prefix) const {
+  CHX_CHECK_EQ(flat.numel(), residual_flat_.numel(), "PowerSGD residuals of another bucket");
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  int64_t at = 0;
+  for (const Matrix& m : matrices_) {
+    const torch::Tensor memory = flat.narrow(0, at, m.logical.numel());
+    // The residual is stored in the gradient's memory order: read it in the parameter's shape.
+    out.emplace_back(prefix + std::to_string(m.id),
+                     memory.as_strided(m.logical.sizes(), m.logical.strides()).contiguous());
+    at += m.logical.numel();
+  }
+  return out;
+}
+
+bool PowerSgdBucket::restore(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                             const std::string& residual_prefix) {
+  std::map<std::string, const torch::Tensor*> by_name;
+  for (const auto& [name, tensor] : tensors)
+    by_name[name] = &tensor;
+  auto find = [&](const std::string& name, c10::IntArrayRef sizes) -> const torch::Tensor* {
+    auto it = by_name.find(name);
+    return it != by_name.end() && it->second->sizes() == sizes ? it->second : nullptr;
+  };
+  for (const Matrix& m : matrices_) {
+    if (!find(fmt::format("q.{}", m.id), m.q.sizes()) ||
+        !find(residual_prefix + std::to_string(m.id), m.logical.sizes())) {
+      return false;
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (Matrix& m : matrices_) {
+    m.q.copy_(*find(fmt::format("q.{}", m.id), m.q.sizes()));
+    m.residual.as_strided(m.logical.sizes(), m.logical.strides())
+        .copy_(*find(residual_prefix + std::to_string(m.id), m.logical.sizes()));
+  }
+  started_ = true;
+  return true;
+}
+
+void PowerSgdBucket::reset() {
+  residual_flat_.zero_();
+  started_ = false;
+}
+
+}  // namespace chexscale::distributed

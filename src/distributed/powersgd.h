@@ -1,0 +1,114 @@
+// PowerSGD gradient compression for one gradient bucket (Vogels, Karimireddy and Jaggi, 2019; the
+// algorithm of PyTorch DDP's powerSGD_hook): each weight's gradient, seen as a matrix M of
+// (shape[0], rest), is sent as two thin factors instead of itself. A step is three calls around
+// two allreduces (sums) that the reducer issues:
+//   first_payload():  M += residual; P = M Q (Q: the last step's, orthonormal); packs the
+//                     uncompressed gradients and every P into one buffer
+//   second_payload(): the summed buffer gives the averaged uncompressed gradients and the summed
+//                     Ps; each P is orthogonalised; Q = M^T P packed into a second buffer
+//   finish():         Q = summed Q / world; M' = P Q^T becomes the gradient; residual = M - M';
+//                     Q orthogonalised for the next step (the warm start)
+// Matrices whose compression rate rows*cols / ((rows+cols)*rank) is below the minimum, 1-D
+// tensors (biases, BatchNorm) and gradients whose layout is not (shape[0], rest) in memory travel
+// uncompressed in the first buffer. Q starts from a seeded normal draw, equal on every rank.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace chexscale::distributed {
+
+struct PowerSgdOptions {
+  int rank = 4;           // of each matrix's approximation (at most min(rows, cols))
+  double min_rate = 2.0;  // compress only when rows*cols > min_rate * (rows+cols)*rank
+  uint64_t seed = 0;      // of the first Q, shared by every rank
+};
+
+// Whether a gradient of `sizes` is compressed at `options`, and at which rank (0 = not).
+int64_t powersgd_matrix_rank(c10::IntArrayRef sizes, const PowerSgdOptions& options);
+
+// Elements one step sends for a bucket of gradients of these shapes: the uncompressed ones plus
+// (rows + cols) * rank per compressed matrix; and how many of the elements were compressed.
+struct PowerSgdVolume {
+  int64_t sent = 0;        // elements on the wire per step (both allreduces)
+  int64_t compressed = 0;  // gradient elements that travel as factors
+  int64_t total = 0;       // gradient elements
+};
+PowerSgdVolume powersgd_volume(const std::vector<std::vector<int64_t>>& shapes,
+                               const PowerSgdOptions& options);
+
+// Orthonormalises the columns of a (rows, r) matrix in place (modified Gram-Schmidt; a column that
+// vanishes stays near zero instead of dividing by zero).
+void orthogonalize_columns(torch::Tensor matrix);
+
+class PowerSgdBucket {
+ public:
+  // `slots`: the bucket's gradients, each stored in the bucket buffer; `ids`: the reducer's index
+  // of each parameter (the seed of its Q and its name in a checkpoint).
+  PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vector<size_t> ids,
+                 const PowerSgdOptions& options);
+
+  // Whether any gradient of the bucket is compressed (else the bucket needs no PowerSGD).
+  bool compresses_any() const { return !matrices_.empty(); }
+
+  // The buffer to sum over ranks first. `loss_scale` multiplies the stored residuals, which are
+  // kept unscaled.
+  torch::Tensor first_payload(double loss_scale);
+  // After the first sum: the buffer to sum second, or an undefined tensor when the sums are not
+  // finite (an overflow on some rank): the compressed gradients are then NaN on every rank, so
+  // the step is skipped everywhere, and Q and the residuals stay as they were.
+  torch::Tensor second_payload(int world_size);
+  // After the second sum: the approximated gradients, and the new residuals (divided by
+  // `loss_scale`). Non-finite sums: as for second_payload().
+  void finish(int world_size, double loss_scale);
+
+  // Seconds spent orthogonalising since construction.
+  double orthogonalize_seconds() const { return orthogonalize_seconds_; }
+
+  // Whether Q holds a warm start (false before the first compressed step and after reset()).
+  bool started() const { return started_; }
+  // The warm start: ("q.<id>", Q) per compressed matrix.
+  std::vector<std::pair<std::string, torch::Tensor>> q_state() const;
+  // The residuals back to back (this rank's error feedback), and such a buffer (another rank's)
+  // split into ("<prefix><id>", residual) in the parameters' shapes.
+  const torch::Tensor& flat_residuals() const { return residual_flat_; }
+  std::vector<std::pair<std::string, torch::Tensor>> split_residuals(
+      const torch::Tensor& flat, const std::string& prefix) const;
+  // Restores Q and the residuals from tensors named as state() names them, after `prefix`
+  // ("residual.<rank>." for the residuals). False (nothing changed) when one is missing or has
+  // another shape.
+  bool restore(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+               const std::string& residual_prefix);
+  // Forgets Q and the residuals: the next step starts afresh from the seeded Q.
+  void reset();
+
+ private:
+  struct Matrix {
+    size_t id;
+    torch::Tensor gradient;  // (rows, cols) view of the gradient in the bucket buffer
+    torch::Tensor logical;   // the gradient slot itself (parameter shape and strides)
+    torch::Tensor residual;  // (rows, cols), in residual_flat_
+    torch::Tensor q;         // (cols, rank), in q_flat_
+    torch::Tensor p;         // (rows, rank), in first_
+    torch::Tensor q_sum;     // (cols, rank), in second_
+  };
+  void initialize_q();
+  bool sums_finite(const torch::Tensor& payload);
+
+  std::vector<Matrix> matrices_;
+  std::vector<torch::Tensor> uncompressed_;  // gradient slots sent as they are
+  torch::Tensor first_;                      // [uncompressed | P...]
+  torch::Tensor second_;                     // [Q...]
+  torch::Tensor residual_flat_;
+  torch::Tensor q_flat_;
+  int64_t uncompressed_numel_ = 0;
+  bool started_ = false;  // Q holds a warm start
+  uint64_t seed_;
+  double orthogonalize_seconds_ = 0;
+};
+
+}  // namespace chexscale::distributed
