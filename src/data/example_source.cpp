@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "data/dataset_kind.h"
-#include "data/image_decode.h"
 #include "data/resize.h"
 #include "data/shard_reader.h"
 #include "data/shard_set.h"

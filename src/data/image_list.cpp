@@ -12,8 +12,6 @@
 #include "common/log.h"
 #include "data/chestxray14_dataset.h"
 #include "data/example_source.h"
-#include "data/image_decode.h"
-#include "data/image_decode.h"
 #include "data/resize.h"
 
 namespace chexscale::data {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "data/image_decode.h"
 #include "data/resize.h"
 #include "models/registry.h"
 #include "models/weights.h"
