@@ -43,9 +43,11 @@ deps-image:
 image: deps-image
 	@bash deploy/docker/build-image.sh
 
-# Runs the image: --help and models as uid 1000, then a rendered 2-pod Job as containers.
+# Runs the image: --help and models as uid 1000, then a rendered 2-pod Job as containers; then the
+# lab with its Kubernetes pods as the image's containers (needs root).
 test-image: image
 	@bash tests/deploy/test_image.sh
+	@bash tests/lab/test_lab_containers.sh
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
