@@ -52,6 +52,25 @@ function(chexscale_find_c_library name header library package)
 endfunction()
 chexscale_find_c_library(spng spng.h spng libspng-dev)
 chexscale_find_c_library(deflate libdeflate.h deflate libdeflate-dev)
+chexscale_find_c_library(turbojpeg turbojpeg.h turbojpeg libturbojpeg0-dev)
+
+# DCMTK (libdcmtk-dev): data sets, monochrome images and the JPEG, JPEG-LS and RLE codecs, as
+# target chexscale::dcmtk. Its own CMake config names every DCMTK tool; these libraries suffice.
+find_path(CHEXSCALE_DCMTK_INCLUDE_DIR dcmtk/config/osconfig.h DOC "folder of dcmtk/")
+set(_dcmtk_libraries)
+foreach(_lib dcmimgle dcmjpls dcmjpeg dcmdata oflog ofstd)
+  find_library(CHEXSCALE_DCMTK_${_lib}_LIBRARY ${_lib} DOC "lib${_lib}.so")
+  if(NOT CHEXSCALE_DCMTK_INCLUDE_DIR OR NOT CHEXSCALE_DCMTK_${_lib}_LIBRARY)
+    message(FATAL_ERROR "chexscale: DCMTK's lib${_lib} or headers not found; install libdcmtk-dev "
+      "(scripts/install-deps.sh)")
+  endif()
+  list(APPEND _dcmtk_libraries ${CHEXSCALE_DCMTK_${_lib}_LIBRARY})
+endforeach()
+add_library(chexscale::dcmtk INTERFACE IMPORTED)
+set_target_properties(chexscale::dcmtk PROPERTIES
+  INTERFACE_LINK_LIBRARIES "${_dcmtk_libraries}"
+  INTERFACE_INCLUDE_DIRECTORIES "${CHEXSCALE_DCMTK_INCLUDE_DIR}")
+message(STATUS "chexscale: DCMTK: ${_dcmtk_libraries}")
 
 # LibTorch's cmake config exports flags through a variable, not the target, on some versions.
 add_library(chexscale_torch INTERFACE)

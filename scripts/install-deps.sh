@@ -21,6 +21,8 @@ BUILD_PACKAGES=(
   # libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libspng-dev libpng-dev
   libdeflate-dev zlib1g-dev
+  # image decoders: JPEG (TurboJPEG) and DICOM (DCMTK with its JPEG, JPEG-LS and RLE codecs)
+  libturbojpeg0-dev libdcmtk-dev
 )
 
 # The developer tools, tests and benchmarks.
@@ -29,7 +31,7 @@ DEV_PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
   util-linux
-  python3-torch python3-torchvision python3-numpy python3-pil
+  python3-torch python3-torchvision python3-numpy python3-pil python3-pydicom
   # a private single-node Slurm for tests/slurm
   slurm-wlm munge
 )

@@ -13,6 +13,7 @@
 
 #include "common/timer.h"
 #include "data/chestxray14_dataset.h"
+#include "data/image_decode.h"
 #include "data/loader.h"
 #include "data/png_io.h"
 #include "data/prepare.h"
@@ -116,17 +117,17 @@ int main(int argc, char** argv) {
   GrayImage decoded;
   GrayImage resized;
   const Rates decode =
-      rate(paths, repeats, [&](size_t, const std::string& p) { read_png_gray(p, decoded, file); });
+      rate(paths, repeats, [&](size_t, const std::string& p) { read_image(p, decoded, file); });
   const Rates spng_decode = rate(paths, repeats, [&](size_t, const std::string& p) {
     read_file_bytes(p, file);
     decode_png_gray_spng(file.data(), file.size(), p, decoded);
   });
   torch::Tensor batch = torch::empty({16, 3, 224, 224});
   const Rates pipeline = rate(paths, repeats, [&](size_t i, const std::string& p) {
-    read_png_gray(p, decoded, file);
+    read_image(p, decoded, file);
     resize_gray(decoded, 256, 256, resized);
     const CropParams c = choose_crop(256, 256, 224, true, 0, 0, static_cast<int64_t>(i));
-    write_normalized_crop(resized.pixels.data(), 256, 256, c, 224,
+    write_normalized_crop(view_of(resized), c, 224,
                           batch.data_ptr<float>() + (i % 16) * 3 * 224 * 224);
   });
   LoaderOptions o;

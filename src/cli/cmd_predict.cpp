@@ -1,5 +1,6 @@
-// `chexscale predict`: one X-ray's probabilities (one per label of the model's data set) (a table or JSON) and, with --cam, the class
-// activation map of the chosen or most probable pathology blended over the image as a PNG.
+// `chexscale predict`: one X-ray's probabilities (one per label of the model's data set) (a table
+// or JSON) and, with --cam, the class activation map of the chosen or most probable pathology
+// blended over the image as a PNG.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -33,7 +34,9 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
   auto f = std::make_shared<PredictFlags>();
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
-  cmd->add_option("--image", f->image, "The X-ray: PNG (8 or 16-bit), JPEG or DICOM (by content), any size, gray or colour");
+  cmd->add_option(
+      "--image", f->image,
+      "The X-ray: PNG (8 or 16-bit), JPEG or DICOM (by content), any size, gray or colour");
   cmd->add_flag("--json", f->json, "Print JSON instead of a table");
   cmd->add_option("--cam", f->cam, "Write the class activation map over the X-ray to this PNG");
   cmd->add_option("--class", f->cam_class,

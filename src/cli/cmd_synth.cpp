@@ -13,7 +13,8 @@ namespace chexscale::cli {
 void add_synth_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "synth",
-      "Write a synthetic data set in the layout of ChestX-ray14 (images/*.png, Data_Entry_2017.csv,\n"
+      "Write a synthetic data set in the layout of ChestX-ray14 (images/*.png, "
+      "Data_Entry_2017.csv,\n"
       "the split lists), CheXpert, MIMIC-CXR-JPG or PadChest (--dataset) whose labels are\n"
       "learnable: each label draws its own shape or texture in its own region of an X-ray-like\n"
       "image (see docs/data.md).");

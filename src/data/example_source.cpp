@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "data/dataset_kind.h"
+#include "data/image_decode.h"
 #include "data/resize.h"
 #include "data/shard_reader.h"
 #include "data/shard_set.h"
@@ -30,9 +31,9 @@ class LoosePngSource : public ExampleSource {
   const std::vector<std::string>& label_names() const override { return label_names_; }
   int image_size() const override { return image_size_; }
   GrayView image(int64_t i, ImageScratch& s) const override {
-    read_png_gray(examples_[static_cast<size_t>(i)].path, s.decoded, s.file);
+    read_image(examples_[static_cast<size_t>(i)].path, s.decoded, s.file);
     resize_gray(s.decoded, image_size_, image_size_, s.resized);
-    return {s.resized.pixels.data(), s.resized.width, s.resized.height};
+    return view_of(s.resized);
   }
 
  private:
@@ -47,6 +48,7 @@ class ShardSource : public ExampleSource {
   ShardSource(const std::string& dir, Split split) {
     const ShardManifest m = read_shard_manifest(dir);
     image_size_ = m.image_size;
+    label_names_ = m.label_names;
     for (const auto& file : m.shard_files) {
       shards_.push_back(
           std::make_unique<ShardReader>((std::filesystem::path(dir) / file).string()));
@@ -62,16 +64,13 @@ class ShardSource : public ExampleSource {
   int64_t size() const override { return static_cast<int64_t>(records_.size()); }
   const std::string& name(int64_t i) const override { return entry(i).name; }
   LabelBits labels(int64_t i) const override { return entry(i).labels; }
-  LabelBits known(int64_t) const override { return kEveryLabelKnown; }
-  const std::vector<std::string>& label_names() const override {
-    return chestxray14_label_set().labels;
-  }
+  LabelBits known(int64_t i) const override { return entry(i).known; }
+  const std::vector<std::string>& label_names() const override { return label_names_; }
   int image_size() const override { return image_size_; }
   GrayView image(int64_t i, ImageScratch&) const override {
     const Record& r = records_[static_cast<size_t>(i)];
     const ShardReader& shard = *shards_[static_cast<size_t>(r.shard)];
-    return {shard.checked_pixels(r.record), static_cast<int>(shard.header().width),
-            static_cast<int>(shard.header().height)};
+    return shard.checked_view(r.record);
   }
 
  private:
@@ -86,6 +85,7 @@ class ShardSource : public ExampleSource {
 
   std::vector<std::unique_ptr<ShardReader>> shards_;
   std::vector<Record> records_;
+  std::vector<std::string> label_names_;
   int image_size_ = 0;
 };
 

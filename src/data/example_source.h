@@ -14,23 +14,12 @@
 
 namespace chexscale::data {
 
-// An example's gray pixels, valid until the next image() call with the same scratch.
-struct GrayView {
-  const uint8_t* pixels = nullptr;
-  int width = 0;
-  int height = 0;
-};
-
 // Per-thread buffers reused across images.
 struct ImageScratch {
   std::vector<uint8_t> file;
   GrayImage decoded;
   GrayImage resized;
 };
-  // Bit c set: label c of the example is known (else masked out of the loss and of AUROC).
-  virtual LabelBits known(int64_t index) const = 0;
-  // The names of the labels' bits (the data set's label set).
-  virtual const std::vector<std::string>& label_names() const = 0;
 
 class ExampleSource {
  public:
@@ -38,9 +27,14 @@ class ExampleSource {
   virtual int64_t size() const = 0;
   virtual const std::string& name(int64_t index) const = 0;
   virtual LabelBits labels(int64_t index) const = 0;
+  // Bit c set: label c of the example is known (else masked out of the loss and of AUROC).
+  virtual LabelBits known(int64_t index) const = 0;
+  // The names of the labels' bits (the data set's label set).
+  virtual const std::vector<std::string>& label_names() const = 0;
   // Side of the (square) images image() returns.
   virtual int image_size() const = 0;
-  // The image at the source's size; throws DataError (naming the image) for a bad one.
+  // The image at the source's size, valid until the next image() call with the same scratch;
+  // throws DataError (naming the image) for a bad one.
   virtual GrayView image(int64_t index, ImageScratch& scratch) const = 0;
 };
 

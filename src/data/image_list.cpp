@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "data/chestxray14_dataset.h"
 #include "data/example_source.h"
+#include "data/image_decode.h"
 #include "data/resize.h"
 
 namespace chexscale::data {
@@ -133,7 +134,7 @@ int64_t ImageListSource::labelled_count() const {
 }
 
 GrayView ImageListSource::image(int64_t index, ImageScratch& scratch) const {
-  read_png_gray(entry(index).path, scratch.decoded, scratch.file);
+  read_image(entry(index).path, scratch.decoded, scratch.file);
   resize_gray(scratch.decoded, image_size_, image_size_, scratch.resized);
   return view_of(scratch.resized);
 }

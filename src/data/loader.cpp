@@ -225,10 +225,10 @@ class Loader::Impl {
       label[k] = !has_label(known, k) ? kUnknownLabel : has_label(bits, k) ? 1.f : 0.f;
     const GrayView v = source_->image(index, scratch);
     if (opt_.ten_crop) {
-      write_ten_crop(v.pixels, v.width, v.height, c, image);
+      write_ten_crop(v, c, image);
     } else {
       const CropParams p = choose_crop(v.width, v.height, c, opt_.augment, opt_.seed, epoch, index);
-      write_normalized_crop(v.pixels, v.width, v.height, p, c, image);
+      write_normalized_crop(v, p, c, image);
     }
     return source_->name(index);
   }

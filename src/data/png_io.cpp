@@ -42,10 +42,38 @@ size_t channels(uint8_t color_type) {
   }
 }
 
+// A 16-bit PNG into a 16-bit image: gray samples as they are; gray+alpha and colour through
+// RGBA16 and Pillow's luma weights at 16 bits (which give a gray sample back exactly).
+void decode_16bit(spng_ctx* ctx, const spng_ihdr& ihdr, const std::string& name, GrayImage& out) {
+  const size_t npix = static_cast<size_t>(ihdr.width) * ihdr.height;
+  const bool gray = ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE;
+  const size_t channels = gray ? 2 : 4;  // SPNG_FMT_GA16 or SPNG_FMT_RGBA16, host order
+  thread_local std::vector<uint16_t> decoded;
+  decoded.resize(npix * channels);
+  const int err = spng_decode_image(ctx, decoded.data(), decoded.size() * 2,
+                                    gray ? SPNG_FMT_GA16 : SPNG_FMT_RGBA16, 0);
+  if (err) fail(name, "corrupt or truncated PNG", err);
+  out.bit_depth = 16;
+  out.pixels.clear();
+  out.pixels16.resize(npix);
+  const uint16_t* p = decoded.data();
+  for (size_t i = 0; i < npix; ++i, p += channels) {
+    out.pixels16[i] = gray
+                          ? p[0]
+                          : static_cast<uint16_t>((p[0] * uint64_t{19595} + p[1] * uint64_t{38470} +
+                                                   p[2] * uint64_t{7471} + 0x8000U) >>
+                                                  16);
+  }
+}
+
 }  // namespace
 
 void decode_png_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
-  if (decode_png_gray_fast(data, size, out)) return;
+  if (decode_png_gray_fast(data, size, out)) {
+    out.bit_depth = 8;
+    out.pixels16.clear();
+    return;
+  }
   decode_png_gray_spng(data, size, name, out);
 }
 
@@ -71,6 +99,12 @@ void decode_png_gray_spng(const uint8_t* data, size_t size, const std::string& n
   out.width = static_cast<int>(ihdr.width);
   out.height = static_cast<int>(ihdr.height);
 
+  if (ihdr.bit_depth == 16) {
+    decode_16bit(ctx.get(), ihdr, name, out);
+    return;
+  }
+  out.bit_depth = 8;
+  out.pixels16.clear();
   if (ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth <= 8) {
     out.pixels.resize(npix);
     err = spng_decode_image(ctx.get(), out.pixels.data(), npix, SPNG_FMT_G8, 0);
@@ -114,15 +148,10 @@ void read_file_bytes(const std::string& path, std::vector<uint8_t>& buffer) {
   ::close(fd);
 }
 
-void read_png_gray(const std::string& path, GrayImage& out, std::vector<uint8_t>& file_buffer) {
-  read_file_bytes(path, file_buffer);
-  decode_png_gray(file_buffer.data(), file_buffer.size(), path, out);
-}
-
 namespace {
 
-std::string encode_png_8bit(const uint8_t* pixels, int width, int height, uint8_t color_type,
-                            int channels, int compression_level) {
+std::string encode_png(const void* pixels, int width, int height, uint8_t color_type, int channels,
+                       int bit_depth, int compression_level) {
   SpngCtx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
   CHX_CHECK(ctx != nullptr, "spng_ctx_new failed");
   spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
@@ -130,10 +159,10 @@ std::string encode_png_8bit(const uint8_t* pixels, int width, int height, uint8_
   spng_ihdr ihdr{};
   ihdr.width = static_cast<uint32_t>(width);
   ihdr.height = static_cast<uint32_t>(height);
-  ihdr.bit_depth = 8;
+  ihdr.bit_depth = static_cast<uint8_t>(bit_depth);
   ihdr.color_type = color_type;
   spng_set_ihdr(ctx.get(), &ihdr);
-  const size_t len = static_cast<size_t>(width) * height * channels;
+  const size_t len = static_cast<size_t>(width) * height * channels * (bit_depth / 8);
   int err = spng_encode_image(ctx.get(), pixels, len, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
   if (err) throw Error(fmt::format("PNG encoding failed: {}", spng_strerror(err)));
   size_t size = 0;
@@ -147,11 +176,17 @@ std::string encode_png_8bit(const uint8_t* pixels, int width, int height, uint8_
 }  // namespace
 
 std::string encode_png_gray(const uint8_t* pixels, int width, int height, int compression_level) {
-  return encode_png_8bit(pixels, width, height, SPNG_COLOR_TYPE_GRAYSCALE, 1, compression_level);
+  return encode_png(pixels, width, height, SPNG_COLOR_TYPE_GRAYSCALE, 1, 8, compression_level);
+}
+
+std::string encode_png_gray16(const uint16_t* pixels, int width, int height,
+                              int compression_level) {
+  // libspng takes 16-bit samples in host order and writes them big-endian.
+  return encode_png(pixels, width, height, SPNG_COLOR_TYPE_GRAYSCALE, 1, 16, compression_level);
 }
 
 std::string encode_png_rgb(const uint8_t* pixels, int width, int height, int compression_level) {
-  return encode_png_8bit(pixels, width, height, SPNG_COLOR_TYPE_TRUECOLOR, 3, compression_level);
+  return encode_png(pixels, width, height, SPNG_COLOR_TYPE_TRUECOLOR, 3, 8, compression_level);
 }
 
 }  // namespace chexscale::data

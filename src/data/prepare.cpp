@@ -15,8 +15,9 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/parallel_for.h"
-#include "data/chestxray14_dataset.h"
-#include "data/png_io.h"
+#include "data/batch.h"
+#include "data/dataset_kind.h"
+#include "data/image_decode.h"
 #include "data/resize.h"
 #include "data/shard_reader.h"
 #include "data/shard_writer.h"
@@ -48,6 +49,7 @@ uint64_t plan_hash(const std::vector<Example>& examples, size_t first, size_t la
     const Example& e = examples[i];
     hash.add(e.name.data(), e.name.size() + 1);
     hash.add_value(e.labels);
+    hash.add_value(e.known);
     hash.add_value(e.patient_id);
     hash.add_value(static_cast<uint8_t>(e.split));
   }
@@ -94,7 +96,8 @@ void clean_out_dir(const std::string& dir, int64_t planned_shards) {
 
 // The examples of the data folder that are in some split, in index order.
 std::vector<Example> split_examples(const PrepareOptions& opt, DataIssues& issues) {
-  std::vector<Example> examples = index_chestxray14(opt.data_dir, opt.splits, issues);
+  std::vector<Example> examples =
+      index_dataset(opt.data_dir, opt.dataset, opt.splits, issues).examples;
   issues.log_warnings();
   examples.erase(std::remove_if(examples.begin(), examples.end(),
                                 [](const Example& e) { return e.split == Split::kNone; }),
@@ -107,6 +110,7 @@ std::vector<Example> split_examples(const PrepareOptions& opt, DataIssues& issue
 ShardManifest empty_manifest(const PrepareOptions& opt) {
   ShardManifest m;
   m.image_size = opt.image_size;
+  m.label_names = label_set_of(opt.dataset.kind).labels;
   m.records_per_shard = opt.records_per_shard;
   m.source = opt.data_dir;
   m.split_seed = opt.splits.seed;
@@ -151,24 +155,31 @@ void note_left_out(const PlannedShard& shard, const std::vector<uint64_t>& held,
 int64_t write_shard(const PlannedShard& shard, const std::vector<Example>& examples,
                     const PrepareOptions& opt, int64_t done_before, int64_t total,
                     std::vector<std::string>& bad_images) {
-  ShardWriter writer(opt.image_size, opt.image_size,
-                     static_cast<int64_t>(shard.last - shard.first));
+  ShardWriter writer(opt.image_size, opt.image_size, static_cast<int64_t>(shard.last - shard.first),
+                     label_set_of(opt.dataset.kind).labels);
   std::mutex bad_mutex;
   parallel_for(
       shard.first, shard.last, opt.threads,
       [&](size_t i) {
         struct DecodeScratch {  // one per thread, reused across its images
           GrayImage decoded;
+          GrayImage resized;
           std::vector<uint8_t> file;
         };
         thread_local DecodeScratch scratch;
         const Example& e = examples[i];
         const auto slot = static_cast<int64_t>(i - shard.first);
         try {
-          read_png_gray(e.path, scratch.decoded, scratch.file);
-          resize_gray(scratch.decoded.pixels.data(), scratch.decoded.width, scratch.decoded.height,
-                      writer.slot_pixels(slot), opt.image_size, opt.image_size);
-          writer.commit(slot, {e.name, e.patient_id, e.labels, e.split, 0, i});
+          read_image(e.path, scratch.decoded, scratch.file);
+          resize_gray(scratch.decoded, opt.image_size, opt.image_size, scratch.resized);
+          ShardEntry entry;
+          entry.name = e.name;
+          entry.patient_id = e.patient_id;
+          entry.labels = e.labels;
+          entry.known = e.known;
+          entry.split = e.split;
+          entry.source_index = i;
+          writer.commit(slot, scratch.resized, std::move(entry));
         } catch (const DataError& err) {
           const std::lock_guard<std::mutex> lock(bad_mutex);
           bad_images.emplace_back(err.what());
@@ -208,8 +219,10 @@ void PrepareOptions::validate() const {
   splits.validate();
 }
 
-PrepareResult prepare_shards(const PrepareOptions& opt) {
-  opt.validate();
+PrepareResult prepare_shards(const PrepareOptions& options) {
+  options.validate();
+  PrepareOptions opt = options;  // the data set found once, when auto
+  if (opt.dataset.kind == DatasetKind::kAuto) opt.dataset.kind = detect_dataset(opt.data_dir);
   DataIssues issues(opt.strict);
   const std::vector<Example> examples = split_examples(opt, issues);
   make_dirs(opt.out_dir);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "data/dataset_kind.h"
 #include "data/shard_set.h"
 #include "data/splits.h"
 #include "data/transforms.h"
@@ -19,6 +20,7 @@ struct PrepareOptions {
   int image_size = static_cast<int>(kDefaultImageSize);
   int64_t records_per_shard = 1024;
   int threads = 0;  // 0 = all cores
+  DatasetOptions dataset;  // the data set the folder holds (auto: found from its CSVs)
   SplitOptions splits;
   bool strict = false;  // data warnings and bad images become errors
   // Called from the calling thread with (images done, images planned).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "common/error.h"
@@ -55,34 +56,37 @@ AxisTaps make_taps(int in_size, int out_size) {
 }
 
 // Shrinking by the same integer factor k on both axes (1024 -> 256): exact k x k block means in
-// integers, rows summed into a uint16 line first (k * k * 255 < 65536 for k <= 16).
-void shrink_by_integer_factor(const uint8_t* src, int src_width, uint8_t* dst, int dst_width,
-                              int dst_height, int k) {
-  std::vector<uint16_t> sums(static_cast<size_t>(src_width));
+// integers, rows summed into a line first (uint16 for 8-bit samples: k * k * 255 < 65536 for
+// k <= 16; uint32 for 16-bit ones).
+template <typename T>
+void shrink_by_integer_factor(const T* src, int src_width, T* dst, int dst_width, int dst_height,
+                              int k) {
+  using Sum = std::conditional_t<sizeof(T) == 1, uint16_t, uint32_t>;
+  std::vector<Sum> sums(static_cast<size_t>(src_width));
   const uint32_t area = static_cast<uint32_t>(k * k);
   for (int y = 0; y < dst_height; ++y) {
-    const uint8_t* in = src + static_cast<size_t>(y) * k * src_width;
+    const T* in = src + static_cast<size_t>(y) * k * src_width;
     for (int x = 0; x < src_width; ++x)
       sums[x] = in[x];
     for (int r = 1; r < k; ++r) {
       in += src_width;
       for (int x = 0; x < src_width; ++x)
-        sums[x] = static_cast<uint16_t>(sums[x] + in[x]);
+        sums[x] = static_cast<Sum>(sums[x] + in[x]);
     }
-    uint8_t* out = dst + static_cast<size_t>(y) * dst_width;
+    T* out = dst + static_cast<size_t>(y) * dst_width;
     for (int x = 0; x < dst_width; ++x) {
       uint32_t block = 0;
       for (int c = 0; c < k; ++c)
         block += sums[static_cast<size_t>(x) * k + c];
-      out[x] = static_cast<uint8_t>((block + area / 2) / area);
+      out[x] = static_cast<T>((block + area / 2) / area);
     }
   }
 }
 
-}  // namespace
-
-void resize_gray(const uint8_t* src, int src_width, int src_height, uint8_t* dst, int dst_width,
-                 int dst_height) {
+template <typename T>
+void resize_samples(const T* src, int src_width, int src_height, T* dst, int dst_width,
+                    int dst_height) {
+  constexpr float kMax = sizeof(T) == 1 ? 255.f : 65535.f;
   CHX_CHECK(src_width > 0 && src_height > 0 && dst_width > 0 && dst_height > 0,
             "bad resize {}x{} -> {}x{}", src_width, src_height, dst_width, dst_height);
   const int k = src_width / dst_width;
@@ -100,12 +104,12 @@ void resize_gray(const uint8_t* src, int src_width, int src_height, uint8_t* dst
       const float w = vt.weights[static_cast<size_t>(y) * vt.count + k];
       const int sy = vt.start[y] + k;
       if (w == 0.f || sy >= src_height) continue;
-      const uint8_t* in = src + static_cast<size_t>(sy) * src_width;
+      const T* in = src + static_cast<size_t>(sy) * src_width;
       for (int x = 0; x < src_width; ++x)
         row[x] += w * static_cast<float>(in[x]);
     }
     // Horizontal: weighted sum along the row.
-    uint8_t* out = dst + static_cast<size_t>(y) * dst_width;
+    T* out = dst + static_cast<size_t>(y) * dst_width;
     for (int x = 0; x < dst_width; ++x) {
       const float* w = &ht.weights[static_cast<size_t>(x) * ht.count];
       const int sx = ht.start[x];
@@ -113,20 +117,46 @@ void resize_gray(const uint8_t* src, int src_width, int src_height, uint8_t* dst
       float acc = 0.f;
       for (int k = 0; k < n; ++k)
         acc += w[k] * row[sx + k];
-      out[x] = static_cast<uint8_t>(std::clamp(acc + 0.5f, 0.f, 255.f));
+      out[x] = static_cast<T>(std::clamp(acc + 0.5f, 0.f, kMax));
     }
   }
+}
+
+}  // namespace
+
+void resize_gray(const uint8_t* src, int src_width, int src_height, uint8_t* dst, int dst_width,
+                 int dst_height) {
+  resize_samples(src, src_width, src_height, dst, dst_width, dst_height);
+}
+
+void resize_gray(const uint16_t* src, int src_width, int src_height, uint16_t* dst, int dst_width,
+                 int dst_height) {
+  resize_samples(src, src_width, src_height, dst, dst_width, dst_height);
 }
 
 void resize_gray(const GrayImage& in, int width, int height, GrayImage& out) {
   out.width = width;
   out.height = height;
-  out.pixels.resize(static_cast<size_t>(width) * height);
-  if (width == in.width && height == in.height) {
-    std::memcpy(out.pixels.data(), in.pixels.data(), out.pixels.size());
+  out.bit_depth = in.bit_depth;
+  const size_t n = static_cast<size_t>(width) * height;
+  const bool same = width == in.width && height == in.height;
+  if (in.wide()) {
+    out.pixels.clear();
+    out.pixels16.resize(n);
+    if (same) {
+      std::copy(in.pixels16.begin(), in.pixels16.end(), out.pixels16.begin());
+    } else {
+      resize_gray(in.pixels16.data(), in.width, in.height, out.pixels16.data(), width, height);
+    }
     return;
   }
-  resize_gray(in.pixels.data(), in.width, in.height, out.pixels.data(), width, height);
+  out.pixels16.clear();
+  out.pixels.resize(n);
+  if (same) {
+    std::memcpy(out.pixels.data(), in.pixels.data(), n);
+  } else {
+    resize_gray(in.pixels.data(), in.width, in.height, out.pixels.data(), width, height);
+  }
 }
 
 }  // namespace chexscale::data

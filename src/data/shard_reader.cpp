@@ -13,6 +13,8 @@
 
 #include "common/error.h"
 
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "16-bit shard samples are read in place");
+
 namespace chexscale::data {
 
 ShardReader::ShardReader(const std::string& path) : path_(path) {
@@ -24,7 +26,7 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
     throw DataError(fmt::format("{}: cannot stat shard: {}", path, std::strerror(errno)));
   }
   map_size_ = static_cast<size_t>(st.st_size);
-  if (map_size_ < kShardHeaderBytes) {
+  if (map_size_ < shard_header_bytes(kOldestShardVersion)) {
     ::close(fd);
     throw DataError(
         fmt::format("{}: not a valid shard: {} bytes, shorter than its header", path, map_size_));
@@ -37,21 +39,26 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
   map_ = static_cast<const char*>(map);
   try {
     header_ = decode_shard_header(std::string_view(map_, map_size_), path);
-    if (header_.file_bytes() != map_size_) {
+    if (map_size_ < header_.header_bytes() || header_.file_bytes() != map_size_) {
       throw DataError(fmt::format("{}: not a valid shard: {} bytes, header says {} (truncated?)",
                                   path, map_size_, header_.file_bytes()));
     }
     const char* index = map_ + header_.index_offset();
-    const size_t index_bytes = header_.record_count * kShardEntryBytes;
+    const size_t index_bytes = header_.record_count * header_.entry_bytes();
     if (crc32_of(index, index_bytes) != header_.index_crc) {
       throw DataError(fmt::format("{}: not a valid shard: index checksum mismatch", path));
     }
     entries_.reserve(header_.record_count);
     for (uint64_t i = 0; i < header_.record_count; ++i) {
       try {
-        entries_.push_back(decode_shard_entry(index + i * kShardEntryBytes));
+        entries_.push_back(decode_shard_entry(index + i * header_.entry_bytes(), header_.version));
       } catch (const DataError& e) {
         throw DataError(fmt::format("{}: not a valid shard: {}", path, e.what()));
+      }
+      if (entries_.back().bit_depth > 8 * header_.sample_bytes) {
+        throw DataError(
+            fmt::format("{}: not a valid shard: record '{}' of {} bits in {}-byte samples", path,
+                        entries_.back().name, entries_.back().bit_depth, header_.sample_bytes));
       }
     }
   } catch (...) {
@@ -65,26 +72,37 @@ ShardReader::~ShardReader() {
   if (map_ != nullptr) ::munmap(const_cast<char*>(map_), map_size_);
 }
 
-const uint8_t* ShardReader::pixels(int64_t record) const {
+GrayView ShardReader::view(int64_t record) const {
   CHX_CHECK(record >= 0 && record < size(), "record {} of {} in {}", record, size(), path_);
-  return reinterpret_cast<const uint8_t*>(map_ + header_.pixel_offset() +
-                                          static_cast<uint64_t>(record) * header_.record_bytes());
+  const char* p =
+      map_ + header_.pixel_offset() + static_cast<uint64_t>(record) * header_.record_bytes();
+  GrayView v;
+  if (header_.sample_bytes == 2) {
+    v.pixels16 = reinterpret_cast<const uint16_t*>(p);  // 2-byte aligned: all offsets are even
+  } else {
+    v.pixels = reinterpret_cast<const uint8_t*>(p);
+  }
+  v.width = static_cast<int>(header_.width);
+  v.height = static_cast<int>(header_.height);
+  v.bit_depth = entries_[static_cast<size_t>(record)].bit_depth;
+  return v;
 }
 
-const uint8_t* ShardReader::checked_pixels(int64_t record) const {
-  const uint8_t* p = pixels(record);
+GrayView ShardReader::checked_view(int64_t record) const {
+  const GrayView v = view(record);
+  const void* p = v.pixels16 != nullptr ? static_cast<const void*>(v.pixels16) : v.pixels;
   if (crc32_of(p, header_.record_bytes()) != entries_[static_cast<size_t>(record)].pixel_crc) {
     throw DataError(fmt::format("{}: record {} ({}): pixel checksum mismatch", path_, record,
                                 entries_[static_cast<size_t>(record)].name));
   }
-  return p;
+  return v;
 }
 
 std::vector<std::string> verify_shard_records(const ShardReader& shard) {
   std::vector<std::string> damaged;
   for (int64_t i = 0; i < shard.size(); ++i) {
     try {
-      shard.checked_pixels(i);
+      shard.checked_view(i);
     } catch (const DataError& e) {
       damaged.emplace_back(e.what());
     }

@@ -1,11 +1,13 @@
 // Reads one shard file by memory mapping: header and index validated on open, each record's
-// checksum checked when its pixels are read with checked_pixels().
+// checksum checked when its pixels are read with checked_view(). Versions 1 and 2; 16-bit samples
+// are read in place (little-endian, as the host).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "data/gray_image.h"
 #include "data/shard_format.h"
 
 namespace chexscale::data {
@@ -23,10 +25,10 @@ class ShardReader {
   const std::vector<ShardEntry>& entries() const { return entries_; }
   int64_t size() const { return static_cast<int64_t>(entries_.size()); }
 
-  // The record's pixels (width*height bytes) inside the mapping, unchecked.
-  const uint8_t* pixels(int64_t record) const;
+  // The record's pixels inside the mapping, unchecked.
+  GrayView view(int64_t record) const;
   // The same after checking the record's CRC32; throws DataError naming shard, record and image.
-  const uint8_t* checked_pixels(int64_t record) const;
+  GrayView checked_view(int64_t record) const;
 
  private:
   std::string path_;

@@ -2,12 +2,14 @@
 #include "data/shard_set.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "data/batch.h"
 #include "data/shard_format.h"
 #include "data/shard_reader.h"
 
@@ -34,11 +36,17 @@ ShardManifest read_shard_manifest(const std::string& dir) {
   }
   try {
     const auto j = nlohmann::json::parse(read_file(path));
-    if (j.at("format").get<std::string>() != "chexscale-shards" ||
-        j.at("version").get<uint32_t>() != kShardVersion) {
+    const auto version = j.at("version").get<uint32_t>();
+    if (j.at("format").get<std::string>() != "chexscale-shards" || version < kOldestShardVersion ||
+        version > kShardVersion) {
       throw DataError(fmt::format("{}: unsupported shard set format/version", path));
     }
     ShardManifest m;
+    if (version == 1) {
+      m.label_names.assign(kPathologies.begin(), kPathologies.end());
+    } else {
+      m.label_names = j.at("labels").get<std::vector<std::string>>();
+    }
     m.image_size = j.at("image_size").get<int>();
     m.records_per_shard = j.at("records_per_shard").get<int64_t>();
     for (const auto& s : j.at("shards")) {
@@ -66,6 +74,7 @@ void write_shard_manifest(const std::string& dir, const ShardManifest& m) {
   j["image_size"] = m.image_size;
   j["records_per_shard"] = m.records_per_shard;
   j["records"] = m.records();
+  j["labels"] = m.label_names;
   j["shards"] = nlohmann::json::array();
   for (size_t i = 0; i < m.shard_files.size(); ++i) {
     j["shards"].push_back({{"file", m.shard_files[i]}, {"records", m.shard_records[i]}});
@@ -99,6 +108,11 @@ ShardSetCheck verify_shard_set(const std::string& dir) {
         check.problems.push_back(fmt::format("{}: images {}x{}, manifest says {}", path,
                                              shard.header().width, shard.header().height,
                                              m.image_size));
+      }
+      if (shard.header().label_names != m.label_names) {
+        check.problems.push_back(fmt::format("{}: labels {}, manifest says {}", path,
+                                             fmt::join(shard.header().label_names, ","),
+                                             fmt::join(m.label_names, ",")));
       }
       for (const auto& e : shard.entries()) {
         if (e.split != Split::kNone) ++splits[static_cast<size_t>(e.split)];

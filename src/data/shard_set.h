@@ -15,6 +15,7 @@ struct ShardManifest {
   std::vector<std::string> shard_files;    // relative to the folder
   std::vector<int64_t> shard_records;      // records in each shard
   std::array<int64_t, 3> split_records{};  // train, val, test
+  std::vector<std::string> label_names;    // the data set's labels (every shard's header too)
   std::vector<std::string> bad_images;     // "<name>: <reason>" left out of the shards
   std::string source;                      // the data folder it was made from
   uint64_t split_seed = 0;
@@ -36,7 +37,7 @@ struct ShardSetCheck {
 };
 
 // Opens every shard of the manifest, checks headers, indexes, record counts, image size and every
-// record's checksum.
+// record's checksum, and that every shard has the manifest's label names.
 ShardSetCheck verify_shard_set(const std::string& dir);
 
 }  // namespace chexscale::data

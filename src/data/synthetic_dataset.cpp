@@ -175,9 +175,9 @@ int64_t write_synthetic_images(const std::vector<std::string>& paths,
         if (format == SynthImageFormat::kLayout) {
           format = sixteen_bit ? SynthImageFormat::kPng16 : SynthImageFormat::kPng;
         }
-        bytes += write_synthetic_image_file(
-            img, format, mix_seed({opt.seed, static_cast<uint64_t>(i), 0xF0A7}),
-            (fs::path(opt.out_dir) / paths[i]).string());
+        bytes += write_synthetic_image_file(img, format,
+                                            mix_seed({opt.seed, static_cast<uint64_t>(i), 0xF0A7}),
+                                            (fs::path(opt.out_dir) / paths[i]).string());
       },
       [&](size_t done) {
         if (opt.progress) opt.progress(static_cast<int64_t>(done), opt.images);
@@ -196,7 +196,8 @@ void SynthOptions::validate() const {
     throw UsageError(fmt::format("image_size {} is not in [16, {}]", image_size, kMaxImageSize));
   }
   if (dataset == DatasetKind::kAuto) {
-    throw UsageError("dataset 'auto' cannot be written: choose nih, chexpert, mimic-cxr or padchest");
+    throw UsageError(
+        "dataset 'auto' cannot be written: choose nih, chexpert, mimic-cxr or padchest");
   }
   const int64_t planned = synth_patient_count(*this);
   if (planned > images) {

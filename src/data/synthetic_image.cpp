@@ -17,10 +17,17 @@
 //  13 Hernia              bright triangle pointing up
 // Shapes are symmetric under horizontal flips except the diagonal stripes (a flip makes the other
 // diagonal, which no other class uses), so flip augmentation keeps them learnable.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
+#include "data/dicom_io.h"
+#include "data/jpeg_io.h"
 #include "data/random.h"
 #include "data/synthetic.h"
 
@@ -154,6 +161,111 @@ GrayImage render_synthetic_image(LabelBits labels, int image_size, uint64_t seed
     }
   }
   return img;
+}
+
+namespace {
+
+constexpr int kSynthJpegQuality = 95;
+
+// Plain write: the data set's CSV, written last and atomically, marks a finished data set.
+int64_t write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw IoError(fmt::format("cannot write {}", path));
+  return static_cast<int64_t>(bytes.size());
+}
+
+// The 8-bit image widened to `bits`: v in the high bits, seeded noise in the low ones.
+std::vector<uint16_t> widen(const GrayImage& image, int bits, uint64_t seed) {
+  SplitMix64 rng(mix_seed({seed, 0x16B17}));
+  const int low = bits - 8;
+  std::vector<uint16_t> wide(image.pixels.size());
+  for (size_t i = 0; i < wide.size(); ++i) {
+    wide[i] = static_cast<uint16_t>((uint32_t{image.pixels[i]} << low) |
+                                    (rng.next() & ((1U << low) - 1U)));
+  }
+  return wide;
+}
+
+// One of four DICOM variants: 12/16 bits, MONOCHROME2/1, rescaled, windowed to the stored range,
+// uncompressed, RLE or JPEG-LS. Rendered as decode_dicom_gray does, each gives the image back
+// (in the high 8 of its bits).
+int64_t write_synthetic_dicom(const GrayImage& image, uint64_t seed, const std::string& path) {
+  DicomWriteOptions o;
+  switch (seed % 4) {
+    case 0:
+      o.bits_stored = 12;
+      break;
+    case 1:
+      o.bits_stored = 16;
+      o.monochrome1 = true;
+      o.rescale_slope = 2;
+      o.rescale_intercept = -1024;
+      o.compression = DicomCompression::kRle;
+      break;
+    case 2:
+      o.bits_stored = 16;
+      o.compression = DicomCompression::kJpegLs;
+      break;
+    default:
+      o.bits_stored = 12;
+      o.monochrome1 = true;
+      o.rescale_slope = 0.5;
+      o.compression = DicomCompression::kRle;
+      break;
+  }
+  const double levels = std::ldexp(1.0, o.bits_stored);
+  o.window_width = o.rescale_slope * levels;
+  o.window_center = o.rescale_intercept + o.rescale_slope * levels / 2;
+  std::vector<uint16_t> stored = widen(image, o.bits_stored, seed);
+  if (o.monochrome1) {
+    for (uint16_t& v : stored)
+      v = static_cast<uint16_t>(max_sample(o.bits_stored) - v);
+  }
+  write_dicom_gray(path, stored.data(), image.width, image.height, o);
+  return static_cast<int64_t>(std::filesystem::file_size(path));
+}
+
+}  // namespace
+
+const char* to_string(SynthImageFormat format) {
+  switch (format) {
+    case SynthImageFormat::kLayout:
+      return "layout";
+    case SynthImageFormat::kPng:
+      return "png";
+    case SynthImageFormat::kPng16:
+      return "png16";
+    case SynthImageFormat::kJpeg:
+      return "jpeg";
+    default:
+      return "dicom";
+  }
+}
+
+SynthImageFormat parse_synth_image_format(const std::string& name) {
+  return parse_enum(name, "format",
+                    {SynthImageFormat::kLayout, SynthImageFormat::kPng, SynthImageFormat::kPng16,
+                     SynthImageFormat::kJpeg, SynthImageFormat::kDicom});
+}
+
+int64_t write_synthetic_image_file(const GrayImage& image, SynthImageFormat format, uint64_t seed,
+                                   const std::string& path) {
+  switch (format) {
+    case SynthImageFormat::kPng:
+      return write_bytes(path, encode_png_gray(image.pixels.data(), image.width, image.height));
+    case SynthImageFormat::kPng16: {
+      const std::vector<uint16_t> wide = widen(image, 16, seed);
+      return write_bytes(path, encode_png_gray16(wide.data(), image.width, image.height));
+    }
+    case SynthImageFormat::kJpeg:
+      return write_bytes(path, encode_jpeg_gray(image.pixels.data(), image.width, image.height,
+                                                kSynthJpegQuality));
+    case SynthImageFormat::kDicom:
+      return write_synthetic_dicom(image, seed, path);
+    default:
+      throw Error("write_synthetic_image_file: kLayout is resolved by the layout");
+  }
 }
 
 }  // namespace chexscale::data

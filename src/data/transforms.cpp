@@ -39,29 +39,69 @@ CropParams choose_crop(int width, int height, int crop, bool augment, uint64_t s
   return p;
 }
 
-void write_normalized_crop(const uint8_t* gray, int width, int height, const CropParams& params,
-                           int crop, float* dst) {
-  CHX_CHECK(params.x >= 0 && params.y >= 0 && params.x + crop <= width && params.y + crop <= height,
-            "crop {}+{} at ({}, {}) outside {}x{}", crop, crop, params.x, params.y, width, height);
+namespace {
+
+// One crop of 8-bit storage at bit depth 8: through the table.
+void crop_8bit(const GrayView& g, const CropParams& params, int crop, float* dst) {
   const NormalizeTable& table = normalize_table();
   const size_t plane = static_cast<size_t>(crop) * crop;
   for (int y = 0; y < crop; ++y) {
-    const uint8_t* src = gray + static_cast<size_t>(params.y + y) * width + params.x;
+    const uint8_t* src = g.pixels + static_cast<size_t>(params.y + y) * g.width + params.x;
     float* r = dst + static_cast<size_t>(y) * crop;
-    float* g = r + plane;
-    float* b = g + plane;
+    float* gr = r + plane;
+    float* b = gr + plane;
     for (int x = 0; x < crop; ++x) {
       const uint8_t v = params.flip ? src[crop - 1 - x] : src[x];
       r[x] = table.value[0][v];
-      g[x] = table.value[1][v];
+      gr[x] = table.value[1][v];
       b[x] = table.value[2][v];
     }
   }
 }
 
-void write_ten_crop(const uint8_t* gray, int width, int height, int crop, float* dst) {
-  const int right = width - crop;
-  const int bottom = height - crop;
+// One crop of 16-bit storage: v * scale[c] + offset[c], scale = 1 / (maxval * std[c]).
+void crop_16bit(const GrayView& g, const CropParams& params, int crop, float* dst) {
+  const auto maxval = static_cast<float>(max_sample(g.bit_depth));
+  std::array<float, 3> scale{};
+  std::array<float, 3> offset{};
+  for (int c = 0; c < 3; ++c) {
+    scale[c] = 1.f / (maxval * kImageNetStd[c]);
+    offset[c] = -kImageNetMean[c] / kImageNetStd[c];
+  }
+  const size_t plane = static_cast<size_t>(crop) * crop;
+  for (int y = 0; y < crop; ++y) {
+    const uint16_t* src = g.pixels16 + static_cast<size_t>(params.y + y) * g.width + params.x;
+    float* r = dst + static_cast<size_t>(y) * crop;
+    float* gr = r + plane;
+    float* b = gr + plane;
+    for (int x = 0; x < crop; ++x) {
+      const auto v = static_cast<float>(params.flip ? src[crop - 1 - x] : src[x]);
+      r[x] = v * scale[0] + offset[0];
+      gr[x] = v * scale[1] + offset[1];
+      b[x] = v * scale[2] + offset[2];
+    }
+  }
+}
+
+}  // namespace
+
+void write_normalized_crop(const GrayView& gray, const CropParams& params, int crop, float* dst) {
+  CHX_CHECK(params.x >= 0 && params.y >= 0 && params.x + crop <= gray.width &&
+                params.y + crop <= gray.height,
+            "crop {}+{} at ({}, {}) outside {}x{}", crop, crop, params.x, params.y, gray.width,
+            gray.height);
+  CHX_CHECK(gray.bit_depth >= 8 && gray.bit_depth <= 16, "bit depth {}", gray.bit_depth);
+  if (gray.pixels16 != nullptr) {
+    crop_16bit(gray, params, crop, dst);
+  } else {
+    CHX_CHECK(gray.bit_depth == 8, "{}-bit samples in 8-bit storage", gray.bit_depth);
+    crop_8bit(gray, params, crop, dst);
+  }
+}
+
+void write_ten_crop(const GrayView& gray, int crop, float* dst) {
+  const int right = gray.width - crop;
+  const int bottom = gray.height - crop;
   const CropParams five[5] = {{0, 0, false},
                               {right, 0, false},
                               {0, bottom, false},
@@ -71,13 +111,13 @@ void write_ten_crop(const uint8_t* gray, int width, int height, int crop, float*
   for (int i = 0; i < 10; ++i) {
     CropParams p = five[i % 5];
     p.flip = i >= 5;
-    write_normalized_crop(gray, width, height, p, crop, dst + i * one);
+    write_normalized_crop(gray, p, crop, dst + i * one);
   }
 }
 
-torch::Tensor ten_crop(const uint8_t* gray, int width, int height, int crop) {
+torch::Tensor ten_crop(const GrayView& gray, int crop) {
   torch::Tensor out = torch::empty({10, 3, crop, crop}, torch::kFloat32);
-  write_ten_crop(gray, width, height, crop, out.data_ptr<float>());
+  write_ten_crop(gray, crop, out.data_ptr<float>());
   return out;
 }
 

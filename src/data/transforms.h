@@ -1,5 +1,6 @@
-// CheXNet's input transforms on 8-bit gray images already resized (224 crop of 256): random crop
-// and horizontal flip for training or a centre crop, ImageNet mean/std normalisation, gray
+// CheXNet's input transforms on gray images already resized (224 crop of 256): random crop
+// and horizontal flip for training or a centre crop, scaling by the image's bit depth (v / 255 for
+// 8-bit, v / 4095 for 12-bit, v / 65535 for 16-bit), ImageNet mean/std normalisation, gray
 // replicated to 3 channels, written straight into a float tensor. Random choices depend only on
 // (seed, epoch, index), so any thread may transform any example.
 #pragma once
@@ -8,6 +9,8 @@
 
 #include <array>
 #include <cstdint>
+
+#include "data/gray_image.h"
 
 namespace chexscale::data {
 
@@ -28,15 +31,14 @@ struct CropParams {
 CropParams choose_crop(int width, int height, int crop, bool augment, uint64_t seed, int64_t epoch,
                        int64_t index);
 
-// Writes the crop x crop window of `gray` (width x height) at `params`, normalised and
-// replicated, into dst[3][crop][crop] (contiguous float).
-void write_normalized_crop(const uint8_t* gray, int width, int height, const CropParams& params,
-                           int crop, float* dst);
+// Writes the crop x crop window of `gray` at `params`, scaled to [0, 1] by its bit depth,
+// normalised and replicated, into dst[3][crop][crop] (contiguous float).
+void write_normalized_crop(const GrayView& gray, const CropParams& params, int crop, float* dst);
 
 // Evaluation ten-crop: the four corner crops, the centre crop, then the same five flipped,
 // as a [10, 3, crop, crop] float tensor (average the model's outputs over dim 0).
-torch::Tensor ten_crop(const uint8_t* gray, int width, int height, int crop);
+torch::Tensor ten_crop(const GrayView& gray, int crop);
 // Writes the same ten crops into dst[10][3][crop][crop].
-void write_ten_crop(const uint8_t* gray, int width, int height, int crop, float* dst);
+void write_ten_crop(const GrayView& gray, int crop, float* dst);
 
 }  // namespace chexscale::data

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "data/image_decode.h"
 #include "data/resize.h"
 #include "models/registry.h"
 #include "models/weights.h"
@@ -45,20 +46,20 @@ InferenceModel load_inference_model(const std::string& manifest_path, torch::Dev
   return m;
 }
 
-PreparedImage prepare_image(const std::string& png_path, int64_t image_size, int64_t crop_size) {
+PreparedImage prepare_image(const std::string& image_path, int64_t image_size, int64_t crop_size) {
   CHX_CHECK(crop_size <= image_size, "crop {} larger than the image size {}", crop_size,
             image_size);
   PreparedImage p;
   std::vector<uint8_t> buffer;
-  data::read_png_gray(png_path, p.original, buffer);
+  data::GrayImage decoded;
+  data::read_image(image_path, decoded, buffer);
   const int size = static_cast<int>(image_size);
   const int crop = static_cast<int>(crop_size);
   data::resize_gray(decoded, size, size, p.resized);
   p.original = data::to_8bit(decoded);
   p.crop = data::choose_crop(size, size, crop, /*augment=*/false, 0, 0, 0);
   p.input = torch::empty({1, 3, crop, crop});
-  data::write_normalized_crop(p.resized.pixels.data(), size, size, p.crop, crop,
-                              p.input.data_ptr<float>());
+  data::write_normalized_crop(data::view_of(p.resized), p.crop, crop, p.input.data_ptr<float>());
   return p;
 }
 

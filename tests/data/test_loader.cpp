@@ -10,6 +10,7 @@
 #include "common/limits.h"
 #include "data/chestxray14_dataset.h"
 #include "data/example_source.h"
+#include "data/image_decode.h"
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "data/resize.h"
@@ -102,11 +103,11 @@ TEST_F(LoaderTest, BatchesHoldTheTransformedImagesAndLabelsOfTheirExamples) {
       // The same pipeline step by step.
       GrayImage decoded, resized;
       std::vector<uint8_t> buffer;
-      read_png_gray(e.path, decoded, buffer);
+      read_image(e.path, decoded, buffer);
       resize_gray(decoded, 40, 40, resized);
       const CropParams p = choose_crop(40, 40, 32, true, 11, 0, b.indices[i]);
       torch::Tensor expected = torch::empty({3, 32, 32});
-      write_normalized_crop(resized.pixels.data(), 40, 40, p, 32, expected.data_ptr<float>());
+      write_normalized_crop(view_of(resized), p, 32, expected.data_ptr<float>());
       EXPECT_TRUE(torch::equal(b.images[i], expected)) << e.name;
     }
   }

@@ -1,10 +1,12 @@
-// PNG decoding to 8-bit gray: every variant gives the expected pixels (computed here from the
-// samples written, with Pillow's luma weights), and broken files are DataErrors naming the file.
+// PNG decoding to gray (8-bit, or 16-bit for 16-bit PNGs): every variant gives the expected pixels
+// (computed here from the samples written, with Pillow's luma weights), and broken files are
+// DataErrors naming the file.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "common/error.h"
+#include "data/image_decode.h"
 #include "data/png_io.h"
 #include "png_variants.h"
 #include "test_util/read_file.h"
@@ -26,7 +28,7 @@ int luma(int r, int g, int b) {
 GrayImage decode(const std::string& path) {
   GrayImage img;
   std::vector<uint8_t> buffer;
-  read_png_gray(path, img, buffer);
+  read_image(path, img, buffer);
   return img;
 }
 
@@ -125,14 +127,31 @@ TEST(Png, GrayAlphaIgnoresAlpha) {
   EXPECT_EQ(max_error(decode(path), expected_gray()), 0);
 }
 
-TEST(Png, Gray16KeepsHighByte) {
+// Max |decoded - expected| over a 16-bit image; the size and bit depth must match exactly.
+int max_error16(const GrayImage& img, const std::vector<int>& expected) {
+  EXPECT_EQ(img.width, kW);
+  EXPECT_EQ(img.height, kH);
+  EXPECT_EQ(img.bit_depth, 16);
+  if (img.pixels16.size() != expected.size()) return 99999;
+  int worst = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<int>(img.pixels16[i]) - expected[i]));
+  }
+  return worst;
+}
+
+TEST(Png, Gray16KeepsEverySixteenBits) {
   test_util::TempDir dir;
   test_util::PngSpec spec;
   spec.bit_depth = 16;
-  const auto path = write_variant(dir, "g16.png", spec, 1, [](int x, int y, int) {
-    return gray_at(x, y) * 256 + (x * 3) % 256;  // the low byte must not leak into the result
-  });
-  EXPECT_EQ(max_error(decode(path), expected_gray()), 0);
+  const auto sample = [](int x, int y, int) { return gray_at(x, y) * 256 + (x * 3) % 256; };
+  const auto path = write_variant(dir, "g16.png", spec, 1, sample);
+  std::vector<int> expected;
+  for (int y = 0; y < kH; ++y) {
+    for (int x = 0; x < kW; ++x)
+      expected.push_back(sample(x, y, 0));
+  }
+  EXPECT_EQ(max_error16(decode(path), expected), 0);  // the low byte is kept
 }
 
 TEST(Png, Gray1BitScalesToFullRange) {
@@ -170,15 +189,21 @@ TEST(Png, RgbaToLumaIgnoringAlpha) {
   EXPECT_LE(max_error(decode(path), expected_luma()), 1);
 }
 
-TEST(Png, Rgb16ToLumaOfHighBytes) {
+TEST(Png, Rgb16ToSixteenBitLuma) {
   test_util::TempDir dir;
   test_util::PngSpec spec;
   spec.color_type = PNG_COLOR_TYPE_RGB;
   spec.bit_depth = 16;
-  const auto path = write_variant(dir, "rgb16.png", spec, 3, [](int x, int y, int c) {
-    return rgb_sample(x, y, c) * 256 + 0x7F;
-  });
-  EXPECT_LE(max_error(decode(path), expected_luma()), 1);
+  const auto sample = [](int x, int y, int c) { return rgb_sample(x, y, c) * 256 + 0x7F; };
+  const auto path = write_variant(dir, "rgb16.png", spec, 3, sample);
+  std::vector<int> expected;
+  for (int y = 0; y < kH; ++y) {
+    for (int x = 0; x < kW; ++x) {
+      expected.push_back(static_cast<int>(std::lround(
+          0.299 * sample(x, y, 0) + 0.587 * sample(x, y, 1) + 0.114 * sample(x, y, 2))));
+    }
+  }
+  EXPECT_LE(max_error16(decode(path), expected), 2);
 }
 
 TEST(Png, PaletteToLumaOfItsColours) {

@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "data/chestxray14_dataset.h"
+#include "data/image_decode.h"
 #include "data/prepare.h"
 #include "data/resize.h"
 #include "data/shard_format.h"
@@ -82,9 +83,10 @@ TEST_F(Shards, RoundTripMatchesTheResizedSourceImages) {
       EXPECT_EQ(e.split, src.split);
       GrayImage decoded, resized;
       std::vector<uint8_t> buffer;
-      read_png_gray(src.path, decoded, buffer);
+      read_image(src.path, decoded, buffer);
       resize_gray(decoded, 32, 32, resized);
-      ASSERT_EQ(0, std::memcmp(shard.checked_pixels(r), resized.pixels.data(), 32 * 32)) << e.name;
+      ASSERT_EQ(0, std::memcmp(shard.checked_view(r).pixels, resized.pixels.data(), 32 * 32))
+          << e.name;
       ++checked;
     }
   }
@@ -99,8 +101,8 @@ TEST_F(Shards, DamagedPixelsAreReportedByRecord) {
   const ShardHeader h = ShardReader(path).header();
   patch_byte(path, h.pixel_offset() + 3 * h.record_bytes() + 100);  // record 3
   const ShardReader shard(path);  // header and index are still sound
-  EXPECT_THROW(shard.checked_pixels(3), DataError);
-  EXPECT_NO_THROW(shard.checked_pixels(2));
+  EXPECT_THROW(shard.checked_view(3), DataError);
+  EXPECT_NO_THROW(shard.checked_view(2));
   const ShardSetCheck check = verify_shard_set(out_.path());
   ASSERT_EQ(check.problems.size(), 1u);
   EXPECT_NE(check.problems[0].find("shard-00001.chxs: record 3"), std::string::npos)
@@ -119,7 +121,7 @@ TEST_F(Shards, DamagedHeaderIndexOrLengthMakeTheShardUnreadable) {
   };
   patch_byte(path, 20);  // header field
   expect_invalid("header");
-  patch_byte(path, kShardHeaderBytes + 5);  // index entry name
+  patch_byte(path, shard_header_bytes(kShardVersion) + 5);  // index entry name
   expect_invalid("index");
   fs::resize_file(path, original.size() - 7);
   expect_invalid("truncated");
@@ -135,9 +137,9 @@ TEST_F(Shards, TrailingBytesAndRecordsOutOfRangeAreErrors) {
   {
     const ShardReader shard(path);
     ASSERT_EQ(shard.size(), 10);
-    EXPECT_NO_THROW(shard.pixels(9));
-    EXPECT_THROW(shard.pixels(10), Error);
-    EXPECT_THROW(shard.pixels(-1), Error);
+    EXPECT_NO_THROW(shard.view(9));
+    EXPECT_THROW(shard.view(10), Error);
+    EXPECT_THROW(shard.view(-1), Error);
   }
   std::ofstream(path, std::ios::binary | std::ios::app) << "extra";
   EXPECT_THROW(ShardReader{path}, DataError);

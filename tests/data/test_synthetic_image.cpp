@@ -1,9 +1,15 @@
-// Synthetic images: each class's trace appears in its own region exactly when its label is set.
+// Synthetic images: each class's trace appears in its own region exactly when its label is set;
+// each `synth --format` encoding decodes back to the image (in the high 8 of its bits).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "common/error.h"
+#include "data/image_decode.h"
 #include "data/synthetic.h"
+#include "test_util/read_file.h"
+#include "test_util/temp_dir.h"
 
 namespace chexscale::data {
 namespace {
@@ -55,6 +61,58 @@ TEST(Synthetic, EachTraceIsPresentExactlyWhenItsLabelIsSet) {
   }
   // Another seed changes the background, not just the noise.
   EXPECT_NE(render_synthetic_image(0, size, 1).pixels, render_synthetic_image(0, size, 2).pixels);
+}
+
+// Max |decoded >> (bits - 8) - image| over the image.
+int max_error_8bit(const GrayImage& decoded, const GrayImage& image) {
+  EXPECT_EQ(decoded.width, image.width);
+  EXPECT_EQ(decoded.height, image.height);
+  int worst = 0;
+  for (size_t i = 0; i < image.pixels.size(); ++i) {
+    const int v =
+        decoded.wide() ? decoded.pixels16.at(i) >> (decoded.bit_depth - 8) : decoded.pixels.at(i);
+    worst = std::max(worst, std::abs(v - image.pixels[i]));
+  }
+  return worst;
+}
+
+TEST(SyntheticFormats, EachDecodesBackToTheImage) {
+  test_util::TempDir dir;
+  const GrayImage image = render_synthetic_image(0x1234, 64, 5);
+  std::vector<uint8_t> buffer;
+  GrayImage decoded;
+  const auto write_and_read = [&](SynthImageFormat format, uint64_t seed) {
+    const std::string path = dir.path() + "/" + to_string(format) + std::to_string(seed);
+    const int64_t bytes = write_synthetic_image_file(image, format, seed, path);
+    EXPECT_EQ(static_cast<size_t>(bytes), test_util::file_contents(path).size());
+    read_image(path, decoded, buffer);
+    return test_util::file_contents(path);
+  };
+  EXPECT_EQ(
+      sniff_image_format(
+          reinterpret_cast<const uint8_t*>(write_and_read(SynthImageFormat::kPng, 0).data()), 8),
+      ImageFormat::kPng);
+  EXPECT_EQ(decoded.pixels, image.pixels);
+  write_and_read(SynthImageFormat::kPng16, 1);
+  EXPECT_EQ(decoded.bit_depth, 16);
+  EXPECT_EQ(max_error_8bit(decoded, image), 0);
+  int low_bytes_set = 0;  // the low byte carries seeded noise, not zeros
+  for (uint16_t v : decoded.pixels16)
+    low_bytes_set += (v & 0xFF) != 0;
+  EXPECT_GT(low_bytes_set, static_cast<int>(decoded.pixels16.size()) / 2);
+  write_and_read(SynthImageFormat::kJpeg, 2);
+  EXPECT_EQ(decoded.bit_depth, 8);
+  EXPECT_LE(max_error_8bit(decoded, image), 8);  // quality 95 on a noisy image
+  const int depths[4] = {12, 16, 16, 12};
+  for (uint64_t seed = 0; seed < 4; ++seed) {  // the four DICOM variants
+    write_and_read(SynthImageFormat::kDicom, seed);
+    EXPECT_EQ(decoded.bit_depth, depths[seed]) << seed;
+    EXPECT_LE(max_error_8bit(decoded, image), 1) << seed;
+  }
+  EXPECT_THROW(write_synthetic_image_file(image, SynthImageFormat::kLayout, 0, dir.path() + "/x"),
+               Error);
+  EXPECT_EQ(parse_synth_image_format("png16"), SynthImageFormat::kPng16);
+  EXPECT_THROW(parse_synth_image_format("tiff"), UsageError);
 }
 
 }  // namespace

@@ -12,6 +12,14 @@ float normalized(int v, int c) {
   return (v / 255.f - kImageNetMean[c]) / kImageNetStd[c];
 }
 
+GrayView gray8(const std::vector<uint8_t>& g, int w, int h) {
+  GrayView v;
+  v.pixels = g.data();
+  v.width = w;
+  v.height = h;
+  return v;
+}
+
 std::vector<uint8_t> ramp(int w, int h) {
   std::vector<uint8_t> g(w * h);
   for (int y = 0; y < h; ++y) {
@@ -29,7 +37,7 @@ TEST(Transforms, CentreCropNormalisedAndReplicated) {
   EXPECT_EQ(p.y, 2);
   EXPECT_FALSE(p.flip);
   std::vector<float> out(3 * crop * crop);
-  write_normalized_crop(g.data(), w, h, p, crop, out.data());
+  write_normalized_crop(gray8(g, w, h), p, crop, out.data());
   for (int c = 0; c < 3; ++c) {
     for (int y = 0; y < crop; ++y) {
       for (int x = 0; x < crop; ++x) {
@@ -46,7 +54,7 @@ TEST(Transforms, NormalisationUsesTheImageNetMeanAndStd) {
   const double stddev[3] = {0.229, 0.224, 0.225};
   const std::vector<uint8_t> g = {0, 255, 128, 64};
   std::vector<float> out(3 * 4);
-  write_normalized_crop(g.data(), 2, 2, {0, 0, false}, 2, out.data());
+  write_normalized_crop(gray8(g, 2, 2), {0, 0, false}, 2, out.data());
   for (int c = 0; c < 3; ++c) {
     for (int i = 0; i < 4; ++i)
       EXPECT_NEAR(out[c * 4 + i], (g[i] / 255.0 - mean[c]) / stddev[c], 1e-5) << c << "," << i;
@@ -60,7 +68,7 @@ TEST(Transforms, FlipMirrorsTheCrop) {
   const int w = 10, h = 8, crop = 4;
   const auto g = ramp(w, h);
   std::vector<float> out(3 * crop * crop);
-  write_normalized_crop(g.data(), w, h, {1, 1, true}, crop, out.data());
+  write_normalized_crop(gray8(g, w, h), {1, 1, true}, crop, out.data());
   for (int y = 0; y < crop; ++y) {
     for (int x = 0; x < crop; ++x) {
       EXPECT_FLOAT_EQ(out[y * crop + x], normalized(g[(y + 1) * w + 1 + (crop - 1 - x)], 0));
@@ -99,7 +107,7 @@ TEST(Transforms, RandomCropIsDeterministicPerSeedEpochIndexAndCoversTheRange) {
 TEST(Transforms, TenCropIsCornersCentreAndTheirFlips) {
   const int w = 9, h = 7, crop = 5;
   const auto g = ramp(w, h);
-  const torch::Tensor t = ten_crop(g.data(), w, h, crop);
+  const torch::Tensor t = ten_crop(gray8(g, w, h), crop);
   ASSERT_EQ(t.sizes(), (std::vector<int64_t>{10, 3, crop, crop}));
   const int xs[5] = {0, 4, 0, 4, 2};
   const int ys[5] = {0, 0, 2, 2, 1};

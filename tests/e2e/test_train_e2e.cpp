@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "data/image_decode.h"
 #include "data/png_io.h"
 #include "data/synthetic.h"
 #include "e2e/metrics_records.h"
@@ -102,7 +103,7 @@ TEST(TrainE2E, LearnsSyntheticDataEvaluatesAndLooksWhereThePathologyIs) {
   EXPECT_GT(doc.at("probabilities").at("Cardiomegaly").get<double>(), 0.5);
   data::GrayImage cam_png;
   std::vector<uint8_t> buffer;
-  data::read_png_gray(dir.path() + "/cam.png", cam_png, buffer);
+  data::read_image(dir.path() + "/cam.png", cam_png, buffer);
   EXPECT_EQ(cam_png.width, kSize);
   EXPECT_EQ(cam_png.height, kSize);
 
