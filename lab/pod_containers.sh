@@ -12,8 +12,11 @@
 # network flags, one a line (e.g. --network NET and --ip ADDR, or --network ns:/run/netns/NAME).
 # Container names are "${POD_CONTAINERS_PREFIX:-chx-}<job>-<i>"; the host name is <job>-<i>.
 # The Job's podFailurePolicy judges each non-zero exit: a FailJob (or Count) fails the job with
-# that status and stops the other pods; an Ignore starts the pod again. The Job's activeDeadlineSeconds, else
-# POD_CONTAINERS_TIMEOUT (s, default 900), bounds it.
+# that status and stops the other pods; an Ignore starts the pod again. The Job's
+# activeDeadlineSeconds, else POD_CONTAINERS_TIMEOUT (s, default 900), bounds it.
+# The parts, for a caller that starts the pods itself (lab/pods.sh's pods_run_container):
+# pod_containers_check MANIFEST, pod_containers_write_configmaps MANIFEST ROOT,
+# pod_containers_hosts MANIFEST ADDRESS..., pod_container_argv MANIFEST INDEX ADDRESS ROOT EXTRA...
 
 _pod_containers_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=pods.sh
