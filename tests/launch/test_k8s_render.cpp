@@ -1,5 +1,6 @@
 // Golden checks of rendered manifests, read back from the YAML text with yaml-cpp: secure
-// defaults, the network knobs, and the launcher's env/args contract for every pod index.
+// defaults, the network knobs, the launcher's env/args contract for every pod index, and what a
+// preempted pod gets (its grace, and the podFailurePolicy as the Job controller applies it).
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
