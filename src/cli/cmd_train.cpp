@@ -2,8 +2,10 @@
 // rank through `chexscale launch`, mpirun, Slurm or Kubernetes); progress on rank 0.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/dataset_flags.h"
@@ -228,6 +230,13 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
   registry.add(cmd, [f](const RunContext& run) {
     train::TrainerOptions o = f->resolved();
     o.stop_request = &install_stop_signals(o.stop_grace);
+    if (const char* round = std::getenv("CHEXSCALE_ELASTIC_ROUND")) {  // chexscale launch's
+      o.membership_round = std::atoi(round);
+      const char* names = std::getenv("CHEXSCALE_ELASTIC_NODES");
+      std::istringstream nodes(names != nullptr ? names : "");
+      for (std::string node; std::getline(nodes, node, ',');)
+        o.membership_nodes.push_back(node);
+    }
     if (o.intra_op_threads > 0) torch::set_num_threads(o.intra_op_threads);
     auto ctx = distributed::DistContext::init(f->dist.resolved());
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything

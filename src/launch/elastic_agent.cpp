@@ -88,14 +88,16 @@ struct RoundWatch {
   std::string lost;             // the store's error, when this agent lost the server
 };
 
-// The hook of one round: heartbeat; end the round for a silent node or a waiting one; follow an
-// end another agent made.
+// The hook of one round: heartbeat (until the workers have exited); end the round for a silent
+// node or a waiting one; follow an end another agent made.
 GroupRequest watch_round(ElasticRendezvous& rdzv, const LaunchOptions& o, RoundWatch& watch) {
-  if (watch.end || !watch.lost.empty()) return GroupRequest::kNone;
+  if (!watch.lost.empty()) return GroupRequest::kNone;
   try {
+    // Also while the workers stop: the next round waits for a node that is alive.
     rdzv.heartbeat();
+    if (watch.end) return GroupRequest::kNone;  // acted on already
     const Membership& m = rdzv.membership();
-    if (!watch.end) watch.end = rdzv.round_end();
+    watch.end = rdzv.round_end();
     if (!watch.end) {
       if (const std::vector<int> stale = rdzv.stale_nodes(); !stale.empty()) {
         watch.end = rdzv.end_round(

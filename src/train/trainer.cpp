@@ -167,6 +167,13 @@ class Trainer::Impl {
   TrainSummary run() {
     TrainSummary summary;
     summary.resumed_from_step = resume();
+    if (main_ && opt_.membership_round >= 0) {
+      metrics_->append({{"type", "membership"},
+                        {"round", opt_.membership_round},
+                        {"world_size", ctx_->world_size()},
+                        {"nodes", opt_.membership_nodes},
+                        {"step", pos_.global_step}});
+    }
     const int64_t bpe = train_loader_->batches_per_epoch();
     TrainTotals totals;
     // A run resumed at or past max_steps has nothing left to train (the loop below checks the

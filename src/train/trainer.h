@@ -64,6 +64,10 @@ struct TrainerOptions {
   // = never). Read before every step; the ranks agree on the step inside the step's collective.
   const std::atomic<int>* stop_request = nullptr;
   int stop_grace = kDefaultStopGrace;  // seconds to stop in; the caller enforces it
+  // Under an elastic launcher: the rendezvous round and its nodes, recorded in metrics.jsonl as a
+  // "membership" record when the run starts (-1: not elastic).
+  int membership_round = -1;
+  std::vector<std::string> membership_nodes;
 
   // UsageError naming the field of the first value out of range, its parts' (model, data,
   // optimizer, schedule) included; reads no file. The trainer calls it first.

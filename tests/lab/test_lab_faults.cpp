@@ -1,0 +1,314 @@
+// Faults a real cluster inflicts, injected into short training runs on the emulated nodes
+// (network namespaces, real processes, Gloo over the lab's fabric): a SIGTERM to one node's
+// launcher (the job stops at a checkpoint; the restart ends with the bytes of a run never
+// stopped), every process of the rank-0 node killed (the other node carries on alone and takes
+// it back when it returns), and a node's link cut and restored (the same). Elastic jobs meet at
+// `chexscale rendezvous-server` on a third node. Each test prints its timings: fault to
+// detection, to the restart, to the first step after it, and the steps lost.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "lab/lab_fixture.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale::test_util {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kServerNode = 2;  // the rendezvous server's own "host"
+constexpr int kPort = 29611;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Waits until `process` has written `text` (60 s at most); the time it appeared.
+std::optional<Clock::time_point> wait_for(const Process& process, const std::string& text,
+                                          size_t from = 0) {
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  while (Clock::now() < deadline) {
+    const std::string out = process.output();
+    if (out.size() > from && out.find(text, from) != std::string::npos) return Clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+// The step records of a run's metrics.jsonl (its step numbers, in file order).
+std::vector<int64_t> logged_steps(const std::string& run) {
+  std::vector<int64_t> steps;
+  std::istringstream in(file_contents(run + "/metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto record = nlohmann::json::parse(line, nullptr, false);
+    if (!record.is_discarded() && record.value("type", "") == "step") {
+      steps.push_back(record.at("step").get<int64_t>());
+    }
+  }
+  return steps;
+}
+
+std::string newest_step_manifest(const std::string& dir) {
+  std::string newest;
+  if (!fs::exists(dir)) return newest;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("step-", 0) == 0 && e.path().extension() == ".json" && n > newest) newest = n;
+  }
+  return newest;
+}
+
+class LabFaults : public LabTest {
+ protected:
+  void SetUp() override {
+    LabTest::SetUp();
+    if (HasFatalFailure()) return;
+    const ProcessResult up = cluster("up --nodes 3");
+    ASSERT_EQ(up.exit_code, 0) << up.output;
+    data_ = tmp_.path() + "/data";
+    // 64 images: no last batch of one image (BatchNorm refuses it) on one worker or two.
+    const ProcessResult synth =
+        run_shell(chexscale_bin() + " synth --out " + data_ + " --images 64 --size 32 --seed 6");
+    ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  }
+
+  std::string ns(int node) const { return prefix_ + "-n" + std::to_string(node); }
+  static std::string address(int node) { return "10.77.0." + std::to_string(node + 1); }
+
+  // `chexscale ARGS` inside node `node`'s namespace, as a process of its own.
+  std::unique_ptr<Process> on_node(int node, const std::string& args, const std::string& log) {
+    return std::make_unique<Process>(ProcessSpec{
+        {"/bin/sh", "-c",
+         fmt::format("exec ip netns exec {} env -i PATH=\"$PATH\" HOME=/tmp OMP_NUM_THREADS=1 "
+                     "GLOO_SOCKET_IFNAME=eth0 '{}' {}",
+                     ns(node), chexscale_bin(), args)},
+        environment_with(),
+        tmp_.path() + "/" + log});
+  }
+
+  std::string train(const std::string& out, int epochs) const {
+    return fmt::format(
+        "train --data {} --out {} --arch resnet18 --image-size 32 --crop-size 32 --batch-size 4 "
+        "--epochs {} --no-augment --loader-threads 1 --val-threads 1 --intra-op-threads 1 "
+        "--seed 3 --log-every 1 --checkpoint-every 2 --keep-checkpoints 100 "
+        "--collective-timeout 20 --resume auto",
+        data_, out, epochs);
+  }
+
+  // One node of an elastic --nnodes 1:2 job.
+  std::unique_ptr<Process> elastic_node(int node, const std::string& out, int epochs,
+                                        const std::string& log) {
+    return on_node(node,
+                   fmt::format("launch --nnodes 1:2 --nproc-per-node 1 --master-addr {} "
+                               "--master-port {} --node-name node-{} --rdzv-last-call 1 "
+                               "--heartbeat-timeout 3 --max-restarts 5 --stop-grace 10 -- {}",
+                               address(kServerNode), kPort, node, train(out, epochs)),
+                   log);
+  }
+
+  std::unique_ptr<Process> rendezvous_server() {
+    auto server =
+        on_node(kServerNode, fmt::format("rendezvous-server --port {}", kPort), "server.log");
+    EXPECT_TRUE(wait_for(*server, "serving the store")) << server->output();
+    return server;
+  }
+
+  void kill_every_process_of(int node) const {
+    const ProcessResult r = run_shell("ip netns pids " + ns(node) + " | xargs -r kill -9");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+
+  // Waits for the step-`step` checkpoint of `run`.
+  static bool wait_for_checkpoint(const std::string& run, int step) {
+    const std::string path = fmt::format("{}/checkpoints/step-{:09d}.json", run, step);
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (!fs::exists(path) && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return fs::exists(path);
+  }
+
+  // The elastic recovery of `survivor` after a fault at `fault` (its output from `from` on):
+  // detection, restart and first step times, printed and returned with the steps lost.
+  void expect_recovery(const Process& survivor, const std::string& run, Clock::time_point fault,
+                       size_t from, int64_t last_step_before, const std::string& what) {
+    const auto detected = wait_for(survivor, "round 0 ended:", from);
+    ASSERT_TRUE(detected) << survivor.output();
+    const auto restarted = wait_for(survivor, "round 1: 1 node(s)", from);
+    ASSERT_TRUE(restarted) << survivor.output();
+    const size_t logged = logged_steps(run).size();
+    const auto resumed = wait_for(survivor, "resumed from ", from);
+    ASSERT_TRUE(resumed) << survivor.output();
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (logged_steps(run).size() <= logged && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const double first_step = since(fault);
+    const std::string out = survivor.output();
+    const size_t at = out.find("resumed from ", from);
+    const size_t step_at = out.find("step ", out.find("(epoch", at));
+    const int64_t resumed_step = std::stoll(out.substr(step_at + 5));
+    const auto s = [&](Clock::time_point t) {
+      return std::chrono::duration<double>(t - fault).count();
+    };
+    fmt::print(
+        "[fault: {}] detected after {:.2f} s, restarted after {:.2f} s, first step after "
+        "{:.2f} s; {} step(s) lost (trained up to {}, resumed at {})\n",
+        what, s(*detected), s(*restarted), first_step, last_step_before - resumed_step,
+        last_step_before, resumed_step);
+    EXPECT_LE(last_step_before - resumed_step, 2) << "more than --checkpoint-every steps lost";
+  }
+
+  TempDir tmp_;
+  std::string data_;
+};
+
+// The final checkpoints of two runs are the same bytes.
+void expect_same_final_checkpoints(const std::string& a, const std::string& b) {
+  const std::string last = newest_step_manifest(a + "/checkpoints");
+  ASSERT_FALSE(last.empty());
+  EXPECT_EQ(newest_step_manifest(b + "/checkpoints"), last);
+  for (const std::string& file : {last, fs::path(last).replace_extension(".safetensors").string(),
+                                  std::string("best.safetensors")}) {
+    const std::string x = file_contents(a + "/checkpoints/" + file);
+    ASSERT_FALSE(x.empty()) << file;
+    EXPECT_TRUE(x == file_contents(b + "/checkpoints/" + file)) << file << " differs";
+  }
+}
+
+TEST_F(LabFaults, SigtermToOneLauncherStopsTheJobAtACheckpointAndTheRestartIsExact) {
+  const auto fixed = [&](int node, const std::string& out, const std::string& log) {
+    return on_node(node,
+                   fmt::format("launch --nnodes 2 --node-rank {} --master-addr {} --master-port "
+                               "{} --nproc-per-node 1 --stop-grace 10 -- {}",
+                               node, address(0), kPort, train(out, 2)),
+                   log);
+  };
+  const std::string whole = tmp_.path() + "/whole", run = tmp_.path() + "/run";
+  {
+    auto n0 = fixed(0, whole, "whole0.log"), n1 = fixed(1, whole, "whole1.log");
+    const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(3));
+    ASSERT_EQ(r[0].exit_code, 0) << r[0].output << r[1].output;
+    ASSERT_EQ(r[1].exit_code, 0) << r[1].output;
+  }
+  auto n0 = fixed(0, run, "run0.log"), n1 = fixed(1, run, "run1.log");
+  ASSERT_TRUE(wait_for_checkpoint(run, 4)) << n0->output();
+  const auto sent = Clock::now();
+  n1->send_signal(SIGTERM);
+  const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(2));
+  const double stop_seconds = since(sent);
+  EXPECT_EQ(r[0].exit_code, 75) << r[0].output;
+  EXPECT_EQ(r[1].exit_code, 75) << r[1].output;
+  EXPECT_NE(r[1].output.find("stopped on SIGTERM: rank 1 exited 75 (stopped at a checkpoint)"),
+            std::string::npos)
+      << r[1].output;
+  EXPECT_LT(stop_seconds, 10) << "the stop took longer than --stop-grace";
+  const std::string stopped_at = newest_step_manifest(run + "/checkpoints");
+  const int64_t stop_step = std::stoll(stopped_at.substr(5));
+  const std::vector<int64_t> steps = logged_steps(run);
+  fmt::print(
+      "[fault: SIGTERM to node 1's launcher] all stopped {:.2f} s after it, at step {}; 0 "
+      "steps lost (the last step trained: {})\n",
+      stop_seconds, stop_step, steps.empty() ? -1 : steps.back());
+  EXPECT_EQ(steps.back(), stop_step);
+
+  auto again0 = fixed(0, run, "again0.log"), again1 = fixed(1, run, "again1.log");
+  const auto a = wait_all({again0.get(), again1.get()}, Clock::now() + std::chrono::minutes(3));
+  ASSERT_EQ(a[0].exit_code, 0) << a[0].output << a[1].output;
+  ASSERT_EQ(a[1].exit_code, 0) << a[1].output;
+  EXPECT_NE(a[0].output.find("resumed from " + run + "/checkpoints/" + stopped_at),
+            std::string::npos)
+      << a[0].output;
+  expect_same_final_checkpoints(whole, run);
+}
+
+// Rank 0's node (node 0 or 1, whichever took place 0) loses every process: the other node names
+// it, carries on alone from the last checkpoint, and takes it back when it is started again.
+TEST_F(LabFaults, RankZeroNodeKilledTheOtherCarriesOnAloneAndTakesItBack) {
+  auto server = rendezvous_server();
+  const std::string run = tmp_.path() + "/run";
+  constexpr int kEpochs = 8;
+  std::unique_ptr<Process> nodes[2] = {elastic_node(0, run, kEpochs, "node0.log"),
+                                       elastic_node(1, run, kEpochs, "node1.log")};
+  ASSERT_TRUE(wait_for(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  ASSERT_TRUE(wait_for_checkpoint(run, 4)) << nodes[0]->output() << nodes[1]->output();
+  const int victim = nodes[0]->output().find("runs ranks 0..0") != std::string::npos ? 0 : 1;
+  const int survivor = 1 - victim;
+  const size_t from = nodes[survivor]->output().size();
+  const std::vector<int64_t> before = logged_steps(run);
+  const auto fault = Clock::now();
+  kill_every_process_of(victim);
+  expect_recovery(*nodes[survivor], run, fault, from, before.empty() ? 0 : before.back(),
+                  fmt::format("kill -9 of rank 0's node (node {})", victim));
+  EXPECT_NE(
+      nodes[survivor]->output().find(fmt::format("(node-{}) sent no heartbeat", victim), from),
+      std::string::npos)
+      << nodes[survivor]->output();
+
+  nodes[victim] = elastic_node(victim, run, kEpochs, "back.log");
+  const auto rejoined = wait_for(*nodes[survivor], "round 2: 2 node(s)", from);
+  EXPECT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
+  const auto r = wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(3));
+  EXPECT_EQ(r[survivor].exit_code, 0) << r[survivor].output;
+  EXPECT_EQ(r[victim].exit_code, 0) << r[victim].output;
+  EXPECT_NE(r[survivor].output.find("round 1 ended: 1 node(s) waiting to join"), std::string::npos)
+      << r[survivor].output;
+  // The run completed: every epoch's record, the last checkpoint written by 2 workers.
+  // And metrics.jsonl recorded each membership: round, world size, nodes.
+  std::set<int64_t> epochs;
+  std::vector<std::pair<int, int>> memberships;  // (round, world size)
+  std::istringstream in(file_contents(run + "/metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_discarded()) continue;
+    if (record.value("type", "") == "epoch") epochs.insert(record.at("epoch").get<int64_t>());
+    if (record.value("type", "") == "membership") {
+      memberships.emplace_back(record.at("round").get<int>(), record.at("world_size").get<int>());
+      EXPECT_EQ(record.at("nodes").size(), static_cast<size_t>(memberships.back().second));
+    }
+  }
+  EXPECT_EQ(epochs.size(), static_cast<size_t>(kEpochs));
+  EXPECT_EQ(memberships, (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  const auto last = nlohmann::json::parse(
+      file_contents(run + "/checkpoints/" + newest_step_manifest(run + "/checkpoints")));
+  EXPECT_EQ(last.at("state").at("world_size"), 2);
+}
+
+// Node 1's link goes down (every packet to and from it lost, no reset): node 0 finds it silent,
+// goes on alone; once the link is back node 1 rejoins.
+TEST_F(LabFaults, ALinkCutAndRestoredDropsTheNodeThenTakesItBack) {
+  auto server = rendezvous_server();
+  const std::string run = tmp_.path() + "/run";
+  constexpr int kEpochs = 8;
+  auto n0 = elastic_node(0, run, kEpochs, "node0.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto n1 = elastic_node(1, run, kEpochs, "node1.log");
+  ASSERT_TRUE(wait_for(*n0, "round 0: 2 node(s)")) << n0->output();
+  ASSERT_TRUE(wait_for_checkpoint(run, 4)) << n0->output() << n1->output();
+  // The node holding rank 1 loses its link (the other keeps rank 0 and the run directory).
+  const int cut = n0->output().find("runs ranks 0..0") != std::string::npos ? 1 : 0;
+  Process& survivor = cut == 1 ? *n0 : *n1;
+  const size_t from = survivor.output().size();
+  const std::vector<int64_t> before = logged_steps(run);
+  const auto fault = Clock::now();
+  ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 down").exit_code, 0);
+  expect_recovery(survivor, run, fault, from, before.empty() ? 0 : before.back(),
+                  fmt::format("link of node {} cut", cut));
+  ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 up").exit_code, 0);
+  const auto rejoined = wait_for(survivor, "round 2: 2 node(s)", from);
+  EXPECT_TRUE(rejoined) << survivor.output() << (cut == 1 ? *n1 : *n0).output();
+  const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(3));
+  EXPECT_EQ(r[0].exit_code, 0) << r[0].output;
+  EXPECT_EQ(r[1].exit_code, 0) << r[1].output;
+}
+
+}  // namespace
+}  // namespace chexscale::test_util
