@@ -4,7 +4,9 @@
 torchvision densenet121 (14 outputs, BCE-with-logits, Adam lr 1e-3) on synthetic tensors,
 N processes started with torch.multiprocessing (no torchrun), Gloo over loopback, DDP with
 25 MiB buckets, BatchNorm statistics kept local (broadcast_buffers=False, as chexscale), a fixed
-number of intra-op threads per process. Warm-up steps are excluded. One worker runs the bare
+number of intra-op threads per process. --grad-compression fp16 | powersgd[:RANK] registers DDP's
+own fp16_compress_hook or powerSGD_hook (with --powersgd-start-step and --powersgd-min-rate, the
+same flags and defaults as chexscale's). Warm-up steps are excluded. One worker runs the bare
 model without a process group, as chexscale does for a 1-rank job.
 
 GPU mode (--device cuda): rank r on cuda:r, NCCL, the batches resident on the GPU (as chexscale's
@@ -50,13 +52,45 @@ def parse_args(argv):
     p.add_argument("--warmup-steps", type=int, default=3, help="steps excluded from timing")
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    p.add_argument("--grad-compression", default="none",
+                   help="none, fp16 (DDP's fp16_compress_hook) or powersgd[:RANK] (DDP's "
+                        "powerSGD_hook, rank 4 by default), as chexscale's flag")
+    p.add_argument("--powersgd-start-step", type=int, default=10,
+                   help="powerSGD_hook's start_powerSGD_iter (DDP needs at least 2)")
+    p.add_argument("--powersgd-min-rate", type=float, default=2.0,
+                   help="powerSGD_hook's min_compression_rate")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu or cuda")
     p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"],
                    help="autocast dtype of the forward pass (fp16: cuda only, with GradScaler)")
     p.add_argument("--channels-last", action="store_true", help="NHWC model and batches")
     p.add_argument("--label", default="pytorch-ddp", help="label written to the JSON")
     p.add_argument("--json", default="", help="write the result here (bench.json fields)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    mode, _, rank = args.grad_compression.partition(":")
+    if mode not in ("none", "fp16", "powersgd") or (rank and (mode != "powersgd" or
+                                                              not rank.isdigit() or int(rank) < 1)):
+        p.error(f"--grad-compression {args.grad_compression}: choose none, fp16 or powersgd[:RANK]"
+                " with RANK >= 1")
+    args.powersgd_rank = int(rank) if rank else 4
+    if mode == "powersgd" and args.grad_compression == "powersgd":
+        args.grad_compression = f"powersgd:{args.powersgd_rank}"
+    if mode == "powersgd" and args.powersgd_start_step < 2:
+        p.error("--powersgd-start-step must be >= 2: DDP's powerSGD_hook with error feedback "
+                "starts after its bucket rebuild")
+    return args
+
+
+def register_compression(model, args):
+    """The DDP communication hook of --grad-compression (none: DDP's own allreduce)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    if args.grad_compression == "fp16":
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif args.grad_compression.startswith("powersgd"):
+        state = powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=args.powersgd_rank,
+            start_powerSGD_iter=args.powersgd_start_step,
+            min_compression_rate=args.powersgd_min_rate)
+        model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
 
 
 def free_port():
@@ -103,6 +137,7 @@ def worker(rank, args, init_method, queue):
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[rank] if cuda else None, bucket_cap_mb=args.bucket_mb,
             broadcast_buffers=False)
+        register_compression(model, args)
         phase(args, rank, "process group joined")
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -191,7 +226,7 @@ def summarise(args, gathered, torch_version):
         "image_size": args.image_size, "batch_per_worker": args.batch_size,
         "world_size": world, "nnodes": args.nnodes,
         "backend": ("nccl" if args.device == "cuda" else "gloo") if world > 1 else "none",
-        "overlap": True, "compression": "none", "bucket_mb": args.bucket_mb,
+        "overlap": True, "compression": args.grad_compression, "bucket_mb": args.bucket_mb,
         "data": "synthetic", "threads_per_worker": args.threads, "device": args.device,
         "amp": args.amp, "channels_last": args.channels_last,
         "warmup_steps": args.warmup_steps, "steps": args.steps, "elapsed_s": elapsed,
