@@ -82,7 +82,9 @@ TEST(DatasetKind, UncertainPolicyMasksAndViewsFilter) {
     masked_entries += __builtin_popcount(uncertain);
     EXPECT_EQ(o.labels & uncertain, uncertain);  // ones: the uncertain are positive
     EXPECT_EQ(m.labels & uncertain, 0);
-    if (uncertain != 0) EXPECT_NE(m.split, Split::kTest);  // valid.csv has no -1
+    if (uncertain != 0) {
+      EXPECT_NE(m.split, Split::kTest);  // valid.csv has no -1
+    }
   }
   EXPECT_GT(masked_entries, 0);
 
