@@ -1,15 +1,20 @@
 // PyTorch .pth state dicts against torchvision: files torch.save wrote (zip and legacy format,
 // DenseNet's old layer names) load and give torchvision's logits; `export-weights --format pth`
-// writes what torch.load reads; files that are not the model's state dict are clear errors.
+// writes what torch.load reads; files that are not the model's state dict, and mutated pickles,
+// are clear errors.
 #include <gtest/gtest.h>
+
+#include <caffe2/serialize/inline_container.h>
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "common/error.h"
 #include "models/pth_weights.h"
 #include "models/registry.h"
 #include "models/safetensors.h"
+#include "models/torch_pickle.h"
 #include "models/torchvision_reference.h"
 #include "models/weights.h"
 #include "test_util/chexscale_cli.h"
@@ -152,6 +157,35 @@ TEST(PthWeights, FilesThatAreNotTheModelsStateDictAreClearErrors) {
   expect_error(d + "cut-legacy.pth", "is truncated");
   std::ofstream(d + "junk.pth") << "PK\x03\x04 not really a zip";
   expect_error(d + "junk.pth", "not a readable torch.save zip archive");
+}
+
+// The unpickler on hostile bytes: a state dict's pickle with random bytes changed parses or is a
+// DataError, never another exception or a crash (a bounded mutation run).
+TEST(PthWeights, MutatedPicklesAreDataErrors) {
+  test_util::TempDir dir;
+  write_pth(dir.path() + "/w.pth",
+            {{"a.weight", torch::randn({3, 4})}, {"a.bias", torch::arange(5)}});
+  caffe2::serialize::PyTorchStreamReader reader(dir.path() + "/w.pth");
+  const auto [record, size] = reader.getRecord("data.pkl");
+  const auto* bytes = static_cast<const uint8_t*>(record.get());
+  const std::vector<uint8_t> pickle(bytes, bytes + size);
+  std::size_t pos = 0;
+  ASSERT_EQ(torch_pickle::parse(pickle.data(), pickle.size(), pos)->entries.size(), 2u);
+  std::mt19937 rng(7);
+  int errors = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> mutated = pickle;
+    for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips)
+      mutated[rng() % mutated.size()] = static_cast<uint8_t>(rng());
+    mutated.resize(mutated.size() - rng() % 4);
+    pos = 0;
+    try {
+      torch_pickle::parse(mutated.data(), mutated.size(), pos);
+    } catch (const DataError&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, 100);  // the mutations reach the error paths
 }
 
 }  // namespace
