@@ -98,7 +98,9 @@ TEST(CliErrors, UnknownCommandIsNamed) {
 // still checked, so a config tried on one rank does not fail only on the cluster.
 TEST(CliErrors, DistributedValuesAreCheckedOnOneRank) {
   for (const char* flags :
-       {"--grad-compression zip", "--bucket-mb 0", "--rdzv-timeout 0", "--collective-timeout -1"}) {
+       {"--grad-compression zip", "--grad-compression powersgd:0", "--grad-compression fp16:2",
+        "--powersgd-start-step -1", "--powersgd-min-rate -1", "--bucket-mb 0", "--rdzv-timeout 0",
+        "--collective-timeout -1"}) {
     const auto r = run_chexscale(std::string("commbench ") + flags);
     EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
     const std::string flag(flags, std::string(flags).find(' '));
