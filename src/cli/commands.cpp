@@ -21,6 +21,7 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry);
 void add_bench_command(CLI::App& app, CommandRegistry& registry);
 void add_commbench_command(CLI::App& app, CommandRegistry& registry);
 void add_simulate_command(CLI::App& app, CommandRegistry& registry);
+void add_tune_command(CLI::App& app, CommandRegistry& registry);
 
 void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_version_command(app, registry);
@@ -40,6 +41,7 @@ void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   add_bench_command(app, registry);
   add_commbench_command(app, registry);
   add_simulate_command(app, registry);
+  add_tune_command(app, registry);
 }
 
 }  // namespace chexscale::cli

@@ -1,0 +1,194 @@
+// The reducer-settings tuner (see tune.h).
+#include "bench/tune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/enum_parse.h"
+#include "common/error.h"
+#include "common/timer.h"
+
+namespace chexscale::bench {
+namespace {
+
+// Runs one candidate for `steps` timed steps on every rank; the job's images/s.
+TuneTrial run_trial(const std::shared_ptr<distributed::DistContext>& ctx, const TuneOptions& o,
+                    const distributed::ReducerOptions& candidate, size_t index, int round,
+                    int64_t steps) {
+  ThroughputOptions w = o.workload;
+  w.reducer = candidate;
+  w.steps = steps;
+  w.warmup_steps = o.warmup_steps;
+  Stopwatch watch;
+  const report::BenchResult r = run_throughput(ctx, w);
+  TuneTrial t;
+  t.round = round;
+  t.candidate = index;
+  t.steps = steps;
+  t.images_per_sec = r.images_per_sec;
+  t.seconds = watch.seconds();
+  return t;
+}
+
+// Candidates ordered fastest first (ties: grid order), from this round's trials.
+std::vector<size_t> ranked(const std::vector<TuneTrial>& round_trials) {
+  std::vector<size_t> order(round_trials.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return round_trials[a].images_per_sec > round_trials[b].images_per_sec;
+  });
+  std::vector<size_t> candidates;
+  for (size_t i : order)
+    candidates.push_back(round_trials[i].candidate);
+  return candidates;
+}
+
+}  // namespace
+
+const char* to_string(AllowedCompression allowed) {
+  switch (allowed) {
+    case AllowedCompression::kNone:
+      return "none";
+    case AllowedCompression::kFp16:
+      return "fp16";
+    case AllowedCompression::kPowerSgd:
+      return "powersgd";
+  }
+  return "?";
+}
+
+AllowedCompression parse_allowed_compression(std::string_view text) {
+  return parse_enum(
+      text, "allow_compression",
+      {AllowedCompression::kNone, AllowedCompression::kFp16, AllowedCompression::kPowerSgd});
+}
+
+void TuneOptions::validate() const {
+  if (bucket_mb_candidates.empty()) {
+    throw UsageError("bucket_mb_candidates: give at least one bucket size");
+  }
+  for (double mb : bucket_mb_candidates) {
+    if (!(mb > 0)) throw UsageError(fmt::format("bucket_mb_candidates {} must be > 0", mb));
+  }
+  if (first_round_steps < 1) {
+    throw UsageError(fmt::format("first_round_steps {} must be >= 1", first_round_steps));
+  }
+  if (warmup_steps < 0) throw UsageError(fmt::format("warmup_steps {} must be >= 0", warmup_steps));
+  for (int r : powersgd_ranks) {
+    if (r < 1) throw UsageError(fmt::format("powersgd_ranks: rank {} must be >= 1", r));
+  }
+  ThroughputOptions w = workload;
+  w.steps = first_round_steps;
+  w.warmup_steps = warmup_steps;
+  w.validate();
+}
+
+std::vector<distributed::ReducerOptions> tune_candidates(const TuneOptions& o) {
+  std::vector<std::string> compressions{"none"};
+  if (o.allow != AllowedCompression::kNone) compressions.emplace_back("fp16");
+  if (o.allow == AllowedCompression::kPowerSgd) {
+    for (int r : o.powersgd_ranks)
+      compressions.push_back(fmt::format("powersgd:{}", r));
+  }
+  std::vector<distributed::ReducerOptions> out;
+  for (bool overlap : {true, false}) {
+    if (!overlap && !o.try_no_overlap) continue;
+    for (const std::string& compression : compressions) {
+      for (double mb : o.bucket_mb_candidates) {
+        distributed::ReducerOptions c;
+        c.bucket_mb = mb;
+        c.overlap = overlap;
+        distributed::set_compression(c, compression);
+        c.powersgd_start_step = 0;  // a trial is a few steps: compress from the first
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::string candidate_name(const distributed::ReducerOptions& c) {
+  return fmt::format("bucket {} MiB, {}, {}", c.bucket_mb, distributed::compression_spec(c),
+                     c.overlap ? "overlap" : "no overlap");
+}
+
+TuneResult run_tune(const std::shared_ptr<distributed::DistContext>& ctx, const TuneOptions& o,
+                    const TuneProgress& progress) {
+  o.validate();
+  if (ctx->world_size() < 2) {
+    throw UsageError(
+        "tune measures the gradient reducer, which a job of one rank does not use: run it with "
+        ">= 2 ranks (e.g. chexscale launch --nproc-per-node 2 -- tune ...)");
+  }
+  TuneResult result;
+  result.candidates = tune_candidates(o);
+  result.full_grid = o.full_grid;
+  const size_t n = result.candidates.size();
+  // Rounds until one is left: ceil(log2 n); the last round's steps are the grid's.
+  int rounds = 0;
+  for (size_t alive = n; alive > 1; alive = (alive + 1) / 2)
+    ++rounds;
+  const int64_t last_steps = o.first_round_steps << std::max(0, rounds - 1);
+  size_t total = 0;
+  if (o.full_grid) {
+    total = n;
+  } else {
+    for (size_t alive = n; alive > 1; alive = (alive + 1) / 2)
+      total += alive;
+    if (n == 1) total = 1;
+  }
+  Stopwatch watch;
+  auto record = [&](TuneTrial t) {
+    result.trials.push_back(t);
+    if (progress) progress(t, result.trials.size(), total);
+    return t;
+  };
+  if (o.full_grid || n == 1) {
+    std::vector<TuneTrial> round;
+    for (size_t i = 0; i < n; ++i)
+      round.push_back(record(run_trial(ctx, o, result.candidates[i], i, 0, last_steps)));
+    result.best = ranked(round).front();
+  } else {
+    std::vector<size_t> alive(n);
+    std::iota(alive.begin(), alive.end(), 0);
+    int64_t steps = o.first_round_steps;
+    for (int r = 0; alive.size() > 1; ++r, steps *= 2) {
+      std::vector<TuneTrial> round;
+      for (size_t i : alive)
+        round.push_back(record(run_trial(ctx, o, result.candidates[i], i, r, steps)));
+      std::vector<size_t> order = ranked(round);
+      order.resize((order.size() + 1) / 2);
+      alive = order;
+    }
+    result.best = alive.front();
+  }
+  for (const TuneTrial& t : result.trials) {
+    if (t.candidate == result.best) result.best_images_per_sec = t.images_per_sec;
+  }
+  result.seconds = watch.seconds();
+  return result;
+}
+
+std::string tuned_yaml(const TuneResult& r) {
+  const distributed::ReducerOptions& best = r.candidates[r.best];
+  std::string out = fmt::format(
+      "# chexscale tune: {} candidates, {}, {} trials in {:.1f} s\n"
+      "# chosen: {} ({:.2f} images/s in its last trial)\n"
+      "# use: chexscale train --config tuned.yaml ...\n",
+      r.candidates.size(), r.full_grid ? "full grid" : "successive halving", r.trials.size(),
+      r.seconds, candidate_name(best), r.best_images_per_sec);
+  out += fmt::format("bucket-mb: {}\ngrad-compression: {}\n", best.bucket_mb,
+                     distributed::compression_spec(best));
+  if (!best.overlap) out += "no-overlap: true\n";
+  out += "#\n# round  steps  images/s  candidate\n";
+  for (const TuneTrial& t : r.trials) {
+    out += fmt::format("# {:>5}  {:>5}  {:>8.2f}  {}\n", t.round, t.steps, t.images_per_sec,
+                       candidate_name(r.candidates[t.candidate]));
+  }
+  return out;
+}
+
+}  // namespace chexscale::bench

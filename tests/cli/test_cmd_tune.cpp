@@ -1,0 +1,131 @@
+// `chexscale tune` with real ranks through the launcher (Gloo over loopback, tiny ResNet-18):
+// successive halving runs every candidate, then the faster half with twice the steps, and
+// chooses the faster of the last round; the full grid measures every candidate once at the last
+// round's steps; tuned.yaml is a config file `bench --config` applies; mistakes are usage errors.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale {
+namespace {
+
+const std::string kTune =
+    "launch --nproc-per-node 2 -- tune --arch resnet18 --image-size 32 --batch-size 2 "
+    "--threads 1 --bucket-mb-candidates 1,25 --allow-compression fp16 --overlap-only "
+    "--first-round-steps 1 --warmup-steps 1";
+
+struct TrialLine {
+  int round = 0;
+  int steps = 0;
+  double images_per_sec = 0;
+  std::string candidate;
+};
+
+// The "# round steps images/s candidate" table of tuned.yaml.
+std::vector<TrialLine> trial_lines(const std::string& yaml) {
+  std::vector<TrialLine> out;
+  std::istringstream in(yaml);
+  std::string line;
+  bool table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("# round", 0) == 0) {
+      table = true;
+      continue;
+    }
+    if (!table || line.size() < 2) continue;
+    std::istringstream row(line.substr(1));
+    TrialLine t;
+    row >> t.round >> t.steps >> t.images_per_sec;
+    std::getline(row, t.candidate);
+    t.candidate = t.candidate.substr(t.candidate.find_first_not_of(' '));
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::string chosen_line(const std::string& yaml) {
+  const size_t at = yaml.find("# chosen: ");
+  return yaml.substr(at + 10, yaml.find(" (", at) - at - 10);
+}
+
+TEST(TuneCli, SuccessiveHalvingKeepsTheFasterHalfAndWritesAConfigBenchApplies) {
+  test_util::TempDir dir;
+  const std::string out = dir.path() + "/tuned.yaml";
+  const auto r = test_util::run_chexscale(kTune + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string yaml = read_file(out);
+  const auto trials = trial_lines(yaml);
+  // 4 candidates (buckets 1 and 25 MiB x none and fp16): 4 trials of 1 step, then 2 of 2 steps.
+  ASSERT_EQ(trials.size(), 6u) << yaml;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(trials[i].round, 0);
+    EXPECT_EQ(trials[i].steps, 1);
+  }
+  std::vector<TrialLine> first(trials.begin(), trials.begin() + 4);
+  std::sort(first.begin(), first.end(), [](const TrialLine& a, const TrialLine& b) {
+    return a.images_per_sec > b.images_per_sec;
+  });
+  // Round 1 holds exactly the two fastest of round 0, each with 2 steps.
+  std::set<std::string> kept{trials[4].candidate, trials[5].candidate};
+  EXPECT_EQ(kept, (std::set<std::string>{first[0].candidate, first[1].candidate})) << yaml;
+  EXPECT_EQ(trials[4].steps, 2);
+  EXPECT_EQ(trials[5].round, 1);
+  const TrialLine& winner =
+      trials[4].images_per_sec >= trials[5].images_per_sec ? trials[4] : trials[5];
+  EXPECT_EQ(chosen_line(yaml), winner.candidate) << yaml;
+
+  // The chosen settings as bench.json reports them when the file is its config.
+  const auto b = test_util::run_chexscale(
+      "launch --nproc-per-node 2 -- bench --config " + out +
+      " --arch resnet18 --image-size 32 --batch-size 2 --steps 1 --warmup-steps 0 --threads 1 "
+      "--out " +
+      dir.path() + "/bench");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const nlohmann::json bench = nlohmann::json::parse(read_file(dir.path() + "/bench/bench.json"));
+  const std::string expected =
+      fmt::format("bucket {} MiB, {}, overlap", bench["bucket_mb"].get<double>(),
+                  bench["compression"].get<std::string>());
+  EXPECT_EQ(expected, winner.candidate) << yaml;
+}
+
+TEST(TuneCli, FullGridMeasuresEveryCandidateAtTheLastRoundsSteps) {
+  test_util::TempDir dir;
+  const std::string out = dir.path() + "/tuned.yaml";
+  const auto r = test_util::run_chexscale(kTune + " --full-grid --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string yaml = read_file(out);
+  const auto trials = trial_lines(yaml);
+  ASSERT_EQ(trials.size(), 4u) << yaml;
+  const TrialLine* best = &trials[0];
+  for (const TrialLine& t : trials) {
+    EXPECT_EQ(t.steps, 2);
+    if (t.images_per_sec > best->images_per_sec) best = &t;
+  }
+  EXPECT_EQ(chosen_line(yaml), best->candidate);
+  EXPECT_NE(yaml.find("full grid"), std::string::npos);
+}
+
+TEST(TuneCli, MistakesAreUsageErrors) {
+  auto r = test_util::run_chexscale("tune --arch resnet18 --image-size 32");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(">= 2 ranks"), std::string::npos) << r.output;
+  r = test_util::run_chexscale("tune --allow-compression zip");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--allow-compression 'zip': choose none, fp16 or powersgd"),
+            std::string::npos)
+      << r.output;
+  r = test_util::run_chexscale("tune --bucket-mb-candidates 0,25");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--bucket-mb-candidates"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace chexscale
