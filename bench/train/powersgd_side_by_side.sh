@@ -3,11 +3,15 @@
 # loopback (Gloo), chexscale bench against the PyTorch DDP peer (bench/peer/ddp_bench.py), each
 # with plain allreduce and with PowerSGD rank 4 (start step 10, so the 11 warm-up steps include
 # the plain ones and every timed step compresses), run after run. Prints images/s per run.
+# BUCKET_MB (default 1000) for both: DDP's powerSGD_hook on Gloo in Debian's torch 1.13 aborted
+# with 25 MiB buckets (gloo 'op.preamble.length <= op.nbytes': the ranks' allreduces out of step);
+# with 1000 it runs.
 set -euo pipefail
-bin=$1 out=$2 arch=${3:-resnet50} rounds=${4:-1}
+bin=$1 out=$2 arch=${3:-resnet50} rounds=${4:-1} bucket_mb=${BUCKET_MB:-1000}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
-common=(--arch "$arch" --image-size 64 --batch-size 4 --steps 5 --warmup-steps 11 --threads 1)
+common=(--arch "$arch" --image-size 64 --batch-size 4 --steps 5 --warmup-steps 11 --threads 1
+  --bucket-mb "$bucket_mb")
 for r in $(seq 1 "$rounds"); do
   for mode in none powersgd:4; do
     tag=$(echo "$mode" | tr ':' '-')
