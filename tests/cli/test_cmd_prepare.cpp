@@ -1,6 +1,7 @@
 // `chexscale synth` and `chexscale prepare` as real processes: prepare killed with SIGKILL mid-run
 // leaves no shard that reads as valid but is wrong, and a rerun keeps finished shards and
-// completes; --verify finds a damaged shard; usage errors exit 2.
+// completes; --verify finds a damaged shard; usage errors exit 2; `synth --format dicom` writes a
+// set that prepare packs into 16-bit records and a broken DICOM is left out by name.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -104,6 +105,30 @@ TEST(PrepareCli, VerifyFailsOnADamagedShardAndUsageErrorsExitTwo) {
   EXPECT_EQ(test_util::run_chexscale("prepare --verify " + out.path()).exit_code, 1);
   EXPECT_EQ(test_util::run_chexscale("prepare --out " + out.path()).exit_code, 2);
   EXPECT_EQ(test_util::run_chexscale("synth --images 5").exit_code, 2);
+}
+
+TEST(PrepareCli, SynthDicomIsPreparedAndABrokenDicomIsLeftOutByName) {
+  test_util::TempDir data;
+  test_util::TempDir out;
+  const auto synth = test_util::run_chexscale("synth --out " + data.path() +
+                                              " --images 12 --size 32 --format dicom");
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  const std::string victim = data.path() + "/images/00000001_000.png";  // DICOM content
+  fs::resize_file(victim, fs::file_size(victim) / 2);
+  const auto prep = test_util::run_chexscale("prepare --data " + data.path() + " --out " +
+                                             out.path() + " --size 24 --threads 2");
+  ASSERT_EQ(prep.exit_code, 0) << prep.output;
+  const ShardManifest m = read_shard_manifest(out.path());
+  ASSERT_EQ(m.bad_images.size(), 1u);
+  EXPECT_NE(m.bad_images[0].find("00000001_000.png"), std::string::npos) << m.bad_images[0];
+  EXPECT_NE(m.bad_images[0].find("DICOM"), std::string::npos) << m.bad_images[0];
+  EXPECT_EQ(m.records(), 11);
+  const ShardReader shard(out.path() + "/" + m.shard_files[0]);
+  EXPECT_EQ(shard.header().sample_bytes, 2u);
+  EXPECT_EQ(test_util::run_chexscale("prepare --verify " + out.path()).exit_code, 0);
+  const auto bad = test_util::run_chexscale("synth --out " + data.path() + "/x --format tiff");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--format"), std::string::npos) << bad.output;
 }
 
 }  // namespace

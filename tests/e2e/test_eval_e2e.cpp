@@ -1,6 +1,7 @@
 // `chexscale eval` end to end beyond a split: an explicit list of images (labelled by the CSV or
-// not; metrics over the labelled ones only; clear errors naming the list's file and line), and
-// ten-crop evaluation checked against the ten crops cut by hand with tensor operations.
+// not; metrics over the labelled ones only; clear errors naming the list's file and line),
+// ten-crop evaluation checked against the ten crops cut by hand with tensor operations, and
+// `predict` on the same X-ray as PNG, 16-bit PNG and DICOM.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,8 @@
 
 #include "data/batch.h"
 #include "data/chestxray14_csv.h"
+#include "data/dicom_io.h"
+#include "data/image_decode.h"
 #include "data/png_io.h"
 #include "data/resize.h"
 #include "data/synthetic.h"
@@ -124,7 +127,7 @@ torch::Tensor probabilities_by_hand(const train::InferenceModel& m, const std::s
   data::GrayImage original;
   data::GrayImage resized;
   std::vector<uint8_t> buffer;
-  data::read_png_gray(png, original, buffer);
+  data::read_image(png, original, buffer);
   const int s = static_cast<int>(m.image_size);
   const int c = static_cast<int>(m.crop_size);
   data::resize_gray(original, s, s, resized);
@@ -338,6 +341,50 @@ TEST_F(EvalE2E, TenCropAveragesTheTenCropsAndDiffersFromTheCentreCrop) {
     EXPECT_GT(eval_ten.min().item<double>(), 1e-3) << name;
     EXPECT_LT(eval_ten.max().item<double>(), 1 - 1e-3) << name;
   }
+}
+
+// The same X-ray as an 8-bit PNG, a 16-bit PNG (v * 257: v / 255 after normalisation) and DICOM
+// (8-bit MONOCHROME2; 16-bit MONOCHROME1 stored inverted, v * 257) predicts the same
+// probabilities; a DICOM it cannot decode is an error naming the file.
+TEST_F(EvalE2E, PredictReadsPng16AndDicomAsThePng) {
+  const data::GrayImage img = data::render_synthetic_image(0b110, kImageSize, 77);  // the unlisted
+  std::vector<uint16_t> wide(img.pixels.begin(), img.pixels.end());
+  data::DicomWriteOptions dicom8;
+  dicom8.bits_stored = 8;
+  data::write_dicom_gray(tmp.path() + "/x8.dcm", wide.data(), kImageSize, kImageSize, dicom8);
+  for (uint16_t& v : wide)
+    v = static_cast<uint16_t>(v * 257);
+  std::ofstream(tmp.path() + "/x16.png", std::ios::binary)
+      << data::encode_png_gray16(wide.data(), kImageSize, kImageSize);
+  std::vector<uint16_t> inverted(wide);
+  for (uint16_t& v : inverted)
+    v = static_cast<uint16_t>(65535 - v);
+  data::DicomWriteOptions dicom16;
+  dicom16.monochrome1 = true;
+  data::write_dicom_gray(tmp.path() + "/x16.dcm", inverted.data(), kImageSize, kImageSize, dicom16);
+  const auto predict = [&](const std::string& image) {
+    const auto r =
+        run_chexscale(fmt::format("predict --checkpoint {} --image {} --json", checkpoint_, image));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.output).at("probabilities")
+                            : nlohmann::json::object();
+  };
+  const auto png = predict(data_->dir + "/images/" + data_->unlisted);
+  for (const std::string file : {"x8.dcm", "x16.png", "x16.dcm"}) {
+    const auto other = predict(tmp.path() + "/" + file);
+    for (int c = 0; c < data::kNumPathologies; ++c) {
+      const std::string& name = data::kPathologies[c];
+      ASSERT_TRUE(other.contains(name)) << file;
+      EXPECT_NEAR(other.at(name).get<double>(), png.at(name).get<double>(), 1e-5) << file;
+    }
+  }
+  std::string broken = test_util::file_contents(tmp.path() + "/x16.dcm");
+  broken.resize(broken.size() / 2);
+  std::ofstream(tmp.path() + "/broken.dcm", std::ios::binary) << broken;
+  const auto r = run_chexscale(
+      fmt::format("predict --checkpoint {} --image {}/broken.dcm", checkpoint_, tmp.path()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("broken.dcm"), std::string::npos) << r.output;
 }
 
 }  // namespace
