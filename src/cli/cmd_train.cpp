@@ -181,6 +181,9 @@ void add_run_flags(CLI::App& cmd, TrainFlags& f) {
                              "exit {}; a second signal or the grace running out ends at once)",
                              kExitPreempted))
       ->capture_default_str();
+  cmd.add_option("--record-examples", t.record_examples,
+                 "Debug: each rank appends the dataset indices of every step it trains to "
+                 "PATH.rank<r> (\"<round> <epoch> <step> <index>...\" lines)");
   cmd.add_option("--timeline", t.timeline,
                  "Write a Chrome trace of step phases and allreduces (rank r writes .rank<r>.json; "
                  "rank 0 merges the files it can see at the end)");

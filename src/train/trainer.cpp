@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "common/error.h"
 #include "common/limits.h"
@@ -255,6 +256,7 @@ class Trainer::Impl {
       StepResult& r = *stepped;
       r.times.data_wait = train_loader_->last_wait_seconds();
       record_timeline(start_us, r.times);
+      if (!opt_.record_examples.empty()) record_step_examples(*batch);
       advance_position(r);
       window.add(r);
       totals.step_sum += r.times;
@@ -323,6 +325,15 @@ class Trainer::Impl {
     summary.non_finite_steps = non_finite_steps_;
     if (timeline_) timeline_->flush();
     return summary;
+  }
+
+  // --record-examples: this rank's dataset indices of the step just trained.
+  void record_step_examples(const data::Batch& batch) const {
+    std::ofstream out(fmt::format("{}.rank{}", opt_.record_examples, ctx_->rank()), std::ios::app);
+    out << opt_.membership_round << ' ' << pos_.epoch << ' ' << pos_.global_step;
+    for (int64_t index : batch.indices)
+      out << ' ' << index;
+    out << '\n';
   }
 
   // One training step; a skipped one on every rank when the batch of some rank lost every image

@@ -68,6 +68,9 @@ struct TrainerOptions {
   // "membership" record when the run starts (-1: not elastic).
   int membership_round = -1;
   std::vector<std::string> membership_nodes;
+  // Debug (--record-examples): each rank appends "<round> <epoch> <step> <index>..." for every
+  // step it trains to <path>.rank<r> ("" = none).
+  std::string record_examples;
 
   // UsageError naming the field of the first value out of range, its parts' (model, data,
   // optimizer, schedule) included; reads no file. The trainer calls it first.
