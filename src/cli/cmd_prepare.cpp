@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/dataset_flags.h"
 #include "common/error.h"
 #include "common/progress.h"
 #include "data/prepare.h"
@@ -31,13 +32,17 @@ int verify(const std::string& dir) {
 void add_prepare_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "prepare",
-      "Pack a ChestX-ray14 folder into shards of pre-resized 8-bit images with labels, patient "
-      "ids\n"
-      "and split membership (versioned header, index, CRC32 per record, memory-mapped reading).\n"
-      "Uses all cores; an interrupted run resumes where it stopped. Format: docs/data.md.");
+      "Pack a data set's folder into shards of pre-resized images (8 or 16 bits) with labels,\n"
+      "known-label masks, patient ids and split membership (versioned header, index, CRC32 per\n"
+      "record, memory-mapped reading). Uses all cores; an interrupted run resumes where it\n"
+      "stopped. Format: docs/data.md.");
   auto opt = std::make_shared<data::PrepareOptions>();
   auto verify_dir = std::make_shared<std::string>();
-  cmd->add_option("--data", opt->data_dir, "ChestX-ray14 folder (Data_Entry_2017.csv, images/)");
+  auto dataset = std::make_shared<DatasetFlags>();
+  cmd->add_option("--data", opt->data_dir,
+                  "A data set's folder: ChestX-ray14, CheXpert, MIMIC-CXR-JPG or PadChest "
+                  "(see --dataset)");
+  add_dataset_flags(*cmd, *dataset);
   cmd->add_option("--out", opt->out_dir, "Output folder for the shards (created)");
   cmd->add_option("--size", opt->image_size, "Side of the stored images in pixels")
       ->capture_default_str();
@@ -56,8 +61,9 @@ void add_prepare_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--strict", opt->strict, "Treat data warnings and bad images as errors");
   cmd->add_option("--verify", *verify_dir,
                   "Check an existing shard set (headers, indexes, every checksum) and exit");
-  registry.add(cmd, [opt, verify_dir](const RunContext&) {
+  registry.add(cmd, [opt, verify_dir, dataset](const RunContext&) {
     if (!verify_dir->empty()) return verify(*verify_dir);
+    opt->dataset = dataset->resolved();
     if (opt->data_dir.empty() || opt->out_dir.empty()) {
       throw UsageError("prepare: --data and --out are required (or --verify SHARDS)");
     }

@@ -64,7 +64,7 @@ SynthResult write_synthetic_chexpert(const SynthOptions& opt) {
     (is_valid ? valid_csv : train_csv) += row + "\n";
     paths.push_back(chexpert_relative_path(r.path));
   }
-  const int64_t bytes = write_synthetic_images(paths, labels, opt);
+  const int64_t bytes = write_synthetic_images(paths, labels, opt, SynthImageFormat::kJpeg);
   const fs::path out(opt.out_dir);
   write_file_atomic((out / "valid.csv").string(), valid_csv);
   write_file_atomic((out / "train.csv").string(), train_csv);  // last: marks completion

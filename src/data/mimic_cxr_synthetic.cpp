@@ -120,7 +120,7 @@ SynthResult write_synthetic_mimic_cxr(const SynthOptions& opt) {
         lateral ? "lateral" : "postero-anterior");
     paths.push_back(mimic_image_path(im));
   }
-  const int64_t bytes = write_synthetic_images(paths, labels, opt);
+  const int64_t bytes = write_synthetic_images(paths, labels, opt, SynthImageFormat::kJpeg);
   const fs::path out(opt.out_dir);
   write_file_atomic((out / kMimicSplitCsv).string(), split_csv);
   write_file_atomic((out / kMimicMetadataCsv).string(), metadata_csv);

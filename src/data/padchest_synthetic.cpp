@@ -88,7 +88,7 @@ SynthResult write_synthetic_padchest(const SynthOptions& opt) {
         projection, findings_list(labels[i], i));
     paths.push_back(fmt::format("{}/{}", dir, image));
   }
-  const int64_t bytes = write_synthetic_images(paths, labels, opt, /*sixteen_bit=*/true);
+  const int64_t bytes = write_synthetic_images(paths, labels, opt, SynthImageFormat::kPng16);
   write_file_atomic((fs::path(opt.out_dir) / kPadchestCsv).string(), csv);  // last: completion
   return synth_result(labels, patients, bytes, DatasetKind::kPadchest);
 }

@@ -162,7 +162,7 @@ void refuse_existing_files(const std::string& out_dir, const std::vector<std::st
 
 int64_t write_synthetic_images(const std::vector<std::string>& paths,
                                const std::vector<LabelBits>& labels, const SynthOptions& opt,
-                               bool sixteen_bit) {
+                               SynthImageFormat layout_format) {
   for (const std::string& p : paths)
     make_dirs((fs::path(opt.out_dir) / p).parent_path().string());
   std::atomic<int64_t> bytes{0};
@@ -171,10 +171,8 @@ int64_t write_synthetic_images(const std::vector<std::string>& paths,
       [&](size_t i) {
         const GrayImage img = render_synthetic_image(
             labels[i], opt.image_size, mix_seed({opt.seed, static_cast<uint64_t>(i), 0x1A6E}));
-        SynthImageFormat format = opt.format;
-        if (format == SynthImageFormat::kLayout) {
-          format = sixteen_bit ? SynthImageFormat::kPng16 : SynthImageFormat::kPng;
-        }
+        const SynthImageFormat format =
+            opt.format == SynthImageFormat::kLayout ? layout_format : opt.format;
         bytes += write_synthetic_image_file(img, format,
                                             mix_seed({opt.seed, static_cast<uint64_t>(i), 0xF0A7}),
                                             (fs::path(opt.out_dir) / paths[i]).string());
@@ -243,7 +241,7 @@ SynthResult write_synthetic_dataset(const SynthOptions& opt) {
   std::vector<std::string> paths;
   for (const CsvRecord& r : records)
     paths.push_back("images/" + r.image);
-  const int64_t bytes = write_synthetic_images(paths, labels, opt);
+  const int64_t bytes = write_synthetic_images(paths, labels, opt, SynthImageFormat::kPng);
 
   const fs::path out(opt.out_dir);
   write_file_atomic((out / "train_val_list.txt").string(), lists.train_val_text);

@@ -33,11 +33,12 @@ std::vector<LabelBits> synthetic_uncertain(const std::vector<LabelBits>& labels,
 void refuse_existing_files(const std::string& out_dir, const std::vector<std::string>& held);
 
 // Renders image i with labels[i] (seeded by opt.seed and i) and writes it to out_dir/paths[i]
-// (folders made) in opt.format (kLayout: 8-bit PNG or, with `sixteen_bit`, 16-bit PNG); on all
+// (folders made) in opt.format, where kLayout means `layout_format`, the data set's own (8-bit
+// PNG for ChestX-ray14, JPEG for CheXpert and MIMIC-CXR-JPG, 16-bit PNG for PadChest); on all
 // threads, reporting progress. Returns the bytes written.
 int64_t write_synthetic_images(const std::vector<std::string>& paths,
                                const std::vector<LabelBits>& labels, const SynthOptions& opt,
-                               bool sixteen_bit = false);
+                               SynthImageFormat layout_format);
 
 // The result of a layout with these labels (positives counted per bit).
 SynthResult synth_result(const std::vector<LabelBits>& labels, int64_t patients, int64_t bytes,

@@ -1,8 +1,9 @@
 // Every data set end to end through the CLI: `synth --dataset X` writes its published layout,
 // `train` trains a few steps of a small model on it (the data set found from its files), and
 // `eval` prints the AUROC table of that data set's own labels (CheXpert's observations beside the
-// CheXpert paper's numbers, ChestX-ray14's for PadChest) and writes predictions.csv with them. A
-// checkpoint cannot be evaluated on data of another label set.
+// CheXpert paper's numbers, ChestX-ray14's for PadChest) and writes predictions.csv with them.
+// Shards made by `prepare` keep the labels and masks. A checkpoint cannot be evaluated on data of
+// another label set.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -82,6 +83,52 @@ TEST(DatasetsE2E, PadchestTrainsOnTheMappedPathologies) {
   const Trained t = synth_and_train(dir, "padchest");
   const std::string out = eval_has_labels(dir, t, data::chestxray14_label_set());
   EXPECT_NE(out.find("CheXNet"), std::string::npos) << out;
+}
+
+// Shards keep a data set's label names and its known-labels masks: trained from CheXpert shards,
+// the model has CheXpert's labels; evaluated on the training split (where synth puts uncertain
+// labels), `--uncertain ignore` leaves labels out of AUROC's counts, `--uncertain ones` none.
+TEST(DatasetsE2E, ChexpertShardsKeepLabelsAndMasks) {
+  test_util::TempDir dir;
+  const std::string data = dir.path() + "/chexpert";
+  ASSERT_EQ(
+      run_chexscale(fmt::format("synth --dataset chexpert --out {} --images 90 --size 48", data))
+          .exit_code,
+      0);
+  for (const std::string policy : {"ignore", "ones"}) {
+    const std::string shards = dir.path() + "/shards-" + policy;
+    const auto p = run_chexscale(
+        fmt::format("prepare --data {} --out {} --size 48 --uncertain {}", data, shards, policy));
+    ASSERT_EQ(p.exit_code, 0) << p.output;
+    const auto manifest =
+        nlohmann::json::parse(test_util::file_contents(shards + "/manifest.json"));
+    EXPECT_EQ(manifest.at("labels").get<std::vector<std::string>>(),
+              data::chexpert_label_set().labels);
+    const std::string run = dir.path() + "/run-" + policy;
+    const auto t = run_chexscale(fmt::format(
+        "train --data {} --out {} --arch resnet18 --crop-size 40 --batch-size 16 --epochs 1 "
+        "--loader-threads 1 --val-threads 1 --intra-op-threads 1",
+        shards, run));
+    ASSERT_EQ(t.exit_code, 0) << t.output;
+    const std::string out = dir.path() + "/eval-" + policy;
+    const auto e = run_chexscale(
+        fmt::format("eval --checkpoint {}/checkpoints/best.json --data {} --split train --out {}",
+                    run, shards, out));
+    ASSERT_EQ(e.exit_code, 0) << e.output;
+    const auto metrics = nlohmann::json::parse(test_util::file_contents(out + "/metrics.json"));
+    const int64_t examples = metrics.at("examples").get<int64_t>();
+    int64_t counted = 0;
+    for (const auto& [name, n] : metrics.at("auroc").at("positives").items())
+      counted += n.get<int64_t>() + metrics.at("auroc").at("negatives").at(name).get<int64_t>();
+    const int64_t entries =
+        examples * static_cast<int64_t>(data::chexpert_label_set().labels.size());
+    if (policy == "ones") {
+      EXPECT_EQ(counted, entries);
+    } else {
+      EXPECT_LT(counted, entries);
+      EXPECT_GT(counted, entries / 2);
+    }
+  }
 }
 
 TEST(DatasetsE2E, NihCheckpointOnChexpertDataIsAClearError) {
