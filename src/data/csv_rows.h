@@ -26,8 +26,6 @@ class CsvRows {
 
   // The index of a header column, or -1.
   int column(std::string_view name) const;
-  const std::string& file() const { return file_; }
-  size_t width() const { return header_.size(); }
 
   // The next non-empty row of the header's width into `fields`, its line in `line`; rows of
   // another width are warnings (skipped). False at the end.

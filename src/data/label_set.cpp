@@ -21,13 +21,6 @@ const LabelSet& chexpert_label_set() {
   return set;
 }
 
-const LabelSet* find_label_set(const std::vector<std::string>& labels) {
-  for (const LabelSet* set : {&chestxray14_label_set(), &chexpert_label_set()}) {
-    if (set->labels == labels) return set;
-  }
-  return nullptr;
-}
-
 const char* to_string(UncertainPolicy policy) {
   switch (policy) {
     case UncertainPolicy::kOnes:

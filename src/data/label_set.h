@@ -20,8 +20,6 @@ struct LabelSet {
 
 const LabelSet& chestxray14_label_set();
 const LabelSet& chexpert_label_set();
-// The label set whose names are `labels` (in that order), or null for none we know.
-const LabelSet* find_label_set(const std::vector<std::string>& labels);
 
 // What to do with an observation the labeler marked uncertain (-1), as in the CheXpert paper:
 // U-Ones (positive), U-Zeros (negative) or U-Ignore (masked out of the loss and of AUROC).
