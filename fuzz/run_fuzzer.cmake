@@ -1,9 +1,10 @@
 # ctest driver for a bounded libFuzzer run: writes a fresh seed corpus, fuzzes for MAX_TIME seconds,
 # fails if the fuzzer finds a crash, a leak or a sanitizer error (non-zero exit).
-# cmake -DSEED_GEN=exe -DFUZZER=exe -DDICT=file -DWORK_DIR=dir -DMAX_TIME=s -P run_fuzzer.cmake
+# cmake -DSEED_GEN=exe [-DSEED_KIND=arg] -DFUZZER=exe -DDICT=file -DWORK_DIR=dir -DMAX_TIME=s
+#       -P run_fuzzer.cmake   (the generator runs as `exe [arg] <dir>`)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR}/corpus)
-execute_process(COMMAND ${SEED_GEN} ${WORK_DIR}/seeds RESULT_VARIABLE seed_rc)
+execute_process(COMMAND ${SEED_GEN} ${SEED_KIND} ${WORK_DIR}/seeds RESULT_VARIABLE seed_rc)
 if(NOT seed_rc EQUAL 0)
   message(FATAL_ERROR "seed corpus generator failed: ${seed_rc}")
 endif()

@@ -1,11 +1,13 @@
 // DICOM decoding to gray with DCMTK's DicomImage, and writing with its codecs (see dicom_io.h).
 #include "data/dicom_io.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <dcmtk/config/osconfig.h>  // first, as DCMTK requires
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
-#include <dcmtk/dcmdata/dcistrmb.h>
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmdata/dcrleerg.h>
 #include <dcmtk/dcmdata/dcuid.h>
@@ -17,6 +19,7 @@
 #include <dcmtk/oflog/oflog.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -30,9 +33,6 @@ constexpr Uint16 kMaxSide = 1U << 15;
 // Compressed pixel data: lossless JPEG/JPEG-LS/RLE of a flat image can reach a few hundred
 // pixels a byte; a header claiming more than this per byte of file is corrupt.
 constexpr uint64_t kMaxPixelsPerByte = 4096;
-// Load every element while reading (the default defers large ones to a later read from the
-// file, which a memory buffer cannot serve).
-constexpr Uint32 kReadWholeElements = 0xFFFFFFFEU;
 
 // DCMTK's decoders and encoders registered once, its logging silenced (errors are reported
 // here, naming the file).
@@ -103,6 +103,32 @@ DicomLayout check_layout(DcmDataset& ds, size_t file_size, const std::string& na
   return l;
 }
 
+// The bytes as an anonymous in-memory file (memfd), named by /proc/self/fd/N.
+class MemoryFile {
+ public:
+  MemoryFile(const uint8_t* data, size_t size, const std::string& name)
+      : fd_(::memfd_create("chexscale-dicom", MFD_CLOEXEC)) {
+    if (fd_ < 0) throw DataError(fmt::format("{}: cannot buffer the DICOM file", name));
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::write(fd_, data + done, size - done);
+      if (n <= 0) {
+        ::close(fd_);
+        throw DataError(fmt::format("{}: cannot buffer the DICOM file", name));
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  ~MemoryFile() { ::close(fd_); }
+  MemoryFile(const MemoryFile&) = delete;
+  MemoryFile& operator=(const MemoryFile&) = delete;
+
+  std::string path() const { return fmt::format("/proc/self/fd/{}", fd_); }
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 void decode_dicom_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
@@ -110,13 +136,12 @@ void decode_dicom_gray(const uint8_t* data, size_t size, const std::string& name
   if (size < 132 || std::memcmp(data + 128, "DICM", 4) != 0) {
     throw DataError(fmt::format("{}: not a DICOM file (no \"DICM\" at byte 128)", name));
   }
-  DcmInputBufferStream stream;
-  stream.setBuffer(data, static_cast<offile_off_t>(size));
-  stream.setEos();
+  // Read from a file, not from memory: DCMTK checks a file's remaining bytes before taking an
+  // element's declared length, and defers large values; from a memory buffer it allocates
+  // whatever length an element claims (hostile files ask for gigabytes).
+  const MemoryFile copy(data, size, name);
   DcmFileFormat file;
-  file.transferInit();
-  const OFCondition read = file.read(stream, EXS_Unknown, EGL_noChange, kReadWholeElements);
-  file.transferEnd();
+  const OFCondition read = file.loadFile(copy.path().c_str(), EXS_Unknown, EGL_noChange);
   if (read.bad()) {
     throw DataError(fmt::format("{}: corrupt or truncated DICOM: {}", name, read.text()));
   }
