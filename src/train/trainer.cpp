@@ -505,6 +505,11 @@ class Trainer::Impl {
       throw UsageError(
           fmt::format("{} is a {} checkpoint, not {}", ckpt->path, s.model.arch, opt_.model.arch));
     }
+    if (s.label_names != train_loader_->label_names()) {
+      throw UsageError(fmt::format("{} was trained on other labels ({}) than the data's ({})",
+                                   ckpt->path, fmt::join(s.label_names, ", "),
+                                   fmt::join(train_loader_->label_names(), ", ")));
+    }
     restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler());
     if (reducer_) {
       if (const auto compression = compression_state_of(*ckpt))
@@ -512,11 +517,6 @@ class Trainer::Impl {
     }
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
-    if (s.label_names != train_loader_->label_names()) {
-      throw UsageError(fmt::format("{} was trained on other labels ({}) than the data's ({})",
-                                   ckpt->path, fmt::join(s.label_names, ", "),
-                                   fmt::join(train_loader_->label_names(), ", ")));
-    }
     // From the next epoch on, a new layout's order is its own.
     pos_ = resume_position(s, ctx_->world_size(), opt_.data.batch_size,
                            train_loader_->batches_per_epoch());
