@@ -19,7 +19,7 @@ struct PrepareOptions {
   std::string out_dir;
   int image_size = static_cast<int>(kDefaultImageSize);
   int64_t records_per_shard = 1024;
-  int threads = 0;  // 0 = all cores
+  int threads = 0;         // 0 = all cores
   DatasetOptions dataset;  // the data set the folder holds (auto: found from its CSVs)
   SplitOptions splits;
   bool strict = false;  // data warnings and bad images become errors
