@@ -16,12 +16,14 @@ std::string usage_message(const std::function<void()>& f) {
 }
 
 TEST(CompressionNames, RoundTrip) {
-  for (Compression c : {Compression::kNone, Compression::kFp16, Compression::kBf16}) {
+  for (Compression c :
+       {Compression::kNone, Compression::kFp16, Compression::kBf16, Compression::kPowerSgd}) {
     EXPECT_EQ(parse_compression(to_string(c)), c) << to_string(c);
   }
   EXPECT_STREQ(to_string(Compression::kBf16), "bf16");
+  EXPECT_STREQ(to_string(Compression::kPowerSgd), "powersgd");
   EXPECT_EQ(usage_message([] { parse_compression("zip"); }),
-            "compression 'zip': choose none, fp16 or bf16");
+            "compression 'zip': choose none, fp16, bf16 or powersgd");
 }
 
 TEST(ReducerOptionsValidate, DefaultsAreDdpsBucketSizes) {
