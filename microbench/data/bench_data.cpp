@@ -21,40 +21,14 @@
 #include "data/shard_set.h"
 #include "data/synthetic.h"
 #include "data/transforms.h"
+#include "image_rates.h"
 
 namespace {
 using namespace chexscale;
 using namespace chexscale::data;
 
-// Seconds of CPU time this process has used (all threads).
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-// Images per second of wall time and per second of CPU time (the per-core cost, insensitive to
-// other processes on a shared machine) of `fn` over `paths`, each the best of `repeats` passes.
-struct Rates {
-  double wall = 0;
-  double cpu = 0;
-};
-
-template <typename Fn>
-Rates rate(const std::vector<std::string>& paths, int repeats, Fn fn) {
-  double best_wall = 1e30;
-  double best_cpu = 1e30;
-  for (int r = 0; r < repeats; ++r) {
-    const Stopwatch clock;
-    const double cpu_start = cpu_seconds();
-    for (size_t i = 0; i < paths.size(); ++i)
-      fn(i, paths[i]);
-    best_cpu = std::min(best_cpu, cpu_seconds() - cpu_start);
-    best_wall = std::min(best_wall, clock.seconds());
-  }
-  const auto n = static_cast<double>(paths.size());
-  return {n / best_wall, n / best_cpu};
-}
+using microbench::rate;
+using microbench::Rates;
 
 double loader_rate(LoaderOptions o, int64_t max_images) {
   Loader loader(o);

@@ -20,38 +20,15 @@
 #include "data/image_decode.h"
 #include "data/png_io.h"
 #include "data/synthetic.h"
+#include "image_rates.h"
 
 namespace {
 using namespace chexscale;
 using namespace chexscale::data;
 namespace fs = std::filesystem;
 
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-struct Rates {
-  double wall = 0;
-  double cpu = 0;
-};
-
-template <typename Fn>
-Rates rate(const std::vector<std::string>& paths, int repeats, Fn fn) {
-  double best_wall = 1e30;
-  double best_cpu = 1e30;
-  for (int r = 0; r < repeats; ++r) {
-    const Stopwatch clock;
-    const double cpu_start = cpu_seconds();
-    for (const auto& p : paths)
-      fn(p);
-    best_cpu = std::min(best_cpu, cpu_seconds() - cpu_start);
-    best_wall = std::min(best_wall, clock.seconds());
-  }
-  const auto n = static_cast<double>(paths.size());
-  return {n / best_wall, n / best_cpu};
-}
+using microbench::rate;
+using microbench::Rates;
 
 // The folder's images in `format` (written when absent), one list file for the reference script.
 std::vector<std::string> images_in(const std::string& dir, SynthImageFormat format, int count,
@@ -107,13 +84,14 @@ int main(int argc, char** argv) {
       read_file_bytes(p, file);
       bytes += static_cast<int64_t>(file.size());
     }
-    ours[name] = rate(paths, repeats, [&](const std::string& p) { read_image(p, decoded, file); });
+    ours[name] =
+        rate(paths, repeats, [&](size_t, const std::string& p) { read_image(p, decoded, file); });
     j[name] = {{"per_s", ours[name].wall},
                {"per_cpu_s", ours[name].cpu},
                {"kb_per_image", static_cast<double>(bytes) / 1024.0 / images}};
     reference_args += fmt::format(" {}={}/{}.list", name, dir, to_string(format));
     if (format == SynthImageFormat::kPng) {
-      const Rates spng = rate(paths, repeats, [&](const std::string& p) {
+      const Rates spng = rate(paths, repeats, [&](size_t, const std::string& p) {
         read_file_bytes(p, file);
         decode_png_gray_spng(file.data(), file.size(), p, decoded);
       });

@@ -1,7 +1,6 @@
 // Allreduce benchmark over the live process group (see commbench.h).
 #include "bench/commbench.h"
 
-#include <sys/resource.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <algorithm>
@@ -47,16 +46,6 @@ int64_t sum_across_ranks(distributed::DistContext& ctx, int64_t value) {
 void raw_allreduce(compat::CollectiveGroup& pg, torch::Tensor& buffer) {
   std::vector<torch::Tensor> tensors{buffer};
   pg.allreduce(tensors)->wait();
-}
-
-// CPU seconds (user + system, all threads) of this process so far.
-double process_cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  const auto sec = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6;
-  };
-  return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
 struct Timed {

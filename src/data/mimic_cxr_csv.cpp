@@ -30,6 +30,21 @@ bool parse_ids(const std::vector<std::string>& fields, int subject_col, int stud
   return true;
 }
 
+// One image row's dicom_id, subject and study (with its line); false after warning of an empty
+// dicom_id or bad ids.
+bool read_image_ids(const std::vector<std::string>& fields, int dicom_col, int subject_col,
+                    int study_col, const std::string& file, int64_t line, DataIssues& issues,
+                    MimicImage* im) {
+  im->line = line;
+  im->dicom_id = fields[static_cast<size_t>(dicom_col)];
+  if (im->dicom_id.empty()) {
+    issues.warn(file, line, "empty dicom_id");
+    return false;
+  }
+  return parse_ids(fields, subject_col, study_col, file, line, issues, &im->subject_id,
+                   &im->study_id);
+}
+
 }  // namespace
 
 std::unordered_map<int64_t, MimicStudy> parse_mimic_labels_csv(std::string_view text,
@@ -72,14 +87,7 @@ std::vector<MimicImage> parse_mimic_split_csv(std::string_view text, const std::
   int64_t line = 0;
   while (rows.next(fields, line, issues)) {
     MimicImage im;
-    im.line = line;
-    im.dicom_id = fields[static_cast<size_t>(dicom_col)];
-    if (im.dicom_id.empty()) {
-      issues.warn(file, line, "empty dicom_id");
-      continue;
-    }
-    if (!parse_ids(fields, subject_col, study_col, file, line, issues, &im.subject_id,
-                   &im.study_id)) {
+    if (!read_image_ids(fields, dicom_col, subject_col, study_col, file, line, issues, &im)) {
       continue;
     }
     const std::string& split = fields[static_cast<size_t>(split_col)];
@@ -113,14 +121,7 @@ std::unordered_map<std::string, std::string> parse_mimic_metadata_csv(
   int64_t line = 0;
   while (rows.next(fields, line, issues)) {
     MimicImage im;
-    im.line = line;
-    im.dicom_id = fields[static_cast<size_t>(dicom_col)];
-    if (im.dicom_id.empty()) {
-      issues.warn(file, line, "empty dicom_id");
-      continue;
-    }
-    if (!parse_ids(fields, subject_col, study_col, file, line, issues, &im.subject_id,
-                   &im.study_id)) {
+    if (!read_image_ids(fields, dicom_col, subject_col, study_col, file, line, issues, &im)) {
       continue;
     }
     if (!views.emplace(im.dicom_id, fields[static_cast<size_t>(view_col)]).second) {
