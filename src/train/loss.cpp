@@ -35,13 +35,13 @@ torch::Tensor BceWithLogitsLoss::operator()(const torch::Tensor& logits,
   const auto x = logits.to(torch::kFloat32);
   // Unknown (NaN) labels get weight 0 and a stand-in 0; the mean over all entries is rescaled to
   // the mean over the known ones. With every label known, the weight and the scale are exactly 1:
-  // the same numbers as the plain BCE.
+  // the same numbers as the plain BCE. The scale stays a tensor on the logits' device (no
+  // read-back, no sync with the device); with nothing known every term is 0 and so is the loss.
   const auto known = torch::isnan(labels).logical_not();
   const auto mask = known.to(torch::kFloat32);
   const auto y = torch::where(known, labels, torch::zeros_like(labels));
-  const int64_t known_count = known.sum().item<int64_t>();
-  if (known_count == 0) return (x * 0).sum();  // nothing to learn from; keeps the graph
-  const double scale = static_cast<double>(x.numel()) / static_cast<double>(known_count);
+  const auto known_count = mask.sum().clamp_min(1);
+  const auto scale = torch::full({}, static_cast<double>(x.numel()), mask.options()) / known_count;
   if (!weighted()) {
     return torch::binary_cross_entropy_with_logits(x, y, mask) * scale;
   }

@@ -30,7 +30,8 @@ class BceWithLogitsLoss {
   explicit BceWithLogitsLoss(ClassWeights weights);
 
   // Mean over the known entries of batch x classes of the (weighted) binary cross-entropy;
-  // logits, labels [B, C], labels 1, 0 or NaN (not known). 0 when no entry is known.
+  // logits, labels [B, C], labels 1, 0 or NaN (not known). 0 when no entry is known. Reads
+  // nothing back from the device: a step does not wait on it.
   torch::Tensor operator()(const torch::Tensor& logits, const torch::Tensor& labels) const;
 
   bool weighted() const { return weights_.positive.defined(); }
