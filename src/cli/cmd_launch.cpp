@@ -51,6 +51,7 @@ void take_torchrun_flags(const RunContext& ctx, const std::map<std::string, std:
   take("max-restarts", o.max_restarts, pet.max_restarts);
   take("master-addr", o.master_addr, pet.master_addr);
   take("master-port", o.master_port, pet.master_port);
+  take("rdzv-id", o.rdzv_id, pet.rdzv_id);
 }
 
 }  // namespace
@@ -75,6 +76,11 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--node-name", o.node_name,
                   "Elastic: this node's name in the job's messages (empty = the host name)");
+  cmd->add_option("--rdzv-id", o.rdzv_id,
+                  "Elastic: the job's name on the rendezvous server (unset: PET_RDZV_ID); every "
+                  "node of a job gives the same, a new job on a server that ran one gives a new "
+                  "one")
+      ->capture_default_str();
   cmd->add_option("--rdzv-last-call", f->last_call_s,
                   "Elastic: seconds without a new node, once MIN have joined, before a round "
                   "closes")
@@ -101,7 +107,8 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--rdzv-timeout", f->rdzv_timeout_s,
                   "Seconds workers wait for every rank to join (passed as "
-                  "CHEXSCALE_RDZV_TIMEOUT)")
+                  "CHEXSCALE_RDZV_TIMEOUT); elastic: also the most a node waits for a round to "
+                  "take it in, or retries a failing rendezvous server")
       ->capture_default_str();
   cmd->add_option("--grace-period", f->grace_period_s,
                   "Seconds between SIGTERM and SIGKILL when stopping the workers after one failed")

@@ -54,7 +54,9 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& o, const Memb
   env["MASTER_ADDR"] = o.master_addr;
   env["MASTER_PORT"] = std::to_string(o.master_port);
   env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
-  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(m.round);
+  // The workers' store prefix: the round's number on the server, unique across its jobs.
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(m.attempt);
+  env["TORCHELASTIC_RUN_ID"] = o.rdzv_id;
   env["WORLD_SIZE"] = std::to_string(m.world_size);
   env["RANK"] = std::to_string(m.rank_offset + local_rank);
   env["LOCAL_RANK"] = std::to_string(local_rank);
@@ -126,6 +128,52 @@ GroupRequest watch_round(ElasticRendezvous& rdzv, const LaunchOptions& o, RoundW
   return GroupRequest::kNone;
 }
 
+// The first line of a store's error (torch appends a C++ backtrace to some).
+std::string first_line(const std::string& what) {
+  return what.substr(0, what.find('\n'));
+}
+
+// Joins the next round through store errors (the server restarting, a connection refused or
+// reset): each is logged and retried with a new client after a backoff (0.5 s, doubling to 8 s)
+// until `deadline` (--rdzv-timeout from the first try), then a DistError names the last one.
+std::optional<Membership> join_next_round(ElasticRendezvous& rdzv, const LaunchOptions& o,
+                                          const RoundRules& rules) {
+  const auto deadline = Clock::now() + rules.join_timeout;
+  std::chrono::milliseconds backoff{500};
+  for (int retry = 1;; ++retry) {
+    std::string error;
+    try {
+      return rdzv.join(deadline);
+    } catch (const Error&) {
+      throw;  // the rendezvous' own verdict (a timeout, a finished job): no retry helps
+    } catch (const std::exception& e) {
+      error = first_line(e.what());
+    }
+    // Reconnects until one works or the time is up.
+    while (true) {
+      if (Clock::now() + backoff >= deadline) {
+        throw DistError(fmt::format(
+            "the rendezvous server at {}:{} kept failing for --rdzv-timeout ({:g} s); the last "
+            "error: {}",
+            o.master_addr, o.master_port, rules.join_timeout.count() / 1000.0, error));
+      }
+      log::warn(
+          "chexscale launch: the rendezvous server at {}:{} failed during the join ({}); retry "
+          "{} in {:g} s",
+          o.master_addr, o.master_port, error, retry, backoff.count() / 1000.0);
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(8000));
+      try {
+        rdzv.use_store(connect(o, backoff));
+        break;
+      } catch (const std::exception& e) {
+        error = first_line(e.what());
+        ++retry;
+      }
+    }
+  }
+}
+
 LaunchResult stopped(const GroupOutcome& outcome, const std::vector<WorkerProcess>& workers,
                      const std::string& cause) {
   LaunchResult r;
@@ -155,11 +203,11 @@ LaunchResult run_elastic_group(const LaunchOptions& o) {
   supervision.stop_grace = std::chrono::seconds(o.stop_grace) + kStopKillMargin;
   supervision.output_fd = o.output_fd;
   supervision.error_fd = o.error_fd;
-  auto rdzv = std::make_unique<ElasticRendezvous>(connect(o, rules.join_timeout), name,
+  auto rdzv = std::make_unique<ElasticRendezvous>(connect(o, rules.join_timeout), o.rdzv_id, name,
                                                   o.nproc_per_node, rules);
   LaunchResult result;
   while (true) {
-    const std::optional<Membership> m = rdzv->join();
+    const std::optional<Membership> m = join_next_round(*rdzv, o, rules);
     if (!m) {
       result.summary = "the job is complete (another node's workers finished it)";
       return result;
@@ -180,10 +228,8 @@ LaunchResult run_elastic_group(const LaunchOptions& o) {
 
     if (!watch.lost.empty()) {
       log::error("chexscale launch: lost the rendezvous server at {}:{} ({}); rejoining",
-                 o.master_addr, o.master_port, watch.lost);
-      rdzv = std::make_unique<ElasticRendezvous>(connect(o, rules.join_timeout), name,
-                                                 o.nproc_per_node, rules);
-      continue;
+                 o.master_addr, o.master_port, first_line(watch.lost));
+      continue;  // the join meets the same error and reconnects
     }
     if (outcome.signal != 0) {
       const std::string cause =

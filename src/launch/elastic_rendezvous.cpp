@@ -1,8 +1,9 @@
 // The elastic rendezvous protocol on a c10d store (see elastic_rendezvous.h). Keys, under
-// "chexscale/elastic/": round (the open round), r<R>/joined (places taken), r<R>/node/<i>
-// ("<nproc> <name>"), r<R>/close (who closes), r<R>/size (nodes admitted), r<R>/hb/<i>,
-// r<R>/back/<i> (node i of round R-1 joined round R), r<R>/done/<i>, r<R>/end (who ends),
-// r<R>/end_kind, r<R>/end_reason, failures, finished.
+// "chexscale/elastic/<job id>/": round (the open round), r<R>/joined (places taken),
+// r<R>/node/<i> ("<nproc> <name>"), r<R>/close (who closes), r<R>/attempt (the round's number
+// on the server), r<R>/size (nodes admitted), r<R>/hb/<i>, r<R>/back/<i> (node i of round R-1
+// joined round R), r<R>/done/<i>, r<R>/end (who ends), r<R>/end_kind, r<R>/end_reason,
+// failures, finished; and "chexscale/elastic/attempts", the rounds of every job so far.
 #include "launch/elastic_rendezvous.h"
 
 #include <fmt/format.h>
@@ -25,52 +26,88 @@ std::string from_bytes(const std::vector<uint8_t>& b) {
   return {b.begin(), b.end()};
 }
 
+// Counts the rounds of every job the server has seen.
+constexpr const char* kAttemptsKey = "chexscale/elastic/attempts";
+
 double seconds(milliseconds ms) {
   return static_cast<double>(ms.count()) / 1000.0;
 }
 
 }  // namespace
 
-ElasticRendezvous::ElasticRendezvous(c10::intrusive_ptr<c10d::Store> store, std::string node_name,
-                                     int nproc, RoundRules rules)
-    : store_(std::move(store)), node_name_(std::move(node_name)), nproc_(nproc), rules_(rules) {
+ElasticRendezvous::ElasticRendezvous(c10::intrusive_ptr<c10d::Store> store, std::string job_id,
+                                     std::string node_name, int nproc, RoundRules rules)
+    : store_(std::move(store)),
+      job_id_(std::move(job_id)),
+      node_name_(std::move(node_name)),
+      nproc_(nproc),
+      rules_(rules) {
   membership_.round = -1;
 }
 
 std::string ElasticRendezvous::key(const std::string& name) const {
-  return "chexscale/elastic/" + name;
+  return "chexscale/elastic/" + job_id_ + "/" + name;
 }
 
 int ElasticRendezvous::counter(const std::string& name, int64_t add) {
   return static_cast<int>(store_->add(key(name), add));
 }
 
-std::optional<Membership> ElasticRendezvous::join() {
-  const auto deadline = Clock::now() + rules_.join_timeout;
+std::optional<Membership> ElasticRendezvous::join(Clock::time_point deadline) {
   const Membership previous = membership_;
   int waited_in = -1;  // the running round this node counts as waiting in
   while (true) {
-    if (finished()) return std::nullopt;
+    if (finished()) {
+      if (took_part_) return std::nullopt;
+      throw DistError(fmt::format(
+          "job '{}' on this rendezvous server has finished already (node {} was not part of it): "
+          "start a new job with a new --rdzv-id, or restart the rendezvous server",
+          job_id_, node_name_));
+    }
     const int r = counter("round");
     const std::string round = fmt::format("r{}/", r);
     if (store_->check({key(round + "size")})) {
-      // Under way (or ending): count as waiting once, so that its nodes open the next round.
+      // Under way (or ending): count as waiting once, so that its nodes open the next round
+      // when it has room; a full one is left alone and this node waits as a spare.
+      const int size = std::stoi(from_bytes(store_->get(key(round + "size"))));
+      const bool full = size >= rules_.max_nodes;
       if (waited_in != r && !store_->check({key(round + "end_reason")})) {
         counter(round + "joined", 1);
+        took_part_ = true;
         waited_in = r;
-        log::info("chexscale launch: round {} is under way; waiting to join the next one", r);
+        if (full) {
+          log::info(
+              "chexscale launch: round {} is under way with {} node(s), the most --nnodes {}:{} "
+              "allows: node {} waits as a spare to be taken in when the next round opens (a node "
+              "lost), for at most {:g} s (--rdzv-timeout)",
+              r, size, rules_.min_nodes, rules_.max_nodes, node_name_,
+              seconds(std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
+        } else {
+          log::info(
+              "chexscale launch: round {} is under way with {} of at most {} node(s): node {} "
+              "waits for its nodes to open the next round",
+              r, size, rules_.max_nodes, node_name_);
+        }
       }
       if (Clock::now() >= deadline) {
-        throw DistError(fmt::format(
-            "no rendezvous round admitted node {} within {} s (round {} is under way with {} "
-            "node(s), the most allowed)",
-            node_name_, seconds(rules_.join_timeout), r,
-            from_bytes(store_->get(key(round + "size")))));
+        throw DistError(
+            full ? fmt::format("no round took node {} in within --rdzv-timeout: round {} kept all "
+                               "{} places of --nnodes {}:{} the whole time (no node was lost); "
+                               "start it again later, or allow more nodes",
+                               node_name_, r, size, rules_.min_nodes, rules_.max_nodes)
+                 : fmt::format("no round took node {} in within --rdzv-timeout: round {} ran on "
+                               "with {} of at most {} node(s) and its nodes did not open the "
+                               "next round",
+                               node_name_, r, size, rules_.max_nodes));
       }
       std::this_thread::sleep_for(milliseconds(100));
       continue;
     }
+    // A round opened for a node that waited: a new timeout to close it, as torch gives a node
+    // leaving its redundancy list.
+    if (waited_in >= 0) deadline = std::max(deadline, Clock::now() + rules_.join_timeout);
     const int place = counter(round + "joined", 1) - 1;
+    took_part_ = true;
     store_->set(key(fmt::format("{}node/{}", round, place)),
                 to_bytes(fmt::format("{} {}", nproc_, node_name_)));
     if (previous.round == r - 1)
@@ -91,6 +128,7 @@ std::optional<Membership> ElasticRendezvous::join() {
         if (place >= size) break;  // closed just before this node's place: wait for the next
         Membership m;
         m.round = r;
+        m.attempt = std::stoi(from_bytes(store_->get(key(round + "attempt"))));
         m.node_rank = place;
         for (int i = 0; i < size; ++i) {
           const std::string entry =
@@ -127,14 +165,18 @@ std::optional<Membership> ElasticRendezvous::join() {
       if (joined >= rules_.max_nodes ||
           (joined >= rules_.min_nodes && now - quiet_since >= rules_.last_call && everyone_back)) {
         if (counter(round + "close", 1) == 1) {
+          const int64_t attempt = store_->add(kAttemptsKey, 1) - 1;
+          store_->set(key(round + "attempt"), to_bytes(std::to_string(attempt)));
           store_->set(key(round + "size"),
                       to_bytes(std::to_string(std::min(joined, rules_.max_nodes))));
         }
       }
+      if (finished()) return std::nullopt;
       if (now >= deadline) {
         throw DistError(fmt::format(
-            "rendezvous round {} did not close within {} s: {} node(s) joined, at least {} needed",
-            r, seconds(rules_.join_timeout), joined, rules_.min_nodes));
+            "rendezvous round {} did not close within --rdzv-timeout: {} node(s) joined, at least "
+            "{} needed",
+            r, joined, rules_.min_nodes));
       }
       std::this_thread::sleep_for(milliseconds(50));
     }

@@ -6,6 +6,10 @@
 // ranks. While it runs each node bumps its heartbeat counter; a node that joins a running round
 // is "waiting" (the others then open the next round for it). The first node to end a round
 // (a failure, a stale heartbeat, a waiting node, a stop) records why and opens round r+1.
+// A node that arrives while a round runs with max_nodes waits as a spare, as torch's dynamic
+// rendezvous keeps its redundant nodes: the running round is left alone and the spare is taken in
+// when the next round opens (a node lost). Every key lives under the job's id, so one server
+// serves job after job; a job that finished refuses nodes that were never part of it.
 // Clock-free: staleness is "this counter did not change for T on my clock".
 #pragma once
 
@@ -30,6 +34,9 @@ struct RoundRules {
 // One closed round as this node sees it.
 struct Membership {
   int round = 0;
+  // The round's number among all rounds of every job on this server: its workers' store prefix
+  // (TORCHELASTIC_RESTART_COUNT), so that two jobs' workers never share keys.
+  int attempt = 0;
   int node_rank = 0;                    // this node's place in the round
   int rank_offset = 0;                  // global rank of this node's first worker
   int world_size = 0;                   // workers in the round, all nodes
@@ -50,13 +57,17 @@ struct RoundEnd {
 
 class ElasticRendezvous {
  public:
-  ElasticRendezvous(c10::intrusive_ptr<c10d::Store> store, std::string node_name, int nproc,
-                    RoundRules rules);
+  ElasticRendezvous(c10::intrusive_ptr<c10d::Store> store, std::string job_id,
+                    std::string node_name, int nproc, RoundRules rules);
 
-  // Joins the open round (or, while one is under way, waits as a newcomer for the next) and
-  // waits until it closes. nullopt when the job has finished. Throws DistError when no round
-  // closes within join_timeout, naming how many nodes had joined.
-  std::optional<Membership> join();
+  // Joins the open round (or, while one is under way, waits as a newcomer or spare for the next,
+  // saying so once) and waits until it closes. nullopt when the job has finished after this node
+  // took part in it or waited for it. Throws DistError when no round takes this node in by
+  // `deadline` (moved on by join_timeout when a spare's round opens), naming why, or when the
+  // job finished before this node came. A store error leaves as the store's exception.
+  std::optional<Membership> join(std::chrono::steady_clock::time_point deadline);
+  // Carries on through another client of the store (after a store error).
+  void use_store(c10::intrusive_ptr<c10d::Store> store) { store_ = std::move(store); }
 
   // Bumps this node's heartbeat (at most every heartbeat_timeout / 10).
   void heartbeat();
@@ -87,11 +98,13 @@ class ElasticRendezvous {
   };
 
   c10::intrusive_ptr<c10d::Store> store_;
+  std::string job_id_;
   std::string node_name_;
   int nproc_;
   RoundRules rules_;
   Membership membership_;
   std::map<int, Seen> seen_;
+  bool took_part_ = false;  // joined a round, or waited in one, of this job
   std::chrono::steady_clock::time_point last_beat_;
 };
 

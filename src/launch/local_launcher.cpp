@@ -124,6 +124,7 @@ void LaunchOptions::validate() const {
                                    kMaxGracePeriod.count()));
     }
   }
+  if (rdzv_id.empty()) throw UsageError("rdzv_id must not be empty");
   if (worker_rdzv_timeout && worker_rdzv_timeout->count() < 1) {
     throw UsageError(
         fmt::format("worker_rdzv_timeout {} s must be at least 1 s", worker_rdzv_timeout->count()));
@@ -174,6 +175,7 @@ TorchrunFlags read_torchrun_flags(const std::map<std::string, std::string>& env)
   f.max_restarts = env_int(env, "PET_MAX_RESTARTS");
   f.master_addr = text("PET_MASTER_ADDR");
   f.master_port = env_int(env, "PET_MASTER_PORT");
+  f.rdzv_id = text("PET_RDZV_ID");
   if (auto endpoint = text("PET_RDZV_ENDPOINT")) {
     // "host", "host:port", "[v6 address]:port" (a bare v6 address has no port).
     std::string host = *endpoint, port;

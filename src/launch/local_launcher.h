@@ -28,6 +28,8 @@ inline constexpr int kMaxStopGrace = 3600;
 // After a forwarded stop signal the launcher kills the workers this long after their own
 // --stop-grace deadline, so that a worker ending on its own deadline removes its partial files.
 inline constexpr std::chrono::seconds kStopKillMargin{1};
+// torchrun's --rdzv-id when none is given.
+inline constexpr const char* kDefaultRdzvId = "none";
 
 struct LaunchOptions {
   int nproc_per_node = 1;
@@ -37,6 +39,9 @@ struct LaunchOptions {
   // come from each round, and node_rank is not used.
   int max_nnodes = 0;
   std::string node_name;  // elastic: this node's name in messages; "": the host name
+  // Elastic: the job's name on the rendezvous server (torchrun's --rdzv-id): launchers of one job
+  // give the same; a new job on a server that held a finished one needs a new one.
+  std::string rdzv_id = kDefaultRdzvId;
   std::chrono::duration<double> last_call{2.0};  // elastic: quiet time before a round closes
   std::chrono::duration<double> heartbeat_timeout{
       10.0};                // elastic: a node silent this long is lost
@@ -60,7 +65,8 @@ struct LaunchOptions {
   // Throws UsageError naming the field: nproc_per_node outside [1, kMaxProcPerNode], master_port
   // outside [0, 65535], max_restarts < 0, grace_period outside [0, kMaxGracePeriod] (or NaN),
   // stop_grace outside [1, kMaxStopGrace], worker_rdzv_timeout under 1 s, max_nnodes under
-  // nnodes (when set), last_call or heartbeat_timeout outside (0, kMaxGracePeriod].
+  // nnodes (when set), last_call or heartbeat_timeout outside (0, kMaxGracePeriod], an empty
+  // rdzv_id.
   void validate() const;
   bool elastic() const { return max_nnodes > 0 && max_nnodes != nnodes; }
 };
@@ -79,9 +85,11 @@ struct LaunchResult {
 // sets them for it), so `chexscale launch` runs where torchrun would: PET_NNODES ("N" or "N:N"),
 // PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MAX_RESTARTS, PET_MASTER_ADDR and PET_MASTER_PORT, and
 // PET_RDZV_ENDPOINT ("host[:port]", the store's host), which wins over PET_MASTER_* as it does
-// in torchrun. PET_NNODES "MIN:MAX" is an elastic range (nnodes MIN, max_nnodes MAX). Unset
-// variables stay unset. Throws UsageError for a value that is not an integer.
+// in torchrun. PET_NNODES "MIN:MAX" is an elastic range (nnodes MIN, max_nnodes MAX);
+// PET_RDZV_ID the job's name on the rendezvous server. Unset variables stay unset. Throws
+// UsageError for a value that is not an integer.
 struct TorchrunFlags {
+  std::optional<std::string> rdzv_id;
   std::optional<int> nnodes;
   std::optional<int> max_nnodes;
   std::optional<int> nproc_per_node;

@@ -304,17 +304,26 @@ class ElasticLaunch : public ::testing::Test {
  protected:
   void SetUp() override {
     port_ = distributed::pick_free_port();
+    start_server();
+  }
+
+  std::unique_ptr<test_util::Process> node(const std::string& name, const std::string& script,
+                                           const std::string& flags = "--nnodes 1:2") {
+    return std::make_unique<test_util::Process>(test_util::chexscale_command(fmt::format(
+        "launch {} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {} --node-name {} "
+        "--rdzv-last-call 1 --heartbeat-timeout 2 --max-restarts 3 --program /bin/sh -- -c '{}'",
+        flags, port_, name, script)));
+  }
+
+  void start_server() {
     server_ = std::make_unique<test_util::Process>(
         test_util::chexscale_command(fmt::format("rendezvous-server --port {}", port_)));
     ASSERT_TRUE(wait_for_output(*server_, "serving the store on port", 1)) << server_->output();
   }
 
-  std::unique_ptr<test_util::Process> node(const std::string& name, const std::string& script) {
-    return std::make_unique<test_util::Process>(test_util::chexscale_command(fmt::format(
-        "launch --nnodes 1:2 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {} "
-        "--node-name {} --rdzv-last-call 1 --heartbeat-timeout 2 --max-restarts 3 --program "
-        "/bin/sh -- -c '{}'",
-        port_, name, script)));
+  void stop_server() {
+    server_->send_signal(SIGTERM);
+    EXPECT_EQ(server_->wait(std::chrono::seconds(10)).exit_code, 0) << server_->output();
   }
 
   int port_ = 0;
@@ -396,6 +405,127 @@ TEST_F(ElasticLaunch, ASigtermToOneNodeStopsTheJob) {
   const auto rb = b->wait(std::chrono::seconds(60));
   EXPECT_EQ(rb.exit_code, 75) << rb.output;
   EXPECT_NE(rb.output.find("stopped on SIGTERM to node a"), std::string::npos) << rb.output;
+}
+
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++n;
+  return n;
+}
+
+// A node that arrives while a round runs with MAX nodes waits as a spare (as torch's dynamic
+// rendezvous keeps a redundant node), says so once, and is taken in when a node is lost.
+TEST_F(ElasticLaunch, ASpareAtAFullRoundSaysSoOnceAndIsTakenInWhenANodeIsLost) {
+  auto a = node("a", elastic_worker(1));
+  auto b = node("b", elastic_worker(1));
+  ASSERT_TRUE(wait_for_output(*a, "world=2", 1)) << a->output();
+  ASSERT_TRUE(wait_for_output(*b, "world=2", 1)) << b->output();
+  auto c = node("c", elastic_worker(1));
+  ASSERT_TRUE(wait_for_output(*c, "waits as a spare", 1)) << c->output();
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the running round is left alone
+  EXPECT_EQ(a->output().find("round 0 ended"), std::string::npos) << a->output();
+  b->send_signal(SIGKILL);
+  const auto ra = a->wait(std::chrono::seconds(60));
+  const auto rc = c->wait(std::chrono::seconds(60));
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_EQ(rc.exit_code, 0) << rc.output;
+  EXPECT_NE(rc.output.find("round 0 is under way with 2 node(s), the most --nnodes 1:2 allows: "
+                           "node c waits as a spare"),
+            std::string::npos)
+      << rc.output;
+  EXPECT_EQ(count(rc.output, "waits as a spare"), 1u) << rc.output;
+  EXPECT_NE(ra.output.find("(b) sent no heartbeat"), std::string::npos) << ra.output;
+  EXPECT_NE(rc.output.find("round 1: 2 node(s)"), std::string::npos) << rc.output;
+  EXPECT_NE(rc.output.find("world=2"), std::string::npos) << rc.output;
+}
+
+// A spare that no round takes in ends at --rdzv-timeout naming the full round.
+TEST_F(ElasticLaunch, ASpareNoRoundTakesInFailsAtTheRdzvTimeoutNamingWhy) {
+  auto a = node("a", elastic_worker(5));
+  auto b = node("b", elastic_worker(5));
+  ASSERT_TRUE(wait_for_output(*a, "world=2", 1)) << a->output();
+  ASSERT_TRUE(wait_for_output(*b, "world=2", 1)) << b->output();
+  const auto started = std::chrono::steady_clock::now();
+  const auto rc = node("c", elastic_worker(5), "--nnodes 1:2 --rdzv-timeout 3")->wait();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_NE(rc.exit_code, 0) << rc.output;
+  EXPECT_NE(rc.output.find("no round took node c in within --rdzv-timeout: round 0 kept all 2 "
+                           "places of --nnodes 1:2 the whole time"),
+            std::string::npos)
+      << rc.output;
+  EXPECT_GE(seconds, 2.9);
+  EXPECT_LT(seconds, 15);
+  a->send_signal(SIGTERM);
+  EXPECT_EQ(a->wait(std::chrono::seconds(60)).exit_code, 75);
+  EXPECT_EQ(b->wait(std::chrono::seconds(60)).exit_code, 75);
+}
+
+// A server whose job finished refuses a launcher of the same --rdzv-id (it would otherwise "finish"
+// at once, having done nothing); a new id runs a new job there, with workers that use the
+// store (the round's attempt keeps their keys off the first job's).
+TEST_F(ElasticLaunch, AFinishedJobRefusesNewLaunchersAndANewRdzvIdRunsAgain) {
+  test_util::TempDir dir;
+  const auto job = [&](const std::string& id, const std::string& out) {
+    return test_util::run_chexscale(
+        fmt::format("launch --nnodes 1:2 --rdzv-id {} --nproc-per-node 1 --master-addr 127.0.0.1 "
+                    "--master-port {} --node-name a --rdzv-last-call 1 --program {} -- loop {} 3",
+                    id, port_, CHEXSCALE_DISTRIBUTED_WORKER, out));
+  };
+  const auto first = job("first", dir.path() + "/1");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("[rank 0] rank 0 finished 3 steps"), std::string::npos)
+      << first.output;
+  const auto again = job("first", dir.path() + "/2");
+  EXPECT_NE(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("job 'first' on this rendezvous server has finished already (node "
+                              "a was not part of it): start a new job with a new --rdzv-id, or "
+                              "restart the rendezvous server"),
+            std::string::npos)
+      << again.output;
+  EXPECT_EQ(again.output.find("finished 3 steps"), std::string::npos) << again.output;
+  const auto second = job("second", dir.path() + "/3");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("[rank 0] rank 0 finished 3 steps"), std::string::npos)
+      << second.output;
+}
+
+// The server goes away while a node waits for a second one: the launcher logs each retry and,
+// once a server is back on the port, joins its round and runs.
+TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinAreRetriedUntilTheServerIsBack) {
+  auto a = node("a", elastic_worker(0), "--nnodes 2:3");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a waits in round 0
+  stop_server();
+  ASSERT_TRUE(wait_for_output(*a, "retry 2 in", 1)) << a->output();
+  start_server();
+  auto b = node("b", elastic_worker(0), "--nnodes 2:3");
+  const auto ra = a->wait(std::chrono::seconds(60));
+  const auto rb = b->wait(std::chrono::seconds(60));
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_EQ(rb.exit_code, 0) << rb.output;
+  EXPECT_NE(ra.output.find(fmt::format("the rendezvous server at 127.0.0.1:{} failed during the "
+                                       "join (",
+                                       port_)),
+            std::string::npos)
+      << ra.output;
+  EXPECT_NE(ra.output.find("retry 1 in 0.5 s"), std::string::npos) << ra.output;
+  EXPECT_NE(ra.output.find("round 0: 2 node(s)"), std::string::npos) << ra.output;
+}
+
+// With no server back, the retries end at --rdzv-timeout with the last error.
+TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinEndAtTheRdzvTimeout) {
+  auto a = node("a", elastic_worker(0), "--nnodes 2:3 --rdzv-timeout 4");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  stop_server();
+  const auto ra = a->wait(std::chrono::seconds(30));
+  EXPECT_NE(ra.exit_code, 0) << ra.output;
+  EXPECT_NE(ra.output.find(fmt::format("the rendezvous server at 127.0.0.1:{} kept failing for "
+                                       "--rdzv-timeout (4 s); the last error: ",
+                                       port_)),
+            std::string::npos)
+      << ra.output;
+  EXPECT_GE(count(ra.output, "failed during the join"), 2u) << ra.output;
 }
 
 }  // namespace
