@@ -2,18 +2,28 @@
 // (network namespaces, real processes, Gloo over the lab's fabric): a SIGTERM to one node's
 // launcher (the job stops at a checkpoint; the restart ends with the bytes of a run never
 // stopped), every process of the rank-0 node killed (the other node carries on alone and takes
-// it back when it returns), and a node's link cut and restored (the same). Elastic jobs meet at
+// it back when it returns), a node's link cut and restored (the same), a full disk at
+// checkpoint time (a clear error, the previous checkpoint kept, a resume once freed) and a
+// launcher killed with SIGKILL (no worker nor port left behind). Elastic jobs meet at
 // `chexscale rendezvous-server` on a third node. Each test prints its timings: fault to
 // detection, to the restart, to the first step after it, and the steps lost.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -376,6 +386,189 @@ TEST_F(LabFaults, ALinkCutAndRestoredDropsTheNodeThenTakesItBack) {
   EXPECT_EQ(r[0].exit_code, 0) << r[0].output;
   EXPECT_EQ(r[1].exit_code, 0) << r[1].output;
   expect_each_example_once_per_epoch(run, kEpochs);
+}
+
+// The names in a folder, sorted.
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A tmpfs of `size` (mount's size=) on `dir` for the object's lifetime (the lab runs as root;
+// the nodes' namespaces share this mount).
+class Tmpfs {
+ public:
+  Tmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
+    fs::create_directories(dir);
+    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+    if (!mounted_) ADD_FAILURE() << "mount -t tmpfs on " << dir << ": " << std::strerror(errno);
+  }
+  ~Tmpfs() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  Tmpfs(const Tmpfs&) = delete;
+  Tmpfs& operator=(const Tmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+// The run directory of a fixed two-node job is a small tmpfs, all but half a checkpoint of it
+// taken once step 2's checkpoint is there: step 4's checkpoint fails on node 0 (rank 0 writes
+// them) naming the path and the bytes it needs, node 1 loses its peer and ends too, the step-2
+// checkpoint is all the folder holds, and once the filler is gone `--resume auto` carries on
+// from it to the end.
+TEST_F(LabFaults, AFullDiskAtCheckpointTimeFailsClearlyKeepsThePreviousAndResumesOnceFreed) {
+  const std::string disk = tmp_.path() + "/disk";
+  const Tmpfs tmpfs(disk, "1g");
+  ASSERT_TRUE(tmpfs.mounted());
+  const std::string run = disk + "/run";
+  const auto job = [&](const std::string& extra, const std::string& tag) {
+    std::vector<ProcessResult> results;
+    std::unique_ptr<Process> nodes[2];
+    for (int node = 0; node < 2; ++node) {
+      nodes[node] =
+          on_node(node,
+                  fmt::format("launch --nnodes 2 --node-rank {} --master-addr {} --master-port {} "
+                              "--nproc-per-node 1 -- {} {}",
+                              node, address(0), kPort, train(run, 1), extra),
+                  fmt::format("{}{}.log", tag, node));
+    }
+    return wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(2));
+  };
+  const auto first = job("--max-steps 2", "first");
+  ASSERT_EQ(first[0].exit_code, 0) << first[0].output << first[1].output;
+  const std::string checkpoints = run + "/checkpoints";
+  const uintmax_t checkpoint = fs::file_size(checkpoints + "/step-000000002.safetensors");
+  struct statvfs room {};
+  ASSERT_EQ(::statvfs(disk.c_str(), &room), 0);
+  const uintmax_t free_bytes = static_cast<uintmax_t>(room.f_bavail) * room.f_frsize;
+  ASSERT_GT(free_bytes, checkpoint * 2) << "the tmpfs is too small for the test";
+  const std::string filler = disk + "/filler";
+  {
+    const int fd = ::open(filler.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(free_bytes - checkpoint / 2));
+    ::close(fd);
+    ASSERT_EQ(err, 0) << "fallocate: " << std::strerror(err);
+  }
+
+  const auto started = Clock::now();
+  const auto full = job("", "full");
+  const double ended = since(started);
+  EXPECT_EQ(full[0].exit_code, 1) << full[0].output;
+  EXPECT_NE(full[1].exit_code, 0) << full[1].output;
+  std::smatch m;
+  const std::string step4 = checkpoints + "/step-000000004.safetensors";
+  ASSERT_TRUE(std::regex_search(full[0].output, m,
+                                std::regex("no space for " + step4 +
+                                           ": it needs ([0-9]+) bytes \\([0-9.]+ MiB\\), ([0-9]+) "
+                                           "bytes \\([0-9.]+ MiB\\) free on the file system of " +
+                                           checkpoints)))
+      << full[0].output;
+  EXPECT_GT(std::stoull(m[1]), checkpoint);
+  EXPECT_LT(std::stoull(m[2]), checkpoint);
+  // Node 1 names the rank it lost.
+  EXPECT_NE(full[1].output.find("rank 0"), std::string::npos) << full[1].output;
+  EXPECT_LT(ended, 60) << "the job took too long to end after the failed checkpoint";
+  EXPECT_EQ(names_in(checkpoints),
+            (std::vector<std::string>{"step-000000002.json", "step-000000002.safetensors"}));
+
+  fs::remove(filler);
+  const auto freed = job("", "freed");
+  ASSERT_EQ(freed[0].exit_code, 0) << freed[0].output << freed[1].output;
+  ASSERT_EQ(freed[1].exit_code, 0) << freed[1].output;
+  EXPECT_NE(freed[0].output.find("resumed from " + checkpoints + "/step-000000002.json"),
+            std::string::npos)
+      << freed[0].output;
+  // 46 training images in global batches of 8: 6 steps.
+  EXPECT_EQ(newest_step_manifest(checkpoints), "step-000000006.json");
+  fmt::print(
+      "[fault: full disk at step 4's checkpoint] both nodes ended {:.2f} s after the job "
+      "started; resumed at step 2 once freed: 2 step(s) lost (--checkpoint-every 2)\n",
+      ended);
+}
+
+// The workers of a launcher, from /proc.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> children;
+  std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, pid));
+  for (pid_t child = 0; in >> child;)
+    children.push_back(child);
+  return children;
+}
+
+// Gone, or a zombie nobody has reaped yet whose threads have all ended (the main thread of a
+// killed process may turn zombie while the others still hold its files).
+bool process_gone(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string pid_text, name, state;
+  if (!(stat >> pid_text >> name >> state)) return true;
+  if (state != "Z") return false;
+  const std::string tasks = fmt::format("/proc/{}/task", pid);
+  std::error_code error;
+  auto it = fs::directory_iterator(tasks, error);
+  return error || std::distance(it, fs::directory_iterator()) <= 1;
+}
+
+// SIGKILL to node 0's launcher of a fixed two-node job (its rank 0 serves the job's store on
+// kPort): its worker follows it at once (PR_SET_PDEATHSIG), node 0 is left listening on no port
+// and kPort binds again straight away (as the store binds it: SO_REUSEADDR), and node 1's
+// launcher reports the lost rank and ends.
+TEST_F(LabFaults, ALauncherKilledWithSigkillLeavesNoWorkerNorPortAndTheOtherNodeEnds) {
+  const std::string run = tmp_.path() + "/run";
+  std::unique_ptr<Process> nodes[2];
+  for (int node = 0; node < 2; ++node) {
+    nodes[node] =
+        on_node(node,
+                fmt::format("launch --nnodes 2 --node-rank {} --master-addr {} --master-port {} "
+                            "--nproc-per-node 1 -- {}",
+                            node, address(0), kPort, train(run, 8)),
+                fmt::format("node{}.log", node));
+  }
+  ASSERT_TRUE(wait_for_logged_step(run, 3)) << nodes[0]->output() << nodes[1]->output();
+  const std::vector<pid_t> workers = children_of(nodes[0]->pid());
+  ASSERT_EQ(workers.size(), 1u) << nodes[0]->output();
+  const ProcessResult listening = run_shell("ip netns exec " + ns(0) + " ss -Htln");
+  EXPECT_NE(listening.output.find(fmt::format(":{}", kPort)), std::string::npos)
+      << "rank 0 should serve the store on " << kPort << ": " << listening.output;
+
+  const auto fault = Clock::now();
+  nodes[0]->send_signal(SIGKILL);
+  EXPECT_EQ(nodes[0]->wait(std::chrono::seconds(10)).exit_code, 128 + SIGKILL);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  const auto all_gone = [&] { return std::all_of(workers.begin(), workers.end(), process_gone); };
+  while (!all_gone() && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(all_gone()) << "a worker outlived its launcher";
+  const double gone = since(fault);
+  const ProcessResult left = run_shell("ip netns exec " + ns(0) + " ss -Htlnp");
+  EXPECT_EQ(left.output, "") << "node 0 still listens once its worker is gone";
+  const ProcessResult bind = run_shell(
+      fmt::format("ip netns exec {} python3 -c 'import socket; s = socket.socket(); "
+                  "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"{}\", {})); "
+                  "s.listen(); print(\"bound\")'",
+                  ns(0), address(0), kPort));
+  EXPECT_EQ(bind.exit_code, 0) << bind.output;
+  EXPECT_NE(bind.output.find("bound"), std::string::npos) << bind.output;
+
+  const ProcessResult other = nodes[1]->wait(std::chrono::seconds(60));
+  const double ended = since(fault);
+  EXPECT_NE(other.exit_code, 0) << other.output;
+  EXPECT_NE(other.output.find("rank 1"), std::string::npos) << other.output;
+  EXPECT_LT(ended, 30) << other.output;
+  const size_t said_at = other.output.rfind("chexscale launch: ");
+  ASSERT_NE(said_at, std::string::npos) << other.output;
+  const std::string said = other.output.substr(said_at);
+  fmt::print(
+      "[fault: SIGKILL to node 0's launcher] its worker gone {:.2f} s after it, node 1's "
+      "launcher ended (status {}) {:.2f} s after it: {}",
+      gone, other.exit_code, ended, said);
 }
 
 }  // namespace
