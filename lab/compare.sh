@@ -16,7 +16,8 @@
 #   --variants LIST       comma list of engine variants, each run on both systems:
 #                         naive (--no-overlap), overlap (the default engine),
 #                         fp16 (overlap + fp16 gradients), bucket<MB> (overlap + --bucket-mb MB),
-#                         A+B combines them (fp16+bucket5),
+#                         powersgd<R> (overlap + PowerSGD of rank R, compressing from the last
+#                         warm-up step on: --powersgd-start-step W-1), A+B combines them (fp16+bucket5),
 #                         hostnet (pods on the host network: the node namespaces; first
 #                         variant's engine; k8s only); at least one engine variant
 #                                                              [naive,overlap,fp16,hostnet]
@@ -36,6 +37,9 @@
 #                         even N balances the order (each system first equally often)  [1]
 #   --peer                also run the PyTorch DDP peer (bench/peer/ddp_bench.py, one rank per
 #                         node) on both systems: sets bare-metal/pytorch-ddp, kubernetes/pytorch-ddp
+#   --peer-variants LIST  the engine variants the peer runs (DDP's own bucket_cap_mb, fp16_compress_hook
+#                         and powerSGD_hook; not naive): overlap is set <system>/pytorch-ddp, any
+#                         other V <system>/pytorch-ddp-V                              [overlap]
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
 # Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab).
 set -euo pipefail
@@ -50,6 +54,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate="" pods=processes image=""
 out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
+peer_variants=overlap
 invocation="lab/compare.sh $*"  # for README.txt; the option loop below consumes "$@"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,6 +76,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --keep-cluster) keep_cluster=1; shift ;;
     --peer) peer=1; shift ;;
+    --peer-variants) peer_variants="$2"; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see lab/compare.sh --help)" ;;
   esac
@@ -128,7 +134,10 @@ variant_flags() {
       overlap) ;;
       fp16) engine_flags+=(--grad-compression fp16) ;;
       bucket[0-9]*) engine_flags+=(--bucket-mb "${part#bucket}") ;;
-      *) lab_die "unknown variant '$part' (naive, overlap, fp16, bucket<MB>, A+B, hostnet)" ;;
+      powersgd[0-9]*)
+        [ "$warmup" -ge 3 ] || lab_die "variant '$part' needs --warmup 3 or more (DDP's powerSGD_hook starts at step 2 at the earliest)"
+        engine_flags+=(--grad-compression "powersgd:${part#powersgd}" --powersgd-start-step $((warmup - 1))) ;;
+      *) lab_die "unknown variant '$part' (naive, overlap, fp16, bucket<MB>, powersgd<R>, A+B, hostnet)" ;;
     esac
   done
   echo "${engine_flags[*]}"
@@ -278,7 +287,7 @@ run_kubernetes() {
 # The PyTorch DDP peer, one rank per node with torchrun's environment: over the fabric from the
 # node namespaces (bare-metal) or over the overlay from the pod namespaces (kubernetes).
 run_peer() {
-  local label="$1" n="$2" system="$3" tag run_dir master ns i
+  local label="$1" n="$2" system="$3" flags="$4" tag run_dir master ns i
   tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
   run_dir="$out/runs/$tag"
   rm -rf "$run_dir"
@@ -289,6 +298,8 @@ run_peer() {
     local cmd=(/usr/bin/python3 "$here/../bench/peer/ddp_bench.py" --arch "$arch"
       --image-size "$image_size" --batch-size "$batch" --steps "$steps" --warmup-steps "$warmup"
       --threads "$threads" --label "$label" --json "$run_dir/bench.json")
+    # shellcheck disable=SC2206
+    cmd+=($flags)
     echo "[$ns] RANK=$i WORLD_SIZE=$n MASTER_ADDR=$master MASTER_PORT=$port ${cmd[*]}" >>"$commands_log"
     spawn "$out/logs/$tag-node$i.log" ip netns exec "$ns" env -i PATH="$PATH" HOME=/tmp \
       RANK="$i" WORLD_SIZE="$n" MASTER_ADDR="$master" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=eth0 \
@@ -354,6 +365,13 @@ echo "$invocation" >"$out/README.txt"
 } >>"$out/README.txt"
 
 IFS=, read -r -a variant_list <<<"$variants"
+IFS=, read -r -a peer_variant_list <<<"$peer_variants"
+for v in "${peer_variant_list[@]}"; do
+  [[ "$v" != *naive* && "$v" != hostnet ]] || lab_die "--peer-variants: the peer has no '$v' (DDP always overlaps; hostnet is not an engine)"
+  variant_flags "$v" >/dev/null
+done
+# The peer's result set of engine variant V.
+peer_set() { if [ "$1" = overlap ]; then echo pytorch-ddp; else echo "pytorch-ddp-$1"; fi; }
 first_engine=""
 for v in "${variant_list[@]}"; do
   [ "$v" = hostnet ] && continue
@@ -377,8 +395,10 @@ for ((round = 1; round <= rounds; round++)); do
   if [ "$peer" = 1 ]; then
     say "PyTorch DDP peer (bench/peer/ddp_bench.py), both systems"
     for system in $(round_order); do
-      run_peer "$system/pytorch-ddp" 1 "$system"
-      run_peer "$system/pytorch-ddp" "$nodes" "$system"
+      run_peer "$system/pytorch-ddp" 1 "$system" ""
+      for v in "${peer_variant_list[@]}"; do
+        run_peer "$system/$(peer_set "$v")" "$nodes" "$system" "$(variant_flags "$v")"
+      done
     done
   fi
 done
@@ -401,8 +421,15 @@ for v in "${variant_list[@]}"; do
 done
 [[ ",$variants," == *,hostnet,* ]] && report_args+=("kubernetes/hostnet=$out/sets/kubernetes-hostnet")
 if [ "$peer" = 1 ]; then
+  for v in "${peer_variant_list[@]}"; do
+    [ "$v" = overlap ] || for system in bare-metal kubernetes; do
+      copy_single "$system/pytorch-ddp" "$system/$(peer_set "$v")"
+    done
+  done
   for system in bare-metal kubernetes; do
-    report_args+=("$system/pytorch-ddp=$out/sets/$system-pytorch-ddp")
+    for v in "${peer_variant_list[@]}"; do
+      report_args+=("$system/$(peer_set "$v")=$out/sets/$system-$(peer_set "$v")")
+    done
   done
 fi
 echo "$bin report ${report_args[*]} --out $out/report" >>"$commands_log"

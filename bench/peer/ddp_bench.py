@@ -90,7 +90,38 @@ def register_compression(model, args):
             process_group=None, matrix_approximation_rank=args.powersgd_rank,
             start_powerSGD_iter=args.powersgd_start_step,
             min_compression_rate=args.powersgd_min_rate)
-        model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+        if model.device_ids:  # NCCL: DDP's hook as it is
+            model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+        else:
+            model.register_comm_hook(state, gloo_safe_powersgd_hook(model, args))
+
+
+def gloo_safe_powersgd_hook(model, args):
+    """DDP's powerSGD_hook with each bucket's collectives on a process group of its own.
+
+    On Gloo the hook as it is aborts (gloo "op.preamble.length <= op.nbytes") once a model has
+    two or more buckets (DDP always has a small first one): a bucket's P and Q allreduces are
+    issued from the callback of its previous allreduce, on Gloo's thread, while the autograd
+    thread issues the next bucket's first allreduce, so the ranks issue collectives in different
+    orders and ProcessGroupGloo's sequence tags pair unlike messages. Giving each bucket its own
+    group (same ranks) keeps every group's order fixed; the algorithm, its state and its
+    arithmetic are DDP's own. DDP fills each bucket but the last to at least bucket_cap_mb, so
+    ceil(parameter bytes / cap) + 2 groups (the first bucket, the last) cover every bucket.
+    """
+    import torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    cap = args.bucket_mb * 1024 * 1024
+    groups = [dist.new_group(list(range(dist.get_world_size())))
+              for _ in range(-(-param_bytes // int(cap)) + 2)]
+
+    def hook(state, bucket):
+        if bucket.index() >= len(groups):
+            raise RuntimeError(f"bucket {bucket.index()} has no process group of its own "
+                               f"({len(groups)} made for {param_bytes} bytes in {args.bucket_mb} MiB buckets)")
+        state.process_group = groups[bucket.index()]  # read once, at the hook's start
+        return powerSGD_hook.powerSGD_hook(state, bucket)
+    return hook
 
 
 def free_port():
