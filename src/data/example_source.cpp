@@ -31,7 +31,7 @@ class LoosePngSource : public ExampleSource {
   const std::vector<std::string>& label_names() const override { return label_names_; }
   int image_size() const override { return image_size_; }
   GrayView image(int64_t i, ImageScratch& s) const override {
-    read_image(examples_[static_cast<size_t>(i)].path, s.decoded, s.file);
+    read_image(examples_[static_cast<size_t>(i)].path, s.decoded, s.file, image_size_);
     resize_gray(s.decoded, image_size_, image_size_, s.resized);
     return view_of(s.resized);
   }

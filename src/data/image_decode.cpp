@@ -35,14 +35,15 @@ const char* to_string(ImageFormat format) {
   }
 }
 
-void decode_image(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
+void decode_image(const uint8_t* data, size_t size, const std::string& name, GrayImage& out,
+                  int resize_to) {
   if (size == 0) throw DataError(fmt::format("{}: empty file", name));
   switch (sniff_image_format(data, size)) {
     case ImageFormat::kPng:
       decode_png_gray(data, size, name, out);
       return;
     case ImageFormat::kJpeg:
-      decode_jpeg_gray(data, size, name, out);
+      decode_jpeg_gray(data, size, name, out, resize_to);
       return;
     case ImageFormat::kDicom:
       decode_dicom_gray(data, size, name, out);
@@ -53,9 +54,10 @@ void decode_image(const uint8_t* data, size_t size, const std::string& name, Gra
   }
 }
 
-void read_image(const std::string& path, GrayImage& out, std::vector<uint8_t>& file_buffer) {
+void read_image(const std::string& path, GrayImage& out, std::vector<uint8_t>& file_buffer,
+                int resize_to) {
   read_file_bytes(path, file_buffer);
-  decode_image(file_buffer.data(), file_buffer.size(), path, out);
+  decode_image(file_buffer.data(), file_buffer.size(), path, out, resize_to);
 }
 
 }  // namespace chexscale::data

@@ -22,10 +22,15 @@ ImageFormat sniff_image_format(const uint8_t* data, size_t size);
 const char* to_string(ImageFormat format);
 
 // Decodes `data` by its format into `out` (buffers reused). DataError for an empty, unknown,
-// truncated or corrupt input, naming `name`.
-void decode_image(const uint8_t* data, size_t size, const std::string& name, GrayImage& out);
+// truncated or corrupt input, naming `name`. `resize_to` > 0 says the caller resizes the image to
+// resize_to x resize_to next: a JPEG then decodes at the reduced DCT scale that keeps both sides
+// >= resize_to (jpeg_io.h), so the result may be smaller than the file's image; other formats
+// decode at full size. 0: every format at full size.
+void decode_image(const uint8_t* data, size_t size, const std::string& name, GrayImage& out,
+                  int resize_to = 0);
 
 // Reads and decodes an image file; `file_buffer` is scratch space reused across calls.
-void read_image(const std::string& path, GrayImage& out, std::vector<uint8_t>& file_buffer);
+void read_image(const std::string& path, GrayImage& out, std::vector<uint8_t>& file_buffer,
+                int resize_to = 0);
 
 }  // namespace chexscale::data

@@ -134,7 +134,7 @@ int64_t ImageListSource::labelled_count() const {
 }
 
 GrayView ImageListSource::image(int64_t index, ImageScratch& scratch) const {
-  read_image(entry(index).path, scratch.decoded, scratch.file);
+  read_image(entry(index).path, scratch.decoded, scratch.file, image_size_);
   resize_gray(scratch.decoded, image_size_, image_size_, scratch.resized);
   return view_of(scratch.resized);
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "common/error.h"
@@ -16,6 +17,9 @@ constexpr int kMaxSide = 1 << 15;
 // most for X-rays); progressive end-of-band runs can code many blocks in a few bits, so the bound
 // is generous. A header claiming more pixels than this per byte of file is corrupt.
 constexpr uint64_t kMaxPixelsPerByte = 4096;
+// Below this many pixels a side, two of TurboJPEG's scaling factors (k/8) can give the same
+// scaled size and it might pick another than the one asked for: smaller targets decode in full.
+constexpr int kMinScaledSide = 8;
 
 struct TjDeleter {
   void operator()(void* handle) const { tjDestroy(handle); }
@@ -36,9 +40,21 @@ TjHandle& decompressor() {
   throw DataError(what);
 }
 
+// The DCT scale denominator (1, 2, 4 or 8) for an image of width x height to be resized to
+// `resize_to` a side: the largest with denominator * resize_to <= both sides (Pillow's draft()).
+int scale_denominator(int width, int height, int resize_to) {
+  if (resize_to < kMinScaledSide) return 1;
+  for (int denominator : {8, 4, 2}) {
+    if (static_cast<int64_t>(denominator) * resize_to <= std::min(width, height))
+      return denominator;
+  }
+  return 1;
+}
+
 }  // namespace
 
-void decode_jpeg_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
+void decode_jpeg_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out,
+                      int resize_to) {
   if (size == 0) throw DataError(fmt::format("{}: empty file", name));
   TjHandle& handle = decompressor();
   if (!handle) throw DataError(fmt::format("{}: cannot create a JPEG decoder", name));
@@ -67,15 +83,18 @@ void decode_jpeg_gray(const uint8_t* data, size_t size, const std::string& name,
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
     throw DataError(fmt::format("{}: CMYK JPEG, not a gray or colour X-ray", name));
   }
-  out.width = width;
-  out.height = height;
+  // TurboJPEG picks the largest of its scaling factors that fits the size asked for: asking for
+  // the size at 1/denominator gets exactly that factor (see kMinScaledSide).
+  const tjscalingfactor factor{1, scale_denominator(width, height, resize_to)};
+  out.width = TJSCALED(width, factor);
+  out.height = TJSCALED(height, factor);
   out.bit_depth = 8;
   out.pixels16.clear();
-  out.pixels.resize(npix);
+  out.pixels.resize(static_cast<size_t>(out.width) * static_cast<size_t>(out.height));
   // TJPF_GRAY: the luminance of a colour JPEG, the samples of a gray one. Warnings (premature
   // end of data, corrupt data) stop the decode and are reported.
-  if (tjDecompress2(tj, data, static_cast<unsigned long>(size), out.pixels.data(), width, width,
-                    height, TJPF_GRAY, TJFLAG_STOPONWARNING) != 0) {
+  if (tjDecompress2(tj, data, static_cast<unsigned long>(size), out.pixels.data(), out.width,
+                    out.width, out.height, TJPF_GRAY, TJFLAG_STOPONWARNING) != 0) {
     fail(handle, fmt::format("{}: corrupt or truncated JPEG", name));
   }
 }

@@ -1,5 +1,6 @@
-// Fast PNG decode of 8-bit, non-interlaced gray, gray+alpha, RGB and RGBA (see png_fast_decode.h):
-// chunk walk with CRC checks, one libdeflate inflate, own unfiltering, luma as the libspng path.
+// Fast PNG decode of 8- and 16-bit, non-interlaced gray, gray+alpha, RGB and RGBA (see
+// png_fast_decode.h): chunk walk with CRC checks, one libdeflate inflate, own unfiltering, luma as
+// the libspng path.
 #include "data/png_fast_decode.h"
 
 #include <libdeflate.h>
@@ -29,18 +30,21 @@ bool is_letter(uint8_t c) {
 struct PngLayout {
   uint32_t width = 0;
   uint32_t height = 0;
+  int bit_depth = 0;                                    // 8 or 16
   int channels = 0;                                     // 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA
   std::vector<std::pair<const uint8_t*, size_t>> idat;  // the IDAT chunks' data, in order
 };
 
-// Checks IHDR's 13 bytes; false unless 8-bit, non-interlaced gray/GA/RGB/RGBA within the limits.
+// Checks IHDR's 13 bytes; false unless 8- or 16-bit, non-interlaced gray/GA/RGB/RGBA within the
+// limits.
 bool read_ihdr(const uint8_t* d, PngLayout& layout) {
   layout.width = read_be32(d);
   layout.height = read_be32(d + 4);
-  const uint8_t bit_depth = d[8];
+  layout.bit_depth = d[8];
   const uint8_t color_type = d[9];
   if (layout.width == 0 || layout.height == 0 || layout.width > kMaxSide ||
-      layout.height > kMaxSide || bit_depth != 8 || d[10] != 0 || d[11] != 0 || d[12] != 0) {
+      layout.height > kMaxSide || (layout.bit_depth != 8 && layout.bit_depth != 16) || d[10] != 0 ||
+      d[11] != 0 || d[12] != 0) {
     return false;
   }
   switch (color_type) {
@@ -146,37 +150,73 @@ bool unfilter_row(uint8_t filter, const uint8_t* __restrict in, uint8_t* __restr
   }
 }
 
-// Pillow's luma of 8-bit R, G, B, as the libspng path computes it.
-uint8_t luma(uint32_t r, uint32_t g, uint32_t b) {
-  return static_cast<uint8_t>((r * 19595U + g * 38470U + b * 7471U + 0x8000U) >> 16);
+// Pillow's luma of R, G, B (8- or 16-bit), as the libspng path computes it; the weights sum to
+// 65536, so R = G = B gives that value back.
+template <typename Sample>
+Sample luma(uint32_t r, uint32_t g, uint32_t b) {
+  return static_cast<Sample>((r * 19595U + g * 38470U + b * 7471U + 0x8000U) >> 16);
 }
 
-// Unfilters `raw` (height rows of a filter byte and width * Bpp bytes) into the gray output.
-// Gray rows are unfiltered in place in the output; other layouts go through two row buffers.
-template <int Bpp>
-bool unfilter_image(const uint8_t* raw, uint32_t width, uint32_t height, uint8_t* gray) {
-  const size_t n = static_cast<size_t>(width) * Bpp;
+// The sample at `p`: one byte, or two bytes big-endian (PNG's order).
+template <typename Sample>
+uint32_t sample_at(const uint8_t* p) {
+  if constexpr (sizeof(Sample) == 1) {
+    return p[0];
+  } else {
+    return (uint32_t{p[0]} << 8) | p[1];
+  }
+}
+
+// Unfilters `raw` (height rows of a filter byte and width * Channels samples) into the gray
+// output, Sample (uint8_t or uint16_t) a sample. 8-bit gray rows are unfiltered in place in the
+// output; other layouts go through two row buffers and are converted a row at a time (16-bit
+// samples to host order; colour to luma; gray+alpha to its gray sample).
+template <typename Sample, int Channels>
+bool unfilter_image(const uint8_t* raw, uint32_t width, uint32_t height, Sample* gray) {
+  constexpr int kBpp = Channels * static_cast<int>(sizeof(Sample));  // bytes a pixel
+  constexpr bool kInPlace = kBpp == 1;
+  const size_t n = static_cast<size_t>(width) * kBpp;
   thread_local std::vector<uint8_t> rows;
-  rows.assign(Bpp == 1 ? n : 3 * n, 0);  // [zeros][current][previous] for colour
+  rows.assign(kInPlace ? n : 3 * n, 0);  // [zeros][current][previous] when converted
   uint8_t* zeros = rows.data();
   uint8_t* cur = rows.data() + n;
   uint8_t* prev = zeros;
   for (uint32_t y = 0; y < height; ++y, raw += n + 1) {
-    uint8_t* out = Bpp == 1 ? gray + static_cast<size_t>(y) * width : cur;
-    if (!unfilter_row<Bpp>(raw[0], raw + 1, out, prev, n)) return false;
-    if constexpr (Bpp == 1) {
+    Sample* g = gray + static_cast<size_t>(y) * width;
+    uint8_t* out = kInPlace ? reinterpret_cast<uint8_t*>(g) : cur;
+    if (!unfilter_row<kBpp>(raw[0], raw + 1, out, prev, n)) return false;
+    if constexpr (kInPlace) {
       prev = out;
     } else {
-      uint8_t* g = gray + static_cast<size_t>(y) * width;
+      constexpr int kStep = static_cast<int>(sizeof(Sample));
       for (uint32_t x = 0; x < width; ++x) {
-        const uint8_t* p = out + static_cast<size_t>(x) * Bpp;
-        g[x] = Bpp == 2 ? p[0] : luma(p[0], p[1], p[2]);  // gray+alpha: the gray sample
+        const uint8_t* p = out + static_cast<size_t>(x) * kBpp;
+        if constexpr (Channels <= 2) {
+          g[x] = static_cast<Sample>(sample_at<Sample>(p));  // gray (+alpha): the gray sample
+        } else {
+          g[x] = luma<Sample>(sample_at<Sample>(p), sample_at<Sample>(p + kStep),
+                              sample_at<Sample>(p + 2 * kStep));
+        }
       }
       prev = cur;
       cur = cur == rows.data() + n ? rows.data() + 2 * n : rows.data() + n;
     }
   }
   return true;
+}
+
+template <typename Sample>
+bool unfilter_any(const uint8_t* raw, const PngLayout& layout, Sample* gray) {
+  switch (layout.channels) {
+    case 1:
+      return unfilter_image<Sample, 1>(raw, layout.width, layout.height, gray);
+    case 2:
+      return unfilter_image<Sample, 2>(raw, layout.width, layout.height, gray);
+    case 3:
+      return unfilter_image<Sample, 3>(raw, layout.width, layout.height, gray);
+    default:
+      return unfilter_image<Sample, 4>(raw, layout.width, layout.height, gray);
+  }
 }
 
 struct DecompressorDeleter {
@@ -188,7 +228,8 @@ struct DecompressorDeleter {
 bool decode_png_gray_fast(const uint8_t* data, size_t size, GrayImage& out) {
   PngLayout layout;
   if (!read_layout(data, size, layout)) return false;
-  const size_t row_bytes = static_cast<size_t>(layout.width) * layout.channels + 1;
+  const size_t row_bytes =
+      static_cast<size_t>(layout.width) * layout.channels * (layout.bit_depth / 8) + 1;
   const size_t raw_size = row_bytes * layout.height;
   // Deflate expands at most 1032:1; a bigger claim is a corrupt or truncated file.
   if (raw_size / 1032 > size) return false;
@@ -218,17 +259,16 @@ bool decode_png_gray_fast(const uint8_t* data, size_t size, GrayImage& out) {
   }
   out.width = static_cast<int>(layout.width);
   out.height = static_cast<int>(layout.height);
-  out.pixels.resize(static_cast<size_t>(layout.width) * layout.height);
-  switch (layout.channels) {
-    case 1:
-      return unfilter_image<1>(raw.data(), layout.width, layout.height, out.pixels.data());
-    case 2:
-      return unfilter_image<2>(raw.data(), layout.width, layout.height, out.pixels.data());
-    case 3:
-      return unfilter_image<3>(raw.data(), layout.width, layout.height, out.pixels.data());
-    default:
-      return unfilter_image<4>(raw.data(), layout.width, layout.height, out.pixels.data());
+  out.bit_depth = layout.bit_depth;
+  const size_t npix = static_cast<size_t>(layout.width) * layout.height;
+  if (layout.bit_depth == 16) {
+    out.pixels.clear();
+    out.pixels16.resize(npix);
+    return unfilter_any(raw.data(), layout, out.pixels16.data());
   }
+  out.pixels16.clear();
+  out.pixels.resize(npix);
+  return unfilter_any(raw.data(), layout, out.pixels.data());
 }
 
 }  // namespace chexscale::data

@@ -69,11 +69,7 @@ void decode_16bit(spng_ctx* ctx, const spng_ihdr& ihdr, const std::string& name,
 }  // namespace
 
 void decode_png_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
-  if (decode_png_gray_fast(data, size, out)) {
-    out.bit_depth = 8;
-    out.pixels16.clear();
-    return;
-  }
+  if (decode_png_gray_fast(data, size, out)) return;
   decode_png_gray_spng(data, size, name, out);
 }
 

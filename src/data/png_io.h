@@ -1,8 +1,8 @@
 // PNG <-> grayscale. Decodes every variant found in ChestX-ray14, PadChest and their copies (gray
-// 1-16 bit, gray+alpha, RGB, RGBA, palette, interlaced): 8-bit non-interlaced ones through a fast
-// path (png_fast_decode.h), the rest and anything irregular with libspng. Gray 8-bit goes straight
-// to the output buffer; other variants are converted with Pillow's luma weights, alpha ignored.
-// 16-bit PNGs decode to 16-bit images (bit depth 16), every bit kept; the others to 8-bit.
+// 1-16 bit, gray+alpha, RGB, RGBA, palette, interlaced): 8- and 16-bit non-interlaced ones through
+// a fast path (png_fast_decode.h), the rest and anything irregular with libspng. Gray 8-bit goes
+// straight to the output buffer; other variants are converted with Pillow's luma weights, alpha
+// ignored. 16-bit PNGs decode to 16-bit images (bit depth 16), every bit kept; the others to 8-bit.
 // Encoding (8-bit gray or RGB, 16-bit gray) uses libspng.
 #pragma once
 

@@ -170,7 +170,7 @@ int64_t write_shard(const PlannedShard& shard, const std::vector<Example>& examp
         const Example& e = examples[i];
         const auto slot = static_cast<int64_t>(i - shard.first);
         try {
-          read_image(e.path, scratch.decoded, scratch.file);
+          read_image(e.path, scratch.decoded, scratch.file, opt.image_size);
           resize_gray(scratch.decoded, opt.image_size, opt.image_size, scratch.resized);
           ShardEntry entry;
           entry.name = e.name;

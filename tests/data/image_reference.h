@@ -22,9 +22,13 @@ struct ReferenceImage {
   std::string error;  // set when the reference could not read the file
 };
 
-inline std::vector<ReferenceImage> reference_decode(const std::vector<std::string>& paths) {
+// `jpeg_draft` > 0: JPEGs decoded with Pillow's draft("L", (jpeg_draft, jpeg_draft)), the DCT
+// scaling chexscale's decode_image(..., resize_to = jpeg_draft) does.
+inline std::vector<ReferenceImage> reference_decode(const std::vector<std::string>& paths,
+                                                    int jpeg_draft = 0) {
   std::string command =
       "/usr/bin/python3 '" + test_util::source_dir() + "/tests/data/image_reference.py'";
+  if (jpeg_draft > 0) command += " --draft=" + std::to_string(jpeg_draft);
   for (const auto& p : paths)
     command += " '" + p + "'";
   const test_util::ProcessResult r = test_util::run_shell(command);

@@ -5,7 +5,9 @@ for DICOM. For each file named on the command line, prints one line:
     <width> <height> <bit depth> <pixel values, row-major, space-separated>
 
 PNG: Pillow's gray ("L", or "I;16" for 16-bit PNGs; colour converted with Pillow's luma).
-JPEG: Pillow's decode to gray (draft("L"): libjpeg's luma plane, for colour JPEGs too).
+JPEG: Pillow's decode to gray (draft("L"): libjpeg's luma plane, for colour JPEGs too); with
+--draft=N first on the command line, draft("L", (N, N)): libjpeg's DCT scaling to the smallest
+of 1/8, 1/4, 1/2 that keeps both sides >= N.
 DICOM: pydicom's pixel_array, then its modality LUT (Rescale Slope/Intercept) and VOI LUT or
 first window (apply_voi_lut), mapped from the output range pydicom uses ([y_min, y_max], the
 rescaled range of the stored bits) onto 0 .. 2^BitsStored - 1, MONOCHROME1 inverted: the
@@ -37,12 +39,12 @@ def dicom_pixels(path):
     return ds.Columns, ds.Rows, max(bits, 8), np.clip(np.rint(out), 0, out_max).astype(np.int64)
 
 
-def pil_pixels(path):
+def pil_pixels(path, draft):
     from PIL import Image
 
     with Image.open(path) as im:
         if im.format == "JPEG":
-            im.draft("L", im.size)
+            im.draft("L", (draft, draft) if draft else im.size)
         im.load()
         if im.mode in ("I;16", "I;16B", "I"):
             arr = np.asarray(im, dtype=np.int64)
@@ -51,12 +53,16 @@ def pil_pixels(path):
 
 
 def main():
-    for path in sys.argv[1:]:
+    paths = sys.argv[1:]
+    draft = 0
+    if paths and paths[0].startswith("--draft="):
+        draft = int(paths.pop(0).split("=", 1)[1])
+    for path in paths:
         try:
             with open(path, "rb") as f:
                 head = f.read(132)
             is_dicom = len(head) == 132 and head[128:132] == b"DICM"
-            w, h, bits, arr = dicom_pixels(path) if is_dicom else pil_pixels(path)
+            w, h, bits, arr = dicom_pixels(path) if is_dicom else pil_pixels(path, draft)
             print(w, h, bits, " ".join(str(v) for v in arr.reshape(-1)))
         except Exception as e:  # the C++ test reports it with the file's name
             print("error", str(e).replace("\n", " "))
