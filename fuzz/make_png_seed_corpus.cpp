@@ -1,6 +1,6 @@
-// Writes the PNG fuzzer's seed corpus into a directory: small 8-bit gray, gray+alpha, RGB and
-// RGBA images with every row filter (the fast path), split IDAT and text chunks, and 16-bit gray
-// and palette images (libspng's path), each a few hundred bytes.
+// Writes the PNG fuzzer's seed corpus into a directory: small 8- and 16-bit gray, gray+alpha, RGB
+// and RGBA images with every row filter (the fast path), split IDAT and text chunks, and a palette
+// image (libspng's path), each a few hundred bytes.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,9 +24,11 @@ int main(int argc, char** argv) {
     seeds.push_back(tu::build_png(16, 10, color_type, raw));
     seeds.push_back(tu::build_png(16, 10, color_type, raw, 3, text, text));
   }
-  seeds.push_back(tu::kPngSignature + tu::png_ihdr(8, 8, 0, 16) +
-                  tu::png_chunk("IDAT", tu::zlib_compress(tu::random_png_rows(16, 8, 1, 2))) +
-                  tu::png_chunk("IEND", ""));
+  for (int color_type : {0, 2, 4, 6}) {  // 16-bit: two bytes a sample
+    const std::string raw = tu::random_png_rows(8, 8, 2 * tu::png_channels(color_type), 2);
+    seeds.push_back(tu::kPngSignature + tu::png_ihdr(8, 8, color_type, 16) +
+                    tu::png_chunk("IDAT", tu::zlib_compress(raw)) + tu::png_chunk("IEND", ""));
+  }
   std::string plte;
   for (int i = 0; i < 48; ++i)
     plte.push_back(static_cast<char>(i * 5));

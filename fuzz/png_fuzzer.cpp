@@ -1,5 +1,6 @@
 // libFuzzer target for PNG decoding: whatever the bytes, neither the fast path nor libspng may
-// crash, and whenever the fast path accepts a file, libspng must decode it to the same pixels
+// crash, and whenever the fast path accepts a file, libspng must decode it to the same pixels at
+// the same bit depth (8 or 16)
 // (a differential check: the fast path is never more lenient than libspng, and never different).
 // Each input is tried as it is and with every chunk's CRC-32 made right, so that mutations reach
 // the header, zlib stream and row filters instead of stopping at a CRC mismatch.
@@ -45,7 +46,8 @@ void check(const uint8_t* data, size_t size) {
     reference_ok = false;
   }
   if (fast_ok && (!reference_ok || fast.width != reference.width ||
-                  fast.height != reference.height || fast.pixels != reference.pixels)) {
+                  fast.height != reference.height || fast.bit_depth != reference.bit_depth ||
+                  fast.pixels != reference.pixels || fast.pixels16 != reference.pixels16)) {
     std::fprintf(stderr, "fast path accepted a PNG that libspng %s\n",
                  reference_ok ? "decodes differently" : "rejects");
     __builtin_trap();

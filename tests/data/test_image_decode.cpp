@@ -13,6 +13,7 @@
 #include "data/image_decode.h"
 #include "data/jpeg_io.h"
 #include "data/png_io.h"
+#include "data/resize.h"
 #include "data/synthetic.h"
 #include "image_reference.h"
 #include "test_util/read_file.h"
@@ -40,10 +41,10 @@ std::vector<uint16_t> pattern(int bits) {
   return v;
 }
 
-GrayImage decode_file(const std::string& path) {
+GrayImage decode_file(const std::string& path, int resize_to = 0) {
   GrayImage img;
   std::vector<uint8_t> buffer;
-  read_image(path, img, buffer);
+  read_image(path, img, buffer, resize_to);
   return img;
 }
 
@@ -139,6 +140,86 @@ TEST(ImageDecode, JpegAgreesWithPillow) {
   const auto refs = reference_decode({gray, colour});
   EXPECT_EQ(max_difference(decode_file(gray), refs[0], gray), 0);
   EXPECT_EQ(max_difference(decode_file(colour), refs[1], colour), 0);
+}
+
+// Decoding for a loader that resizes to N: the DCT scale is Pillow's draft("L", (N, N)) -- the
+// largest of 1/8, 1/4, 1/2 with scale * N <= both sides -- and so are the pixels, exactly, for
+// gray and colour JPEGs of an odd, non-square size. Below 8 a side, the full image.
+TEST(ImageDecode, JpegForATrainingSizeIsPillowsDraft) {
+  test_util::TempDir dir;
+  constexpr int kWidth = 203;
+  constexpr int kHeight = 137;
+  const GrayImage xray = render_synthetic_image(0x6, kWidth, 13);  // the top kHeight rows
+  const std::string gray =
+      dir.write("gray.jpg", encode_jpeg_gray(xray.pixels.data(), kWidth, kHeight, 90));
+  const std::vector<uint8_t> rgb = tinted(xray);
+  const std::string colour =
+      dir.write("colour.jpg", encode_jpeg_rgb(rgb.data(), kWidth, kHeight, 90));
+  struct Case {
+    int resize_to;
+    int scale;  // the denominator expected
+  };
+  for (const Case c : {Case{17, 8}, Case{34, 4}, Case{18, 4}, Case{60, 2}, Case{68, 2}, Case{69, 1},
+                       Case{137, 1}}) {
+    const auto refs = reference_decode({gray, colour}, c.resize_to);
+    for (size_t i = 0; i < 2; ++i) {
+      const std::string& path = i == 0 ? gray : colour;
+      const std::string what = fmt::format("{} for {}", path, c.resize_to);
+      const GrayImage img = decode_file(path, c.resize_to);
+      EXPECT_EQ(img.width, (kWidth + c.scale - 1) / c.scale) << what;
+      EXPECT_EQ(img.height, (kHeight + c.scale - 1) / c.scale) << what;
+      EXPECT_EQ(max_difference(img, refs[i], what), 0) << what;
+    }
+  }
+  const GrayImage full = decode_file(gray);
+  EXPECT_EQ(full.width, kWidth);
+  EXPECT_EQ(decode_file(gray, 7).pixels, full.pixels);  // below 8: no scaling
+}
+
+// The scaled decode is close to what it replaces, a full decode then area resizing, and the
+// other formats ignore the size: they decode in full.
+TEST(ImageDecode, ScaledJpegIsCloseToFullDecodeAndResize) {
+  test_util::TempDir dir;
+  const GrayImage xray = render_synthetic_image(0x41, 512, 17);
+  const std::string jpeg = dir.write("x.jpg", encode_jpeg_gray(xray.pixels.data(), 512, 512, 95));
+  const GrayImage scaled = decode_file(jpeg, 128);
+  ASSERT_EQ(scaled.width, 128);
+  ASSERT_EQ(scaled.height, 128);
+  GrayImage resized;
+  resize_gray(decode_file(jpeg), 128, 128, resized);
+  int worst = 0;
+  double total = 0;
+  for (size_t i = 0; i < resized.pixels.size(); ++i) {
+    const int d = std::abs(scaled.pixels[i] - resized.pixels[i]);
+    worst = std::max(worst, d);
+    total += d;
+  }
+  EXPECT_LE(worst, 2);  // 1 on this image: the same low-pass, rounded at another point
+  EXPECT_LE(total / static_cast<double>(resized.pixels.size()), 0.2);  // 0.065 here
+
+  const std::string png = dir.write("x.png", encode_png_gray(xray.pixels.data(), 512, 512));
+  EXPECT_EQ(decode_file(png, 128).pixels, xray.pixels);
+}
+
+// Cut and corrupt JPEGs are errors at a reduced scale as in full.
+TEST(ImageDecode, HostileJpegAtAReducedScaleIsAClearError) {
+  test_util::TempDir dir;
+  const GrayImage xray = render_synthetic_image(0x9, 256, 5);
+  const std::string jpeg = encode_jpeg_gray(xray.pixels.data(), 256, 256, 90);
+  for (size_t cut : {size_t{20}, jpeg.size() / 3, jpeg.size() - 40}) {
+    const std::string path = dir.write("cut" + std::to_string(cut) + ".jpg", jpeg.substr(0, cut));
+    for (int resize_to : {32, 64, 128}) {
+      GrayImage img;
+      std::vector<uint8_t> buffer;
+      try {
+        read_image(path, img, buffer, resize_to);
+        ADD_FAILURE() << path << " at " << resize_to << ": decoded without an error";
+      } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(decode_file(dir.write("intact.jpg", jpeg), 64).width, 64);
 }
 
 struct DicomCase {
