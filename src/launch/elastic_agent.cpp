@@ -136,40 +136,38 @@ std::string first_line(const std::string& what) {
 // Joins the next round through store errors (the server restarting, a connection refused or
 // reset): each is logged and retried with a new client after a backoff (0.5 s, doubling to 8 s)
 // until `deadline` (--rdzv-timeout from the first try), then a DistError names the last one.
+// `error` is a store error already met (the round's watch lost the server): the join starts
+// with a new client, since one that failed may be out of step with the server (a late reply).
 std::optional<Membership> join_next_round(ElasticRendezvous& rdzv, const LaunchOptions& o,
-                                          const RoundRules& rules) {
+                                          const RoundRules& rules, std::string error) {
   const auto deadline = Clock::now() + rules.join_timeout;
   std::chrono::milliseconds backoff{500};
-  for (int retry = 1;; ++retry) {
-    std::string error;
-    try {
-      return rdzv.join(deadline);
-    } catch (const Error&) {
-      throw;  // the rendezvous' own verdict (a timeout, a finished job): no retry helps
-    } catch (const std::exception& e) {
-      error = first_line(e.what());
-    }
-    // Reconnects until one works or the time is up.
-    while (true) {
+  int retry = 0;
+  while (true) {
+    while (!error.empty()) {  // a new client, until one connects or the time is up
       if (Clock::now() + backoff >= deadline) {
         throw DistError(fmt::format(
             "the rendezvous server at {}:{} kept failing for --rdzv-timeout ({:g} s); the last "
             "error: {}",
             o.master_addr, o.master_port, rules.join_timeout.count() / 1000.0, error));
       }
-      log::warn(
-          "chexscale launch: the rendezvous server at {}:{} failed during the join ({}); retry "
-          "{} in {:g} s",
-          o.master_addr, o.master_port, error, retry, backoff.count() / 1000.0);
+      log::warn("chexscale launch: the rendezvous server at {}:{} failed ({}); retry {} in {:g} s",
+                o.master_addr, o.master_port, error, ++retry, backoff.count() / 1000.0);
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(8000));
       try {
         rdzv.use_store(connect(o, backoff));
-        break;
+        error.clear();
       } catch (const std::exception& e) {
         error = first_line(e.what());
-        ++retry;
       }
+    }
+    try {
+      return rdzv.join(deadline);
+    } catch (const Error&) {
+      throw;  // the rendezvous' own verdict (a timeout, a finished job): no retry helps
+    } catch (const std::exception& e) {
+      error = first_line(e.what());
     }
   }
 }
@@ -206,8 +204,10 @@ LaunchResult run_elastic_group(const LaunchOptions& o) {
   auto rdzv = std::make_unique<ElasticRendezvous>(connect(o, rules.join_timeout), o.rdzv_id, name,
                                                   o.nproc_per_node, rules);
   LaunchResult result;
+  std::string lost;  // the store error that ended the last round's watch
   while (true) {
-    const std::optional<Membership> m = join_next_round(*rdzv, o, rules);
+    const std::optional<Membership> m = join_next_round(*rdzv, o, rules, lost);
+    lost.clear();
     if (!m) {
       result.summary = "the job is complete (another node's workers finished it)";
       return result;
@@ -229,7 +229,8 @@ LaunchResult run_elastic_group(const LaunchOptions& o) {
     if (!watch.lost.empty()) {
       log::error("chexscale launch: lost the rendezvous server at {}:{} ({}); rejoining",
                  o.master_addr, o.master_port, first_line(watch.lost));
-      continue;  // the join meets the same error and reconnects
+      lost = watch.lost;
+      continue;
     }
     if (outcome.signal != 0) {
       const std::string cause =
