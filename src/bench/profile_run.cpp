@@ -1,9 +1,18 @@
 // Building a compute profile from a profiled bench run (see profile_run.h).
 #include "bench/profile_run.h"
 
+#include <c10/util/accumulate.h>
+#include <torch/torch.h>
+
 #include <algorithm>
+#include <memory>
 
 #include "common/error.h"
+#include "common/timer.h"
+#include "distributed/bucket_plan.h"
+#include "distributed/powersgd.h"
+#include "distributed/reducer.h"
+#include "simulate/powersgd_cost.h"
 
 namespace chexscale::bench {
 namespace {
@@ -14,7 +23,51 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr int kPowerSgdSteps = 3;  // timed, after one that draws the first Q
+
 }  // namespace
+
+double measure_powersgd_flops_per_s(const std::vector<std::vector<int64_t>>& shapes) {
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> bytes;
+  for (const auto& shape : shapes)
+    bytes.push_back(4 * c10::multiply_integers(shape));
+  const auto plan = distributed::plan_buckets_by_size(
+      bytes, std::vector<int>(bytes.size(), 0),
+      static_cast<int64_t>(distributed::kDefaultFirstBucketMb * kMiB),
+      static_cast<int64_t>(distributed::kDefaultBucketMb * kMiB));
+  distributed::PowerSgdOptions options;
+  options.rank = distributed::kDefaultPowerSgdRank;
+  options.min_rate = distributed::kDefaultPowerSgdMinRate;
+  std::vector<std::unique_ptr<distributed::PowerSgdBucket>> buckets;
+  double flops = 0;
+  for (const auto& members : plan) {
+    std::vector<torch::Tensor> slots;
+    std::vector<std::vector<int64_t>> bucket_shapes;
+    for (size_t i : members) {
+      slots.push_back(torch::randn(shapes[i]) * 1e-3);
+      bucket_shapes.push_back(shapes[i]);
+    }
+    const simulate::PowerSgdBucketCost cost =
+        simulate::powersgd_bucket_cost(bucket_shapes, options);
+    if (!cost.compressed) continue;
+    flops += cost.flops();
+    buckets.push_back(std::make_unique<distributed::PowerSgdBucket>(slots, members, options));
+  }
+  if (buckets.empty()) return 0;
+  std::vector<double> seconds;
+  for (int step = 0; step <= kPowerSgdSteps; ++step) {
+    Stopwatch watch;
+    for (const auto& b : buckets) {
+      b->first_payload(1.0);
+      b->second_payload(1);
+      b->finish(1, 1.0);
+    }
+    if (step > 0) seconds.push_back(watch.seconds());
+  }
+  return flops / median(seconds);
+}
 
 simulate::ComputeProfile make_compute_profile(const report::BenchResult& result,
                                               const GradientReadyLog& log) {
@@ -49,7 +102,11 @@ simulate::ComputeProfile make_compute_profile(const report::BenchResult& result,
     simulate::GradientReady g;
     g.bytes = log.parameter_bytes[i];
     g.ready_s = ready.empty() ? p.backward_s : std::min(median(ready), p.backward_s);
+    if (i < log.parameter_shapes.size()) g.shape = log.parameter_shapes[i];
     p.parameters.push_back(g);
+  }
+  if (p.device == "cpu" && p.has_shapes()) {
+    p.powersgd_flops_per_s = measure_powersgd_flops_per_s(log.parameter_shapes);
   }
   return p;
 }

@@ -194,6 +194,7 @@ report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContex
     for (size_t i = 0; i < params.size(); ++i) {
       ready_log->parameter_bytes.push_back(params[i].numel() *
                                            static_cast<int64_t>(params[i].element_size()));
+      ready_log->parameter_shapes.push_back(params[i].sizes().vec());
       params[i].register_hook(
           [&ready_now, i](const torch::Tensor&) { ready_now[i] = now_micros(); });
     }

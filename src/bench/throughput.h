@@ -49,10 +49,11 @@ using StepProgress = std::function<void(int64_t, int64_t, double)>;
 // and when each parameter's gradient was ready (now_micros()), recorded by autograd hooks; the
 // raw material of a compute profile (bench/compute_profile.h).
 struct GradientReadyLog {
-  std::vector<int64_t> parameter_bytes;        // per parameter, registration order
-  std::vector<int64_t> backward_start_us;      // per timed step
-  std::vector<std::vector<int64_t>> ready_us;  // [timed step][parameter]; 0: no gradient
-  std::vector<double> step_seconds;            // per timed step, its total
+  std::vector<int64_t> parameter_bytes;                // per parameter, registration order
+  std::vector<std::vector<int64_t>> parameter_shapes;  // per parameter, its sizes
+  std::vector<int64_t> backward_start_us;              // per timed step
+  std::vector<std::vector<int64_t>> ready_us;          // [timed step][parameter]; 0: no gradient
+  std::vector<double> step_seconds;                    // per timed step, its total
 };
 
 // Runs the benchmark on this rank (a collective: every rank of `ctx` calls it). Records each

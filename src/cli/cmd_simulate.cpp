@@ -232,7 +232,13 @@ void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_flag("--no-overlap", args->no_overlap, "Allreduce after backward, not during it");
   cmd->add_option("--grad-compression", args->settings.compression,
-                  "Gradient payload on the wire: none, fp16 or bf16")
+                  "Gradient payload on the wire: none, fp16, bf16, or powersgd[:RANK] (two "
+                  "allreduces per bucket of low-rank factors and their arithmetic, as the "
+                  "reducer runs them; needs a profile with shapes and powersgd_flops_per_s)")
+      ->capture_default_str();
+  cmd->add_option("--powersgd-min-rate", args->settings.powersgd_min_rate,
+                  "PowerSGD compresses a matrix only when rows*cols > this x (rows+cols)*rank, "
+                  "as the reducer's --powersgd-min-rate")
       ->capture_default_str();
   cmd->add_option("--algorithm", args->algorithm, "Allreduce algorithm: ring or tree")
       ->capture_default_str();

@@ -34,14 +34,24 @@ int64_t ComputeProfile::gradient_bytes() const {
   return sum;
 }
 
+bool ComputeProfile::has_shapes() const {
+  for (const GradientReady& g : parameters) {
+    if (g.shape.empty()) return false;
+  }
+  return true;
+}
+
 double ComputeProfile::images_per_sec() const {
   return static_cast<double>(batch_per_worker) / step_s;
 }
 
 nlohmann::json to_json(const ComputeProfile& p) {
   nlohmann::json params = nlohmann::json::array();
-  for (const GradientReady& g : p.parameters)
-    params.push_back({{"bytes", g.bytes}, {"ready_s", g.ready_s}});
+  for (const GradientReady& g : p.parameters) {
+    nlohmann::json param = {{"bytes", g.bytes}, {"ready_s", g.ready_s}};
+    if (!g.shape.empty()) param["shape"] = g.shape;
+    params.push_back(std::move(param));
+  }
   return {{"schema", kComputeProfileSchema},
           {"arch", p.arch},
           {"image_size", p.image_size},
@@ -57,6 +67,7 @@ nlohmann::json to_json(const ComputeProfile& p) {
             {"optimizer", p.optimizer_s},
             {"step", p.step_s}}},
           {"step_spread", p.step_spread},
+          {"powersgd_flops_per_s", p.powersgd_flops_per_s},
           {"parameters", params}};
 }
 
@@ -105,8 +116,17 @@ ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::str
       throw DataError(fmt::format("{}: ready_s {} is outside backward's [0, {}] s", at, g.ready_s,
                                   p.backward_s));
     }
+    g.shape = get_optional<std::vector<int64_t>>(params[i], "shape", at, {});
+    int64_t numel = g.shape.empty() ? 0 : 1;
+    for (int64_t s : g.shape)
+      numel *= s;
+    if (!g.shape.empty() && (numel < 1 || g.bytes % numel != 0)) {
+      throw DataError(
+          fmt::format("{}: shape of {} elements does not hold {} bytes", at, numel, g.bytes));
+    }
     p.parameters.push_back(g);
   }
+  p.powersgd_flops_per_s = non_negative(j, "powersgd_flops_per_s", file);
   return p;
 }
 

@@ -1,8 +1,9 @@
 // The compute profile of one worker (schema chexscale.compute-profile/1), measured by
 // `chexscale bench --profile FILE` on one worker and read by `chexscale simulate`: the median
 // phases of a step, the spread of step times, and for every parameter (in registration order)
-// its gradient's bytes and when during backward that gradient is ready. The simulator replans
-// buckets from these, so one profile serves every bucket size. Fields: docs/simulate.md.
+// its gradient's bytes, its shape and when during backward that gradient is ready; and the rate
+// of PowerSGD's arithmetic on this worker. The simulator replans buckets from these, so one
+// profile serves every bucket size and compression. Fields: docs/simulate.md.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,8 +18,9 @@ inline constexpr const char* kComputeProfileSchema = "chexscale.compute-profile/
 
 // One parameter's gradient: its size and when backward produced it.
 struct GradientReady {
-  int64_t bytes = 0;   // float32 gradient bytes
-  double ready_s = 0;  // seconds after backward started (median over the profiled steps)
+  int64_t bytes = 0;           // float32 gradient bytes
+  double ready_s = 0;          // seconds after backward started (median over the profiled steps)
+  std::vector<int64_t> shape;  // the parameter's sizes; empty in profiles written without them
 };
 
 struct ComputeProfile {
@@ -39,6 +41,11 @@ struct ComputeProfile {
   // straggler effect: the simulator draws each worker's step from these.
   std::vector<double> step_spread;
   std::vector<GradientReady> parameters;  // registration order, as model->parameters()
+  // Floating-point operations per second of PowerSGD's arithmetic (simulate/powersgd_cost.h) on
+  // this worker's threads, measured on its real gradient shapes; 0: not measured.
+  double powersgd_flops_per_s = 0;
+
+  bool has_shapes() const;  // every parameter has its shape
 
   int64_t gradient_bytes() const;  // sum over parameters
   double images_per_sec() const;   // batch_per_worker / step_s
@@ -46,8 +53,9 @@ struct ComputeProfile {
 
 nlohmann::json to_json(const ComputeProfile& profile);
 // Reads a profile; `file` names it in errors. Throws DataError naming the file and the field for
-// a wrong schema, a missing or mistyped field, non-positive times or sizes, or a ready time
-// outside [0, backward_s].
+// a wrong schema, a missing or mistyped field, non-positive times or sizes, a ready time
+// outside [0, backward_s], or a shape whose elements do not divide the gradient's bytes. Shapes
+// and the PowerSGD rate are optional (older profiles have neither).
 ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::string& file);
 ComputeProfile load_compute_profile(const std::string& path);
 void save_compute_profile(const ComputeProfile& profile, const std::string& path);

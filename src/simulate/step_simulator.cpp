@@ -8,30 +8,87 @@
 
 #include "common/error.h"
 #include "distributed/bucket_plan.h"
+#include "distributed/reducer.h"
+#include "simulate/powersgd_cost.h"
 
 namespace chexscale::simulate {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;  // the reducer's megabyte
 
-// Bytes on the wire per gradient byte for a compression mode.
-double wire_factor(const std::string& compression) {
-  if (compression == "none") return 1.0;
-  if (compression == "fp16" || compression == "bf16") return 0.5;
-  throw UsageError(fmt::format("compression '{}': choose none, fp16 or bf16", compression));
+// What a compression setting puts on the wire: a fraction of each gradient byte, or PowerSGD.
+struct WireMode {
+  double factor = 1.0;  // bytes on the wire per gradient byte (plain allreduces)
+  bool powersgd = false;
+  distributed::PowerSgdOptions options;
+};
+
+WireMode wire_mode(const SimulationSettings& s) {
+  distributed::ReducerOptions reducer;
+  distributed::set_compression(reducer, s.compression);
+  WireMode mode;
+  switch (reducer.compression) {
+    case distributed::Compression::kNone:
+      break;
+    case distributed::Compression::kFp16:
+    case distributed::Compression::kBf16:
+      mode.factor = 0.5;
+      break;
+    case distributed::Compression::kPowerSgd:
+      mode.powersgd = true;
+      mode.options.rank = reducer.powersgd_rank;
+      mode.options.min_rate = s.powersgd_min_rate;
+      break;
+  }
+  return mode;
 }
 
-// A bucket of the plan: when its last gradient is ready (seconds into backward at the
-// profile's pace), what its allreduce costs, and the CPU it takes.
-struct SimBucket {
-  double ready_s = 0;
-  int64_t wire_bytes = 0;
+// One allreduce of a bucket: its cost on the channel and the CPU it takes.
+struct Transfer {
+  int64_t bytes = 0;
   double comm_s = 0;
   double cpu_s = 0;
 };
 
+// A bucket of the plan: when its last gradient is ready (seconds into backward at the profile's
+// pace) and its allreduces: one plain, or PowerSGD's P (`first`) and Q (`second`) with the
+// seconds of its three calls on the backward thread.
+struct SimBucket {
+  double ready_s = 0;
+  Transfer first;
+  bool powersgd = false;
+  Transfer second;
+  double first_compute_s = 0;
+  double second_compute_s = 0;
+  double finish_compute_s = 0;
+};
+
+Transfer transfer(int64_t bytes, const Links& links, const Topology& topology,
+                  const SimulationSettings& s) {
+  return {bytes, allreduce_seconds(bytes, topology, links, s.algorithm),
+          allreduce_cpu_seconds(bytes, topology, links)};
+}
+
+void check_powersgd_inputs(const ComputeProfile& compute) {
+  if (!compute.has_shapes()) {
+    throw UsageError(
+        "--grad-compression powersgd needs the parameters' shapes, which this compute profile "
+        "lacks: write it again with `chexscale bench --workers 1 --profile FILE`");
+  }
+  if (!(compute.powersgd_flops_per_s > 0)) {
+    throw UsageError(
+        "--grad-compression powersgd needs the profile's powersgd_flops_per_s (PowerSGD's "
+        "arithmetic rate), which this compute profile lacks: write it again with `chexscale "
+        "bench --workers 1 --profile FILE` on a CPU worker, or set it from a measured rate");
+  }
+}
+
 std::vector<SimBucket> plan(const ComputeProfile& compute, const Links& links,
                             const Topology& topology, const SimulationSettings& s) {
+  const WireMode mode = wire_mode(s);
+  // With one worker the reducer sends nothing and PowerSGD does not run.
+  const bool powersgd = mode.powersgd && topology.world_size() > 1;
+  if (powersgd) check_powersgd_inputs(compute);
   std::vector<int64_t> bytes;
   for (const GradientReady& g : compute.parameters)
     bytes.push_back(g.bytes);
@@ -39,18 +96,37 @@ std::vector<SimBucket> plan(const ComputeProfile& compute, const Links& links,
   const double first_mb = std::min(s.first_bucket_mb, s.bucket_mb);
   const auto buckets = distributed::plan_buckets_by_size(
       bytes, kind, static_cast<int64_t>(first_mb * kMiB), static_cast<int64_t>(s.bucket_mb * kMiB));
-  const double factor = wire_factor(s.compression);
   std::vector<SimBucket> out;
   for (const auto& members : buckets) {
     SimBucket b;
     int64_t sum = 0;
+    std::vector<std::vector<int64_t>> shapes;
     for (size_t i : members) {
-      b.ready_s = std::max(b.ready_s, std::min(compute.parameters[i].ready_s, compute.backward_s));
-      sum += compute.parameters[i].bytes;
+      const GradientReady& g = compute.parameters[i];
+      b.ready_s = std::max(b.ready_s, std::min(g.ready_s, compute.backward_s));
+      sum += g.bytes;
+      if (powersgd) shapes.push_back(g.shape);
     }
-    b.wire_bytes = static_cast<int64_t>(static_cast<double>(sum) * factor);
-    b.comm_s = allreduce_seconds(b.wire_bytes, topology, links, s.algorithm);
-    b.cpu_s = allreduce_cpu_seconds(b.wire_bytes, topology, links);
+    const PowerSgdBucketCost cost =
+        powersgd ? powersgd_bucket_cost(shapes, mode.options) : PowerSgdBucketCost{};
+    if (cost.compressed) {
+      const GradientReady& g = compute.parameters[members.front()];
+      int64_t numel = 1;
+      for (int64_t d : g.shape)
+        numel *= d;
+      const int64_t element = g.bytes / numel;
+      b.powersgd = true;
+      b.first = transfer(cost.first_elements * element, links, topology, s);
+      b.second = transfer(cost.second_elements * element, links, topology, s);
+      b.first_compute_s = cost.first_flops / compute.powersgd_flops_per_s;
+      b.second_compute_s = cost.second_flops / compute.powersgd_flops_per_s;
+      b.finish_compute_s = cost.finish_flops / compute.powersgd_flops_per_s;
+    } else {
+      // PowerSGD sends a bucket it compresses nothing of as it is, in the gradients' type.
+      const double factor = mode.powersgd ? 1.0 : mode.factor;
+      b.first =
+          transfer(static_cast<int64_t>(static_cast<double>(sum) * factor), links, topology, s);
+    }
     out.push_back(b);
   }
   return out;
@@ -66,49 +142,109 @@ double slowest_factor(const std::vector<double>& spread, int n, std::mt19937_64&
   return worst;
 }
 
+// One pass over a step's buckets in the reducer's order. The backward thread launches each
+// bucket when its last gradient is ready (without overlap: all after backward); PowerSGD's calls
+// run on that thread, and launching bucket b first waits for the P of the bucket before it to
+// issue that bucket's Q, so both hold backward up (the engine's order P0, P1, Q0, P2, Q1, ...).
+// Allreduces queue on one channel. After backward the rest of the Qs are issued, then each
+// bucket is awaited in order and PowerSGD's last call runs.
+struct Replay {
+  double backward_end = 0;     // backward's wall time, with PowerSGD's calls and waits in it
+  double done = 0;             // the last bucket's gradients are final
+  double cpu_in_backward = 0;  // communication CPU that falls inside backward
+  double held = 0;             // of backward_end, PowerSGD's calls and waits inside backward
+  double compute_s = 0;        // PowerSGD's calls
+};
+
+Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s, double pace,
+              double compute_end) {
+  struct Interval {
+    double start, end, cpu;
+  };
+  std::vector<Interval> sent;
+  std::vector<double> first_end(buckets.size(), 0), final_end(buckets.size(), 0);
+  double channel_free = 0;
+  const auto send = [&](double at, const Transfer& t) {
+    const double start = std::max(at, channel_free);
+    channel_free = start + t.comm_s;
+    sent.push_back({start, channel_free, t.cpu_s});
+    return channel_free;
+  };
+  Replay r;
+  double thread = s.overlap ? 0 : compute_end;  // where the backward thread is
+  double held = 0;                              // how long PowerSGD has held backward up
+  size_t next_second = 0;                       // the first bucket whose Q is not issued
+  const auto issue_seconds_before = [&](size_t end) {
+    for (; next_second < end; ++next_second) {
+      const SimBucket& b = buckets[next_second];
+      if (!b.powersgd) continue;
+      const double before = thread;
+      thread = std::max(thread, first_end[next_second]) + b.second_compute_s;
+      held += thread - before;
+      r.compute_s += b.second_compute_s;
+      final_end[next_second] = send(thread, b.second);
+    }
+  };
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    const SimBucket& b = buckets[k];
+    const double ready = s.overlap ? b.ready_s * pace + held : compute_end;
+    thread = std::max(thread, ready);
+    if (!b.powersgd) {
+      final_end[k] = send(thread, b.first);
+      continue;
+    }
+    thread += b.first_compute_s;
+    held += b.first_compute_s;
+    r.compute_s += b.first_compute_s;
+    first_end[k] = send(thread, b.first);
+    issue_seconds_before(k);
+  }
+  r.held = s.overlap ? held : 0;
+  r.backward_end = compute_end + r.held;
+  thread = std::max(thread, r.backward_end);
+  issue_seconds_before(buckets.size());
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    thread = std::max(thread, final_end[k]);
+    if (buckets[k].powersgd) {
+      thread += buckets[k].finish_compute_s;
+      r.compute_s += buckets[k].finish_compute_s;
+    }
+  }
+  r.done = std::max(thread, channel_free);
+  for (const Interval& i : sent) {
+    if (i.end > i.start && i.start < r.backward_end) {
+      r.cpu_in_backward += i.cpu * (std::min(i.end, r.backward_end) - i.start) / (i.end - i.start);
+    }
+  }
+  return r;
+}
+
 // One step with compute factor m: backward stretched by communication CPU where the worker has
 // no spare core for it (iterated to a fixed point: the stretch moves the overlap).
 StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& buckets,
-                        const SimulationSettings& s, double m, double* comm_busy,
-                        double* comm_cpu) {
+                        const SimulationSettings& s, double m, SimulatedJob* job) {
   const double backward = c.backward_s * m;
   const int threads = std::max(1, c.threads_per_worker);
   const int cores = s.cores_per_worker > 0 ? s.cores_per_worker : threads;
   const double spare = std::max(0, cores - threads);
   double stretch = 1.0;
-  double channel_free = 0;
+  Replay r;
   for (int iteration = 0; iteration < 4; ++iteration) {
-    const double backward_end = backward * stretch;
-    double cpu_in_backward = 0;
-    channel_free = 0;
-    for (const SimBucket& b : buckets) {
-      const double ready = s.overlap ? b.ready_s * m * stretch : backward_end;
-      const double start = std::max(ready, channel_free);
-      const double end = start + b.comm_s;
-      if (b.comm_s > 0 && start < backward_end) {
-        cpu_in_backward += b.cpu_s * (std::min(end, backward_end) - start) / b.comm_s;
-      }
-      channel_free = end;
-    }
-    const double stolen = std::max(0.0, cpu_in_backward - spare * backward_end);
+    r = replay(buckets, s, m * stretch, backward * stretch);
+    const double stolen = std::max(0.0, r.cpu_in_backward - spare * r.backward_end);
     stretch = 1.0 + stolen / (threads * backward);
   }
   StepTimes t;
   t.data_wait = c.data_wait_s;
   t.forward = c.forward_s * m;
-  t.backward = backward * stretch;
-  t.comm_exposed = std::max(0.0, channel_free - t.backward);
+  t.backward = backward * stretch + r.held;
+  t.comm_exposed = r.done - r.backward_end;
   t.optimizer = c.optimizer_s * m;
   // What the profiled step holds beyond its phases (timer gaps, loss, bookkeeping) scales too.
   const double other =
       std::max(0.0, c.step_s - c.data_wait_s - c.forward_s - c.backward_s - c.optimizer_s) * m;
   t.total = t.data_wait + t.forward + t.backward + t.comm_exposed + t.optimizer + other;
-  *comm_busy = 0;
-  *comm_cpu = 0;
-  for (const SimBucket& b : buckets) {
-    *comm_busy += b.comm_s;
-    *comm_cpu += b.cpu_s;
-  }
+  job->compression_seconds_per_step += r.compute_s;
   return t;
 }
 
@@ -123,7 +259,10 @@ void SimulationSettings::validate() const {
   if (cores_per_worker < 0) {
     throw UsageError(fmt::format("cores_per_worker {} must be >= 0", cores_per_worker));
   }
-  wire_factor(compression);
+  if (!(powersgd_min_rate >= 0)) {
+    throw UsageError(fmt::format("powersgd_min_rate {} must be >= 0", powersgd_min_rate));
+  }
+  wire_mode(*this);
 }
 
 SimulatedJob simulate_job(const ComputeProfile& compute, const Links& links,
@@ -138,15 +277,22 @@ SimulatedJob simulate_job(const ComputeProfile& compute, const Links& links,
   SimulatedJob job;
   job.topology = topology;
   job.buckets = buckets.size();
-  for (const SimBucket& b : buckets)
-    job.wire_bytes_per_step += b.wire_bytes;
+  for (const SimBucket& b : buckets) {
+    for (const Transfer* t : {&b.first, &b.second}) {
+      if (t == &b.second && !b.powersgd) continue;
+      ++job.allreduces_per_step;
+      job.wire_bytes_per_step += t->bytes;
+      job.comm_seconds_per_step += t->comm_s;
+      job.comm_cpu_seconds_per_step += t->cpu_s;
+    }
+  }
   const int n = topology.world_size();
   for (int i = 0; i < settings.steps; ++i) {
     const double m = settings.stragglers ? slowest_factor(compute.step_spread, n, rng) : 1.0;
-    job.step += simulate_step(compute, buckets, settings, m, &job.comm_seconds_per_step,
-                              &job.comm_cpu_seconds_per_step);
+    job.step += simulate_step(compute, buckets, settings, m, &job);
   }
   job.step = job.step.scaled(1.0 / settings.steps);
+  job.compression_seconds_per_step /= settings.steps;
   job.images_per_sec = static_cast<double>(n * compute.batch_per_worker) / job.step.total;
   return job;
 }

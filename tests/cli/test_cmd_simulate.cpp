@@ -117,10 +117,20 @@ TEST(SimulateCli, BenchProfileRecordsEveryGradientOfTheRealModel) {
   EXPECT_EQ(p["schema"], "chexscale.compute-profile/1");
   EXPECT_EQ(p["arch"], "resnet18");
   EXPECT_EQ(p["step_spread"].size(), 4u);
-  int64_t bytes = 0;
-  for (const json& g : p["parameters"])
+  int64_t bytes = 0, elements = 0;
+  for (const json& g : p["parameters"]) {
     bytes += g["bytes"].get<int64_t>();
+    int64_t numel = 1;
+    for (int64_t d : g["shape"].get<std::vector<int64_t>>())
+      numel *= d;
+    elements += numel;
+  }
   EXPECT_EQ(bytes, 4 * kResnet18Parameters);
+  EXPECT_EQ(elements, kResnet18Parameters);                          // every parameter's shape
+  EXPECT_EQ(p["parameters"].front()["shape"], json({64, 3, 7, 7}));  // the stem's convolution
+  // PowerSGD's arithmetic measured on one core: more than 10 MFLOP/s, less than 1 TFLOP/s.
+  EXPECT_GT(p["powersgd_flops_per_s"].get<double>(), 1e7);
+  EXPECT_LT(p["powersgd_flops_per_s"].get<double>(), 1e12);
   // Backward runs from the head to the stem: the first parameter (the stem's convolution) gets
   // its gradient after the last (the head's bias), and both within backward.
   const double backward = p["phases_s"]["backward"].get<double>();

@@ -9,8 +9,9 @@ namespace chexscale::simulate::testing {
 
 inline constexpr int64_t kMiB = 1024 * 1024;
 
-// Three 10 MiB gradients; backward 0.2 s produces parameter 2 at 0.05 s, 1 at 0.1 s, 0 at 0.2 s
-// (reverse registration order, as autograd does). Forward 0.1 s, optimizer 0.05 s, batch 8.
+// Three 10 MiB gradients, each a (1280, 2048) float matrix; backward 0.2 s produces parameter 2
+// at 0.05 s, 1 at 0.1 s, 0 at 0.2 s (reverse registration order, as autograd does). Forward
+// 0.1 s, optimizer 0.05 s, batch 8; no PowerSGD rate.
 inline ComputeProfile three_layer_profile() {
   ComputeProfile p;
   p.arch = "toy";
@@ -20,7 +21,8 @@ inline ComputeProfile three_layer_profile() {
   p.backward_s = 0.2;
   p.optimizer_s = 0.05;
   p.step_s = 0.35;
-  p.parameters = {{10 * kMiB, 0.2}, {10 * kMiB, 0.1}, {10 * kMiB, 0.05}};
+  const std::vector<int64_t> matrix{1280, 2048};
+  p.parameters = {{10 * kMiB, 0.2, matrix}, {10 * kMiB, 0.1, matrix}, {10 * kMiB, 0.05, matrix}};
   return p;
 }
 

@@ -37,6 +37,23 @@ TEST(ComputeProfile, RoundTripsThroughItsFile) {
   EXPECT_DOUBLE_EQ(back.parameters[2].ready_s, 0.05);
   EXPECT_EQ(back.gradient_bytes(), 30 * testing::kMiB);
   EXPECT_NEAR(back.images_per_sec(), 8 / 0.35, 1e-12);
+  EXPECT_EQ(back.parameters[1].shape, (std::vector<int64_t>{1280, 2048}));
+  EXPECT_TRUE(back.has_shapes());
+  EXPECT_EQ(back.powersgd_flops_per_s, 0.0);
+}
+
+TEST(ComputeProfile, ProfilesWithoutShapesOrPowerSgdRateStillRead) {
+  test_util::TempDir dir;
+  nlohmann::json j = to_json(testing::three_layer_profile());
+  j.erase("powersgd_flops_per_s");
+  for (nlohmann::json& g : j["parameters"])
+    g.erase("shape");
+  const std::string path = dir.path() + "/old.json";
+  write_file_atomic(path, j.dump());
+  const ComputeProfile back = load_compute_profile(path);
+  EXPECT_FALSE(back.has_shapes());
+  EXPECT_EQ(back.powersgd_flops_per_s, 0.0);
+  EXPECT_EQ(back.gradient_bytes(), 30 * testing::kMiB);
 }
 
 TEST(ComputeProfile, BadFilesNameTheFileAndTheField) {
@@ -64,6 +81,19 @@ TEST(ComputeProfile, BadFilesNameTheFileAndTheField) {
   j["parameters"] = nlohmann::json::array();
   write_file_atomic(path, j.dump());
   EXPECT_NE(error_of(path).find("non-empty"), std::string::npos) << error_of(path);
+
+  j = good;
+  j["parameters"][0]["shape"] = {1000, 7};  // 7,000 elements cannot be 10 MiB
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("parameters[0]: shape of 7000 elements does not hold"),
+            std::string::npos)
+      << error_of(path);
+
+  j = good;
+  j["powersgd_flops_per_s"] = -1.0;
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("'powersgd_flops_per_s' must be >= 0"), std::string::npos)
+      << error_of(path);
 
   j = good;
   j["step_spread"] = {1.0, -1.0};

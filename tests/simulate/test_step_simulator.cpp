@@ -129,7 +129,7 @@ TEST(StepSimulator, BadSettingsAreUsageErrors) {
   s.bucket_mb = 0;
   EXPECT_THROW(s.validate(), UsageError);
   s = {};
-  s.compression = "powersgd";
+  s.compression = "zip";
   EXPECT_THROW(s.validate(), UsageError);
   s = {};
   s.steps = 0;
