@@ -90,9 +90,6 @@ class Loader::Impl {
     }
     sampler_ = std::make_unique<DistributedSampler>(size_, opt_.rank, opt_.world_size, opt_.shuffle,
                                                     opt_.seed);
-    const int64_t per_rank = sampler_->samples_per_rank();
-    batches_per_epoch_ = opt_.drop_last ? per_rank / opt_.batch_size
-                                        : (per_rank + opt_.batch_size - 1) / opt_.batch_size;
     pin_ = opt_.pin_memory && torch::cuda::is_available();
     for (int t = 0; t < opt_.threads; ++t)
       workers_.emplace_back([this] { work(); });
@@ -108,22 +105,24 @@ class Loader::Impl {
       t.join();
   }
 
-  void start_epoch(int64_t epoch, int64_t skip_batches) {
-    if (skip_batches < 0 || skip_batches > batches_per_epoch_) {
-      throw UsageError(
-          fmt::format("cannot skip {} of {} batches", skip_batches, batches_per_epoch_));
+  void start_epoch(int64_t epoch, EpochStart start) {
+    const int64_t batches = batches_per_epoch(start.sample_offset);
+    if (start.skip_batches < 0 || start.skip_batches > batches) {
+      throw UsageError(fmt::format("cannot skip {} of {} batches", start.skip_batches, batches));
     }
-    std::vector<int64_t> indices = sampler_->epoch_indices(epoch);
+    std::vector<int64_t> indices =
+        sampler_->epoch_indices(epoch, start.sample_offset, extra_per_rank(start.sample_offset));
     {
       const std::lock_guard<std::mutex> lock(mu_);
       ++generation_;
       epoch_ = epoch;
       indices_ = std::move(indices);
       pending_.clear();
-      next_batch_ = skip_batches;
-      next_item_ = skip_batches * opt_.batch_size;
-      end_item_ = std::min<int64_t>(static_cast<int64_t>(indices_.size()),
-                                    batches_per_epoch_ * opt_.batch_size);
+      batches_ = batches;
+      next_batch_ = start.skip_batches;
+      next_item_ = start.skip_batches * opt_.batch_size;
+      end_item_ =
+          std::min<int64_t>(static_cast<int64_t>(indices_.size()), batches_ * opt_.batch_size);
       started_ = true;
       error_ = nullptr;
     }
@@ -136,7 +135,7 @@ class Loader::Impl {
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (!started_) throw Error("Loader::next() called before start_epoch()");
-      if (next_batch_ >= batches_per_epoch_) return std::nullopt;
+      if (next_batch_ >= batches_) return std::nullopt;
       ready_cv_.wait(lock, [&] {
         const auto it = pending_.find(next_batch_);
         return error_ || (it != pending_.end() && it->second.remaining == 0);
@@ -158,7 +157,16 @@ class Loader::Impl {
   }
 
   double last_wait_seconds() const { return last_wait_; }
-  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t batches_per_epoch(int64_t sample_offset) const {
+    if (sample_offset < 0 || sample_offset > size_) {
+      throw UsageError(fmt::format("sample offset {} is not in [0, {}] (the epoch's samples)",
+                                   sample_offset, size_));
+    }
+    const int64_t per_rank =
+        sampler_->samples_per_rank(sample_offset) + extra_per_rank(sample_offset);
+    return opt_.drop_last ? per_rank / opt_.batch_size
+                          : (per_rank + opt_.batch_size - 1) / opt_.batch_size;
+  }
   int64_t dataset_size() const { return size_; }
   const std::vector<std::string>& label_names() const { return label_names_; }
   LoaderStats stats() const {
@@ -167,6 +175,13 @@ class Loader::Impl {
   }
 
  private:
+  // One more padded example per rank for a resumed pass whose slices would end in a batch of
+  // one (see EpochStart).
+  int64_t extra_per_rank(int64_t sample_offset) const {
+    if (sample_offset == 0 || opt_.drop_last || opt_.batch_size == 1) return 0;
+    return sampler_->samples_per_rank(sample_offset) % opt_.batch_size == 1 ? 1 : 0;
+  }
+
   int classes() const { return static_cast<int>(label_names_.size()); }
 
   int64_t batch_length(int64_t b) const {
@@ -290,7 +305,6 @@ class Loader::Impl {
   std::unique_ptr<DistributedSampler> sampler_;
   int64_t size_ = 0;
   std::vector<std::string> label_names_;
-  int64_t batches_per_epoch_ = 0;
   bool pin_ = false;
 
   std::mutex mu_;  // guards everything below up to stats_mu_
@@ -302,6 +316,7 @@ class Loader::Impl {
   int64_t epoch_ = 0;
   std::vector<int64_t> indices_;
   std::map<int64_t, PendingBatch> pending_;
+  int64_t batches_ = 0;     // of the current pass
   int64_t next_batch_ = 0;  // the batch next() returns next
   int64_t next_item_ = 0;   // the epoch position workers claim next
   int64_t end_item_ = 0;
@@ -317,8 +332,8 @@ Loader::Loader(const LoaderOptions& options) : impl_(std::make_unique<Impl>(opti
 Loader::Loader(const LoaderOptions& options, std::shared_ptr<const ExampleSource> source)
     : impl_(std::make_unique<Impl>(options, std::move(source))) {}
 Loader::~Loader() = default;
-void Loader::start_epoch(int64_t epoch, int64_t skip_batches) {
-  impl_->start_epoch(epoch, skip_batches);
+void Loader::start_epoch(int64_t epoch, EpochStart start) {
+  impl_->start_epoch(epoch, start);
 }
 std::optional<Batch> Loader::next() {
   return impl_->next();
@@ -326,8 +341,8 @@ std::optional<Batch> Loader::next() {
 double Loader::last_wait_seconds() const {
   return impl_->last_wait_seconds();
 }
-int64_t Loader::batches_per_epoch() const {
-  return impl_->batches_per_epoch();
+int64_t Loader::batches_per_epoch(int64_t sample_offset) const {
+  return impl_->batches_per_epoch(sample_offset);
 }
 int64_t Loader::dataset_size() const {
   return impl_->dataset_size();

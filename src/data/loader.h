@@ -61,6 +61,16 @@ struct LoaderStats {
   double wait_seconds = 0;  // consumer time blocked in next()
 };
 
+// Where a pass over an epoch starts. A run resumed in another layout (world size, batch size)
+// passes over the rest of its epoch's permutation: the sampler lays it out among the ranks anew;
+// when a rank's slice of that rest would end in a batch of one example (BatchNorm cannot train on
+// one, and the offset, not the user, chose that size), it is padded by one more example per rank
+// (without drop_last).
+struct EpochStart {
+  int64_t sample_offset = 0;  // of the permutation's positions, consumed by an earlier layout
+  int64_t skip_batches = 0;   // of this pass, trained already (exact resume mid-epoch)
+};
+
 class ExampleSource;
 
 class Loader {
@@ -72,16 +82,17 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Starts epoch `epoch` (permutation seeded by (seed, epoch)), skipping the first
-  // `skip_batches` batches of this rank's slice (exact resume mid-epoch).
-  void start_epoch(int64_t epoch, int64_t skip_batches = 0);
+  // Starts a pass over epoch `epoch` (permutation seeded by (seed, epoch)) at `start`: a whole
+  // epoch by default. UsageError for an offset past the epoch or more batches than the pass has.
+  void start_epoch(int64_t epoch, EpochStart start = {});
   // The next batch of the current epoch, or nullopt at its end. Time blocked here is counted
   // in stats().wait_seconds and returned by last_wait_seconds().
   std::optional<Batch> next();
   double last_wait_seconds() const;
 
-  int64_t batches_per_epoch() const;  // for this rank; equal on every rank
-  int64_t dataset_size() const;       // examples in the split (before padding)
+  // The batches of a pass from `sample_offset` (EpochStart), for this rank; equal on every rank.
+  int64_t batches_per_epoch(int64_t sample_offset = 0) const;
+  int64_t dataset_size() const;  // examples in the split (before padding)
   // The names of the batches' label columns (ChestX-ray14's with synthetic tensors).
   const std::vector<std::string>& label_names() const;
   LoaderStats stats() const;

@@ -69,16 +69,19 @@ void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl
 }
 
 RunPosition resume_position(const RunState& saved, int world_size, int64_t batch_size,
-                            int64_t batches_per_epoch) {
+                            int64_t epoch_samples) {
   RunPosition pos = saved.position;
   if (saved.world_size == world_size && saved.batch_size == batch_size) return pos;
-  const int64_t global_batch = batch_size * world_size;
-  const int64_t skip =
-      std::min(batches_per_epoch, (pos.samples_done + global_batch - 1) / global_batch);
-  log::warn("resuming a {}-worker run with {} workers: epoch {} continues after {} batches",
-            saved.world_size, world_size, pos.epoch, skip);
-  pos.batches_done = skip;
-  pos.samples_done = skip * global_batch;
+  // A checkpoint at a pass's end (or written before the end counted as the whole epoch) may count
+  // padding: the epoch is consumed.
+  pos.epoch_offset = std::min(epoch_samples, pos.samples_done);
+  pos.batches_done = 0;
+  pos.samples_done = pos.epoch_offset;
+  log::warn(
+      "resuming a {}-worker run (batch {}) with {} workers (batch {}): epoch {} continues after "
+      "{} of its {} samples",
+      saved.world_size, saved.batch_size, world_size, batch_size, pos.epoch, pos.epoch_offset,
+      epoch_samples);
   return pos;
 }
 

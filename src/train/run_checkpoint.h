@@ -41,11 +41,12 @@ void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl
                             torch::optim::Optimizer& optimizer,
                             const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler);
 
-// The position to continue from. With another world size or batch size, the epoch's permutation
-// is the same but sliced anew: the examples the old layout consumed are skipped in whole new
-// global batches, rounded up so that no example comes twice in the epoch (at most the epoch's
-// `batches_per_epoch`), with a warning.
+// The position to continue from, in an epoch of `epoch_samples` examples. With another world
+// size or batch size, the epoch's permutation is the same: a new pass over its rest starts at the
+// exact sample offset the saved position had consumed (epoch_offset, no batch done), so no
+// example of the epoch is trained twice or left out (beyond the sampler's padding); with a
+// warning.
 RunPosition resume_position(const RunState& saved, int world_size, int64_t batch_size,
-                            int64_t batches_per_epoch);
+                            int64_t epoch_samples);
 
 }  // namespace chexscale::train

@@ -12,6 +12,7 @@ namespace chexscale::train {
 nlohmann::json run_state_json(const RunState& s) {
   const RunPosition& p = s.position;
   return {{"epoch", p.epoch},
+          {"epoch_offset", p.epoch_offset},
           {"batches_done", p.batches_done},
           {"samples_done", p.samples_done},
           {"global_step", p.global_step},
@@ -47,6 +48,7 @@ RunState parse_run_state(const nlohmann::json& j, const std::string& source) {
   try {
     RunPosition& p = s.position;
     p.epoch = j.at("epoch").get<int64_t>();
+    p.epoch_offset = j.value("epoch_offset", int64_t{0});  // older checkpoints: whole passes
     p.batches_done = j.at("batches_done").get<int64_t>();
     p.samples_done = j.at("samples_done").get<int64_t>();
     p.global_step = j.at("global_step").get<int64_t>();
@@ -67,6 +69,10 @@ RunState parse_run_state(const nlohmann::json& j, const std::string& source) {
     s.label_names = checkpoint_label_names(j);
   } catch (const nlohmann::json::exception& e) {
     throw DataError(source + ": checkpoint state: " + e.what());
+  }
+  if (s.position.epoch_offset < 0) {
+    throw DataError(source + ": checkpoint state: negative epoch_offset " +
+                    std::to_string(s.position.epoch_offset));
   }
   return s;
 }

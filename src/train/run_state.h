@@ -17,10 +17,15 @@
 namespace chexscale::train {
 
 // Where training stands.
+// A run resumed in another layout (world size, batch size) mid-epoch makes a new pass over the
+// rest of the epoch's permutation (data::EpochStart): epoch_offset is where that pass began.
 struct RunPosition {
   int64_t epoch = 0;         // the epoch in progress, or the next one at an epoch end
-  int64_t batches_done = 0;  // of that epoch, per rank
-  int64_t samples_done = 0;  // of that epoch, all ranks (the global permutation's prefix)
+  int64_t epoch_offset = 0;  // samples of its permutation consumed before this layout's pass
+  int64_t batches_done = 0;  // of this layout's pass over that epoch, per rank
+  // The permutation's prefix consumed, all ranks: epoch_offset + batches_done x the global batch,
+  // or the whole epoch once the pass's last batch is done (its padding included).
+  int64_t samples_done = 0;
   int64_t global_step = 0;
   double epoch_loss_sum = 0;        // this rank's sum of step losses in the epoch so far
   int64_t epoch_loss_steps = 0;     // the steps in that sum (skipped steps have no loss)

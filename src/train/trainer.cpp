@@ -175,7 +175,6 @@ class Trainer::Impl {
                         {"nodes", opt_.membership_nodes},
                         {"step", pos_.global_step}});
     }
-    const int64_t bpe = train_loader_->batches_per_epoch();
     TrainTotals totals;
     // A run resumed at or past max_steps has nothing left to train (the loop below checks the
     // limit only after a step).
@@ -186,6 +185,7 @@ class Trainer::Impl {
     }
     for (; pos_.epoch < opt_.epochs && !stop; ++pos_.epoch) {
       Stopwatch epoch_clock;
+      const int64_t bpe = train_loader_->batches_per_epoch(pos_.epoch_offset);  // of this pass
       if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);
       const EpochSteps steps = train_epoch(bpe, totals, summary);
       stop = steps.stop;
@@ -237,12 +237,11 @@ class Trainer::Impl {
   // --log-every steps and at the end, checkpoints every --checkpoint-every steps and at a stop.
   EpochSteps train_epoch(int64_t bpe, TrainTotals& totals, TrainSummary& summary) {
     EpochSteps epoch;
-    train_loader_->start_epoch(pos_.epoch, pos_.batches_done);
+    train_loader_->start_epoch(pos_.epoch, {pos_.epoch_offset, pos_.batches_done});
     Window window;
     Stopwatch train_clock;
     while (auto batch = train_loader_->next()) {
-      const double lr = schedule_->lr_at(pos_.epoch + static_cast<double>(pos_.batches_done + 1) /
-                                                          static_cast<double>(bpe));
+      const double lr = schedule_->lr_at(pos_.epoch + epoch_fraction_after_step(bpe));
       set_learning_rate(*optimizer_, lr);
       const int64_t start_us = now_micros();
       std::optional<StepResult> stepped = run_step(*batch);
@@ -257,7 +256,7 @@ class Trainer::Impl {
       r.times.data_wait = train_loader_->last_wait_seconds();
       record_timeline(start_us, r.times);
       if (!opt_.record_examples.empty()) record_step_examples(*batch);
-      advance_position(r);
+      advance_position(r, bpe);
       window.add(r);
       totals.step_sum += r.times;
       ++totals.steps;
@@ -278,11 +277,25 @@ class Trainer::Impl {
     return epoch;
   }
 
-  // The data position and the epoch's loss after a step (skipped or not).
-  void advance_position(const StepResult& r) {
+  // The share of epoch pos_.epoch done once the next step is taken: what earlier layouts
+  // consumed of its permutation, then this pass's `bpe` batches as equal shares of the rest (a
+  // whole epoch's pass: batches done / bpe).
+  double epoch_fraction_after_step(int64_t bpe) const {
+    const double before =
+        static_cast<double>(pos_.epoch_offset) / static_cast<double>(train_loader_->dataset_size());
+    return before +
+           (1.0 - before) * static_cast<double>(pos_.batches_done + 1) / static_cast<double>(bpe);
+  }
+
+  // The data position and the epoch's loss after a step (skipped or not) of a pass of `bpe`
+  // batches.
+  void advance_position(const StepResult& r, int64_t bpe) {
     ++pos_.global_step;
     ++pos_.batches_done;
-    pos_.samples_done += opt_.data.batch_size * ctx_->world_size();
+    pos_.samples_done =
+        pos_.batches_done == bpe
+            ? train_loader_->dataset_size()
+            : pos_.epoch_offset + pos_.batches_done * opt_.data.batch_size * ctx_->world_size();
     if (r.skipped) {
       ++pos_.epoch_skipped_steps;
     } else {
@@ -297,6 +310,7 @@ class Trainer::Impl {
     const EpochLog log = validate(epoch_clock, epoch_images, bpe);
     summary.epochs_done = pos_.epoch + 1;
     if (observer_ && main_) observer_->on_epoch_end(log);
+    pos_.epoch_offset = 0;
     pos_.batches_done = 0;
     pos_.samples_done = 0;
     pos_.epoch_loss_sum = 0;
@@ -518,8 +532,8 @@ class Trainer::Impl {
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
     // From the next epoch on, a new layout's order is its own.
-    pos_ = resume_position(s, ctx_->world_size(), opt_.data.batch_size,
-                           train_loader_->batches_per_epoch());
+    pos_ =
+        resume_position(s, ctx_->world_size(), opt_.data.batch_size, train_loader_->dataset_size());
     log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, pos_.global_step);
     return pos_.global_step;
   }

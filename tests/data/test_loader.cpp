@@ -1,10 +1,13 @@
 // The loader over loose PNGs, shards and synthetic tensors: exact contents, same batches whatever
-// the thread count and source kind, rank slices, mid-epoch resume, bad images skipped and counted.
+// the thread count and source kind, rank slices, mid-epoch resume (also of a pass from a sample
+// offset, as a resume in another layout makes), bad images skipped and counted.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "common/error.h"
 #include "common/limits.h"
@@ -59,7 +62,7 @@ class LoaderTest : public ::testing::Test {
   }
 
   static std::vector<Batch> epoch(Loader& loader, int64_t e, int64_t skip = 0) {
-    loader.start_epoch(e, skip);
+    loader.start_epoch(e, {0, skip});
     std::vector<Batch> out;
     while (auto b = loader.next())
       out.push_back(std::move(*b));
@@ -150,6 +153,76 @@ TEST_F(LoaderTest, MidEpochResumeContinuesExactly) {
   ASSERT_EQ(resumed.size() + 4, full.size());
   expect_same(std::vector<Batch>(full.begin() + 4, full.end()), resumed);
   EXPECT_TRUE(epoch(loader, 3, loader.batches_per_epoch()).empty());
+}
+
+// Synthetic examples, `world` ranks of batches of `batch`.
+std::vector<std::unique_ptr<Loader>> synthetic_ranks(int64_t size, int world, int64_t batch) {
+  std::vector<std::unique_ptr<Loader>> ranks;
+  for (int r = 0; r < world; ++r) {
+    LoaderOptions o;
+    o.synthetic = true;
+    o.synthetic_size = size;
+    o.batch_size = batch;
+    o.crop_size = 8;
+    o.threads = 2;
+    o.seed = 5;
+    o.rank = r;
+    o.world_size = world;
+    ranks.push_back(std::make_unique<Loader>(o));
+  }
+  return ranks;
+}
+
+// The dataset indices of a pass, batch by batch.
+std::vector<std::vector<int64_t>> pass_indices(Loader& loader, int64_t epoch, EpochStart start) {
+  loader.start_epoch(epoch, start);
+  std::vector<std::vector<int64_t>> out;
+  while (auto b = loader.next())
+    out.push_back(b->indices);
+  return out;
+}
+
+// A pass from a sample offset: the ranks of another layout share exactly the rest of the
+// epoch's order that one rank sees whole (no batch of one example at its end: a rest that would
+// end so is padded by one more example per rank), and a resume inside that pass skips batches
+// of it.
+TEST_F(LoaderTest, APassFromASampleOffsetServesTheRestOfTheEpochOnce) {
+  const auto whole = synthetic_ranks(20, 1, 3);
+  std::vector<int64_t> order;
+  for (const auto& b : pass_indices(*whole[0], 2, {}))
+    order.insert(order.end(), b.begin(), b.end());
+  ASSERT_EQ(order.size(), 20u);
+  const auto ranks = synthetic_ranks(20, 2, 3);
+  // 16 left: 8 per rank in batches of 3, 3, 2. 14 left: 7 per rank would end in a batch of one,
+  // so 8 (two examples padded, the rest's first two).
+  for (const int64_t offset : {int64_t{4}, int64_t{6}}) {
+    SCOPED_TRACE(::testing::Message() << "offset " << offset);
+    std::multiset<int64_t> served;
+    for (auto& rank : ranks) {
+      EXPECT_EQ(rank->batches_per_epoch(offset), 3);
+      const auto batches = pass_indices(*rank, 2, {offset, 0});
+      ASSERT_EQ(batches.size(), 3u);
+      EXPECT_EQ(batches[2].size(), 2u);
+      for (const auto& b : batches)
+        served.insert(b.begin(), b.end());
+      // Resumed after the pass's first batch: the same last two.
+      EXPECT_EQ(pass_indices(*rank, 2, {offset, 1}),
+                std::vector<std::vector<int64_t>>(batches.begin() + 1, batches.end()));
+    }
+    const std::set<int64_t> rest(order.begin() + offset, order.end());
+    EXPECT_EQ(std::set<int64_t>(served.begin(), served.end()), rest);
+    const size_t padded = offset == 6 ? 2 : 0;
+    EXPECT_EQ(served.size(), rest.size() + padded);
+    for (size_t i = 0; i < rest.size(); ++i)
+      EXPECT_EQ(served.count(order[offset + i]), i < padded ? 2u : 1u) << i;
+  }
+  // A whole epoch keeps its batch of one, as PyTorch's does (the user chose that size).
+  EXPECT_EQ(synthetic_ranks(19, 1, 3)[0]->batches_per_epoch(), 7);
+  // The epoch's end leaves an empty pass; past it is a usage error.
+  EXPECT_TRUE(pass_indices(*ranks[0], 2, {20, 0}).empty());
+  EXPECT_THROW(ranks[0]->start_epoch(2, {21, 0}), UsageError);
+  EXPECT_THROW(ranks[0]->batches_per_epoch(-1), UsageError);
+  EXPECT_THROW(ranks[0]->start_epoch(2, {6, 4}), UsageError);
 }
 
 TEST_F(LoaderTest, RanksGetDisjointSlicesOfEqualLength) {

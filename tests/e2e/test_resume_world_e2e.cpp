@@ -1,5 +1,6 @@
 // Multi-process resume through the CLI: a 2-worker run stopped mid-epoch continues on 1 worker
-// and then on 2 again (position kept, each epoch laid out for the world size that runs it), and a
+// and then on 2 again (position kept, each epoch laid out for the world size that runs it), two
+// changes of world size inside one epoch train each of its examples exactly once, and a
 // 2-worker resume where only rank 0 has the run directory (it reads the checkpoint and sends it
 // to rank 1) ends with exactly the bytes of an uninterrupted run. The uninterrupted run also
 // checks --timeline: the merged trace holds each rank's step phases and bucket allreduces.
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "data/chestxray14_dataset.h"
@@ -105,12 +107,14 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
   EXPECT_EQ(stopped.at("epoch"), 0);
   EXPECT_EQ(stopped.at("samples_done"), 3 * 2 * kBatch);
 
-  // 1 worker: epoch 0 continues after the 24 samples (6 of its batches), epoch 1 is laid out
-  // for 1 worker.
+  // 1 worker: epoch 0 continues after the 24 samples with a pass over the rest, epoch 1 is laid
+  // out for 1 worker.
   const auto second = run_chexscale(train_args(d, run, 2) + " --resume auto");
   ASSERT_EQ(second.exit_code, 0) << second.output;
-  EXPECT_NE(second.output.find("resuming a 2-worker run with 1 workers: epoch 0 continues after "
-                               "6 batches"),
+  EXPECT_NE(second.output.find(fmt::format("resuming a 2-worker run (batch 4) with 1 workers "
+                                           "(batch 4): epoch 0 continues after 24 of its {} "
+                                           "samples",
+                                           d.train_examples)),
             std::string::npos)
       << second.output;
   const auto steps = test_util::metrics_records(run + "/metrics.jsonl", "step");
@@ -119,10 +123,10 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
   });
   ASSERT_NE(resumed_first, steps.end());
   EXPECT_EQ(resumed_first->at("epoch"), 0);
-  EXPECT_EQ(resumed_first->at("batch"), 7);
+  EXPECT_EQ(resumed_first->at("batch"), 1);  // of the new pass
   auto ends = epoch_end_steps(run);
   ASSERT_EQ(ends.size(), 2u) << second.output;
-  EXPECT_EQ(ends.at(0), 3 + bpe1 - 6);
+  EXPECT_EQ(ends.at(0), 3 + ceil_div(d.train_examples - 24, kBatch));
   EXPECT_EQ(ends.at(1), ends.at(0) + bpe1);
 
   // 2 workers again, and only rank 0 sees the run directory: epoch 2 in the 2-worker layout.
@@ -132,8 +136,8 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
       tmp.path() + "/third.rank");
   ASSERT_EQ(third[0].exit_code, 0) << third[0].output << third[1].output;
   ASSERT_EQ(third[1].exit_code, 0) << third[1].output;
-  EXPECT_NE(third[0].output.find("resuming a 1-worker run with 2 workers: epoch 2 continues "
-                                 "after 0 batches"),
+  EXPECT_NE(third[0].output.find("resuming a 1-worker run (batch 4) with 2 workers (batch 4): "
+                                 "epoch 2 continues after 0 of its"),
             std::string::npos)
       << third[0].output;
   const std::string resumed_from =
@@ -146,6 +150,85 @@ TEST(ResumeWorldE2E, TwoWorkersThenOneThenTwoKeepThePositionAndTheNewLayout) {
                 .at("world_size"),
             2);
   EXPECT_FALSE(fs::exists(elsewhere + "/checkpoints")) << "rank 1 wrote checkpoints";
+}
+
+// One step's record from a --record-examples file ("<round> <epoch> <step> <index>...").
+struct StepExamples {
+  int64_t epoch = 0;
+  int64_t step = 0;
+  std::vector<int64_t> indices;
+};
+
+// Every step recorded in <prefix>.rank<r> for the first `ranks` ranks.
+std::vector<StepExamples> recorded_examples(const std::string& prefix, int ranks) {
+  std::vector<StepExamples> steps;
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::istringstream in(test_util::file_contents(fmt::format("{}.rank{}", prefix, rank)));
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      StepExamples s;
+      int64_t round = 0;
+      fields >> round >> s.epoch >> s.step;
+      for (int64_t index = 0; fields >> index;)
+        s.indices.push_back(index);
+      steps.push_back(std::move(s));
+    }
+  }
+  return steps;
+}
+
+// 2 workers for 2 steps (16 samples of epoch 0), 1 worker for 1 more (to 20), 2 workers to the
+// end: each change starts a pass exactly where the last stopped, so epoch 0 trains every example
+// and none twice but the sampler's padding. Here that is the rule against a last batch of one:
+// 26 left would be 13 per worker (3 batches of 4 and 1), so each worker's slice is padded by the
+// rest's first example of its own (trained at the pass's first step and again at its last).
+// Epoch 1 on 2 workers trains each example once.
+TEST(ResumeWorldE2E, TwoChangesOfWorldSizeInAnEpochTrainEachExampleOnce) {
+  test_util::TempDir tmp;
+  const Data d = make_data(tmp);
+  const int64_t n = d.train_examples;
+  ASSERT_EQ(n % 2, 0) << "epoch 1 would pad";
+  ASSERT_EQ((n - 20) / 2 % kBatch, 1) << "the last pass would not pad against a batch of one";
+  const std::string run = tmp.path() + "/run", examples = tmp.path() + "/examples";
+  const std::string args = train_args(d, run, 2) + " --resume auto --record-examples " + examples;
+  const auto first = run_chexscale("launch --nproc-per-node 2 -- " + args + " --max-steps 2");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto second = run_chexscale(args + " --max-steps 3");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find(fmt::format("epoch 0 continues after 16 of its {} samples", n)),
+            std::string::npos)
+      << second.output;
+  const auto third = run_chexscale("launch --nproc-per-node 2 -- " + args);
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_NE(third.output.find(fmt::format("epoch 0 continues after 20 of its {} samples", n)),
+            std::string::npos)
+      << third.output;
+  const int64_t last_pass = ceil_div((n - 20) / 2 + 1, kBatch);
+  const auto ends = epoch_end_steps(run);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends.at(0), 3 + last_pass);
+  EXPECT_EQ(ends.at(1), ends.at(0) + ceil_div(n / 2, kBatch));
+
+  std::map<int64_t, std::multiset<int64_t>> trained;  // by epoch
+  std::set<int64_t> padded;  // each worker's first example of the last pass of epoch 0
+  for (const StepExamples& s : recorded_examples(examples, 2)) {
+    trained[s.epoch].insert(s.indices.begin(), s.indices.end());
+    if (s.step == 3) padded.insert(s.indices.at(0));  // the step counter before the step
+  }
+  ASSERT_EQ(trained.size(), 2u);
+  ASSERT_EQ(padded.size(), 2u);
+  for (const auto& [epoch, indices] : trained) {
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    const std::set<int64_t> distinct(indices.begin(), indices.end());
+    EXPECT_EQ(static_cast<int64_t>(distinct.size()), n) << "examples left out";
+    EXPECT_EQ(*distinct.begin(), 0);
+    EXPECT_EQ(*distinct.rbegin(), n - 1);
+    std::set<int64_t> twice;
+    for (int64_t index : distinct)
+      if (indices.count(index) > 1) twice.insert(index);
+    EXPECT_EQ(twice, epoch == 0 ? padded : std::set<int64_t>{}) << "trained twice";
+    EXPECT_EQ(indices.size(), distinct.size() + twice.size());
+  }
 }
 
 // Every step phase and bucket allreduce of one rank in the job's merged trace.
