@@ -32,6 +32,7 @@ struct EvalFlags {
   std::string out_dir;
   std::string images;  // an image list instead of a split
   std::string split = data::to_string(data::Split::kTest);
+  std::string score_per = "auto";  // auto, study or image
   data::LoaderOptions data;
   DatasetFlags dataset;
   DistributedFlags dist;
@@ -68,7 +69,8 @@ Reference reference_auroc(const std::vector<std::string>& labels) {
   return r;
 }
 
-void print_table(const train::EvalMetrics& m) {
+// `unit`: what a row of the metrics is, "images" or "studies".
+void print_table(const train::EvalMetrics& m, const std::string& unit) {
   const Reference ref = reference_auroc(m.auroc.labels);
   const auto cell = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.4f}", *v) : std::string();
@@ -82,13 +84,32 @@ void print_table(const train::EvalMetrics& m) {
   }
   fmt::print("{:<28} {:>8} {:>8}\n", "mean", auroc_cell(m.auroc.mean), cell(ref.mean));
   if (ref.title == "CheXpert") {
-    fmt::print("CheXpert: the paper's validation-set AUROC (best uncertainty approach)\n");
+    fmt::print(
+        "CheXpert: the paper's validation-set AUROC per study, its best uncertainty approach per "
+        "observation (Irvin et al. 2019, Table 3)\n");
   }
   const bool some_undefined =
       std::any_of(m.auroc.per_class.begin(), m.auroc.per_class.end(),
                   [](const std::optional<double>& v) { return !v.has_value(); });
-  fmt::print("{} examples, loss {:.4f}{}\n", m.examples, m.loss,
+  fmt::print("{} {}, loss {:.4f}{}\n", m.examples, unit, m.loss,
              some_undefined ? " (n/a: no positives or no negatives among them)" : "");
+}
+
+// Whether the metrics are per study (--score-per, auto: for CheXpert's label set, whose images
+// lie in study folders) or per image. UsageError for study on images outside study folders.
+bool scores_per_study(const EvalFlags& f, const std::vector<std::string>& label_names,
+                      const std::vector<std::string>& image_names) {
+  if (f.score_per == "image") return false;
+  const bool in_folders =
+      std::all_of(image_names.begin(), image_names.end(),
+                  [](const std::string& n) { return !train::study_of_image(n).empty(); });
+  if (f.score_per == "study" && !in_folders) {
+    throw UsageError(
+        "eval: --score-per study needs images in study folders (CheXpert, "
+        "MIMIC-CXR-JPG); " +
+        f.data.source + " names images without a folder");
+  }
+  return in_folders && (f.score_per == "study" || label_names == data::chexpert_label_set().labels);
 }
 
 // The image list named by --images (read by every rank), or null to evaluate a split.
@@ -113,7 +134,16 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
     names.push_back(source.name(index));
     labelled.push_back(list == nullptr || list->labelled(index));
   }
-  const train::SplitOutputs scored = list ? train::select_rows(out, labelled) : out;
+  train::SplitOutputs scored = list ? train::select_rows(out, labelled) : out;
+  const int64_t labelled_images = scored.logits.size(0);
+  const bool per_study = scores_per_study(f, out.label_names, names);
+  if (per_study) {
+    std::vector<std::string> study;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (labelled[i]) study.push_back(train::study_of_image(names[i]));
+    }
+    scored = train::combine_study_views(scored, study);
+  }
   std::optional<train::EvalMetrics> metrics;
   if (scored.logits.size(0) > 0) {
     metrics = train::evaluate_outputs(scored, train::BceWithLogitsLoss());
@@ -130,7 +160,9 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
                         {"ten_crop", lo.ten_crop},
                         {"examples", names.size()},
                         {"skipped", skipped},
-                        {"labelled", scored.logits.size(0)},
+                        {"labelled", labelled_images},
+                        {"scored_per", per_study ? "study" : "image"},
+                        {"scored", scored.logits.size(0)},
                         {"loss", nullptr},
                         {"auroc", nullptr}};
   if (metrics) {
@@ -142,9 +174,8 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
              list ? "the images of " + what : "the " + what + " split",
              lo.ten_crop ? " (ten-crop)" : "");
   if (metrics) {
-    print_table(*metrics);
-    if (list)
-      fmt::print("{} of {} images have labels in the CSV\n", metrics->examples, names.size());
+    print_table(*metrics, per_study ? "studies" : "images");
+    if (list) fmt::print("{} of {} images have labels in the CSV\n", labelled_images, names.size());
   } else {
     fmt::print("{} images predicted; none has labels in the CSV, so there are no metrics\n",
                names.size());
@@ -180,6 +211,12 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
                   "line, found in the image folders of --data; labels from its CSV where listed, "
                   "metrics over the labelled ones)");
   cmd->add_option("--out", f->out_dir, "Folder for predictions.csv and metrics.json");
+  cmd->add_option("--score-per", f->score_per,
+                  "auto, study or image: AUROC and loss per study (the maximum probability over "
+                  "a study's views, as the CheXpert paper) or per image; auto: per study for "
+                  "CheXpert's labels (CheXpert, MIMIC-CXR-JPG), per image otherwise")
+      ->check(CLI::IsMember({"auto", "study", "image"}))
+      ->capture_default_str();
   cmd->add_flag("--ten-crop", f->data.ten_crop,
                 "Average the probabilities of ten crops (corners, centre, flipped)");
   cmd->add_option("--batch-size", f->data.batch_size, "Images per forward pass per worker")

@@ -1,7 +1,10 @@
 // The CheXpert paper's validation-set AUROC on its 5 competition observations (Irvin et al.,
 // "CheXpert: A Large Chest Radiograph Dataset with Uncertainty Labels and Expert Comparison",
-// AAAI 2019, Table 2: the best uncertainty approach per observation on the 200 validation
-// studies), printed beside ours by `chexscale eval` for a CheXpert-labelled model.
+// AAAI 2019, arXiv:1901.07031, Table 3: AUROC on the 200 validation studies of each uncertainty
+// approach, each an ensemble of 30 checkpoints). Each number is the best approach's for that
+// observation -- the approach named beside it, the one the paper then uses for that observation.
+// Scored per study: a study's probability is the maximum over its views. Printed beside ours by
+// `chexscale eval` for a CheXpert-labelled model.
 #pragma once
 
 #include <array>

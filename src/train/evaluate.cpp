@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
+#include <unordered_map>
 
 #include "common/error.h"
 
@@ -98,6 +100,41 @@ SplitOutputs select_rows(const SplitOutputs& outputs, const std::vector<bool>& k
   const auto index = torch::tensor(rows, torch::kInt64);
   return {outputs.logits.index_select(0, index), outputs.labels.index_select(0, index),
           outputs.indices.index_select(0, index), outputs.label_names};
+}
+
+std::string study_of_image(const std::string& image_name) {
+  const size_t slash = image_name.rfind('/');
+  return slash == std::string::npos ? std::string() : image_name.substr(0, slash);
+}
+
+SplitOutputs combine_study_views(const SplitOutputs& outputs,
+                                 const std::vector<std::string>& study) {
+  const int64_t rows = outputs.logits.size(0);
+  CHX_CHECK_EQ(static_cast<int64_t>(study.size()), rows, "studies vs rows");
+  std::unordered_map<std::string, int64_t> group_of;
+  std::vector<int64_t> group(study.size());
+  for (size_t i = 0; i < study.size(); ++i) {
+    group[i] = group_of.emplace(study[i], static_cast<int64_t>(group_of.size())).first->second;
+  }
+  const auto groups = static_cast<int64_t>(group_of.size());
+  const int64_t classes = outputs.logits.size(1);
+  const auto row_group = torch::tensor(group, torch::kInt64);
+  const auto cell_group = row_group.view({-1, 1}).expand({rows, classes});
+  const auto max_per_study = [&](const torch::Tensor& values, double empty) {
+    return torch::full({groups, classes}, empty, values.options())
+        .scatter_reduce(0, cell_group, values, "amax", /*include_self=*/true);
+  };
+  SplitOutputs s;
+  s.logits =
+      max_per_study(outputs.logits.to(torch::kFloat32), -std::numeric_limits<double>::infinity());
+  // Not known -> -1, below 0 and 1: the maximum is 1, else 0, else -1 (nothing known).
+  const auto labels = outputs.labels.to(torch::kFloat32);
+  const auto coded = max_per_study(torch::where(torch::isnan(labels), -1.0, labels), -1.0);
+  s.labels = torch::where(coded < 0, std::numeric_limits<double>::quiet_NaN(), coded);
+  s.indices = torch::full({groups}, std::numeric_limits<int64_t>::max(), torch::kInt64)
+                  .scatter_reduce(0, row_group, outputs.indices, "amin", /*include_self=*/true);
+  s.label_names = outputs.label_names;
+  return s;
 }
 
 std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs,

@@ -41,6 +41,18 @@ EvalMetrics evaluate_outputs(const SplitOutputs& outputs, const BceWithLogitsLos
 // The rows i with keep[i] (e.g. the labelled images of an image list).
 SplitOutputs select_rows(const SplitOutputs& outputs, const std::vector<bool>& keep);
 
+// The study of an image: the folder of its name ("valid/patient64541/study1/view1_frontal.jpg"
+// -> "valid/patient64541/study1"); "" for a name without a folder.
+std::string study_of_image(const std::string& image_name);
+
+// One row per study, as the CheXpert paper (Irvin et al., 2019) scores a study: rows with the
+// same study[i] are combined, in the order their studies first appear. Probability: the maximum
+// over the study's views (logits: their maximum, the same order); labels: 1 where any view is
+// labelled 1, else 0 where any is 0, else NaN (CheXpert's labels are the study's, the same for
+// every view); index: the smallest of the views'.
+SplitOutputs combine_study_views(const SplitOutputs& outputs,
+                                 const std::vector<std::string>& study);
+
 // predictions.csv: "image", then prob_<label> x C, then label_<label> x C (the names of
 // outputs.label_names), a row per example; names[i] is the image of row i. A label that is not
 // known, and every label of a row with labelled[i] false, is an empty cell (an empty `labelled`

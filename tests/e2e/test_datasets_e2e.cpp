@@ -1,13 +1,16 @@
 // Every data set end to end through the CLI: `synth --dataset X` writes its published layout,
 // `train` trains a few steps of a small model on it (the data set found from its files), and
 // `eval` prints the AUROC table of that data set's own labels (CheXpert's observations beside the
-// CheXpert paper's numbers, ChestX-ray14's for PadChest) and writes predictions.csv with them.
+// CheXpert paper's numbers, per study by default; ChestX-ray14's for PadChest) and writes
+// predictions.csv with them.
 // Shards made by `prepare` keep the labels and masks. A checkpoint cannot be evaluated on data of
 // another label set.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "data/label_set.h"
@@ -63,6 +66,21 @@ std::string eval_has_labels(const test_util::TempDir& dir, const Trained& t,
   return e.output;
 }
 
+// The distinct folders of predictions.csv's images (CheXpert's studies).
+size_t studies_in_predictions(const std::string& csv) {
+  std::set<std::string> folders;
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) {
+    const std::string image = line.substr(0, line.find(','));
+    folders.insert(image.substr(0, image.rfind('/')));
+  }
+  return folders.size();
+}
+
+// CheXpert is scored per study by default, as its paper (a study's views combined), and per
+// image with --score-per image; both over the same predictions.
 TEST(DatasetsE2E, ChexpertTrainsAndEvaluatesOnItsObservations) {
   test_util::TempDir dir;
   const Trained t = synth_and_train(dir, "chexpert", "--uncertain ignore --views frontal");
@@ -70,6 +88,29 @@ TEST(DatasetsE2E, ChexpertTrainsAndEvaluatesOnItsObservations) {
   EXPECT_NE(out.find("CheXpert"), std::string::npos) << out;
   EXPECT_NE(out.find("0.9410"), std::string::npos) << out;  // the paper's Edema
   EXPECT_EQ(out.find("Infiltration"), std::string::npos) << out;
+  const std::string by_study = dir.path() + "/eval-" + data::chexpert_label_set().name;
+  const auto studies = nlohmann::json::parse(test_util::file_contents(by_study + "/metrics.json"));
+  const size_t n_studies =
+      studies_in_predictions(test_util::file_contents(by_study + "/predictions.csv"));
+  EXPECT_EQ(studies.at("scored_per"), "study");
+  EXPECT_EQ(studies.at("scored").get<size_t>(), n_studies);
+  EXPECT_LT(n_studies, studies.at("examples").get<size_t>());  // frontal and lateral views
+  EXPECT_NE(out.find(fmt::format("{} studies, loss", n_studies)), std::string::npos) << out;
+
+  const auto e = run_chexscale(
+      fmt::format("eval --checkpoint {} --data {} --split test --score-per image --out {}/by-image",
+                  t.checkpoint, t.data, dir.path()));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  const auto images =
+      nlohmann::json::parse(test_util::file_contents(dir.path() + "/by-image/metrics.json"));
+  EXPECT_EQ(images.at("scored_per"), "image");
+  EXPECT_EQ(images.at("scored"), studies.at("examples"));
+  EXPECT_NE(images.at("auroc"), studies.at("auroc"));
+  const auto bad =
+      run_chexscale(fmt::format("eval --checkpoint {} --data {} --score-per patient --out {}/bad",
+                                t.checkpoint, t.data, dir.path()));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--score-per"), std::string::npos) << bad.output;
 }
 
 TEST(DatasetsE2E, MimicCxrTrainsAndEvaluatesOnItsObservations) {
@@ -112,7 +153,8 @@ TEST(DatasetsE2E, ChexpertShardsKeepLabelsAndMasks) {
     ASSERT_EQ(t.exit_code, 0) << t.output;
     const std::string out = dir.path() + "/eval-" + policy;
     const auto e = run_chexscale(
-        fmt::format("eval --checkpoint {}/checkpoints/best.json --data {} --split train --out {}",
+        fmt::format("eval --checkpoint {}/checkpoints/best.json --data {} --split train "
+                    "--score-per image --out {}",
                     run, shards, out));
     ASSERT_EQ(e.exit_code, 0) << e.output;
     const auto metrics = nlohmann::json::parse(test_util::file_contents(out + "/metrics.json"));

@@ -1,0 +1,71 @@
+// Per-study scoring (evaluate.h): the study of an image name, and the combination of a study's
+// views into one row -- the maximum probability, the study's labels -- checked by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "train/evaluate.h"
+
+namespace chexscale::train {
+namespace {
+
+TEST(Evaluate, StudyIsTheFolderOfTheImage) {
+  EXPECT_EQ(study_of_image("valid/patient64541/study1/view1_frontal.jpg"),
+            "valid/patient64541/study1");
+  EXPECT_EQ(study_of_image("files/p10/p10000032/s50414267/02aa804e.jpg"),
+            "files/p10/p10000032/s50414267");
+  EXPECT_EQ(study_of_image("00000001_000.png"), "");
+}
+
+// Three studies over five rows, out of order: A (rows 0, 3), B (rows 1, 2, 4), C would be absent.
+// Logits are combined by their maximum (the maximum probability), labels by "1 if any view is 1,
+// else 0 if any is 0, else unknown", indices by their minimum; the rows keep first-seen order.
+TEST(Evaluate, StudyViewsCombineToTheMaximumProbability) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  SplitOutputs out;
+  out.logits =
+      torch::tensor({{-1.0f, 2.0f}, {0.5f, -3.0f}, {1.5f, -4.0f}, {0.2f, 1.0f}, {-2.0f, -1.0f}});
+  out.labels = torch::tensor({{1.0f, nan}, {0.0f, nan}, {nan, nan}, {1.0f, 0.0f}, {0.0f, 1.0f}});
+  out.indices = torch::tensor({7, 3, 9, 8, 4}, torch::kInt64);
+  out.label_names = {"Edema", "Cardiomegaly"};
+  const std::vector<std::string> study = {"A", "B", "B", "A", "B"};
+  const SplitOutputs s = combine_study_views(out, study);
+  ASSERT_EQ(s.logits.size(0), 2);
+  EXPECT_TRUE(torch::equal(s.logits, torch::tensor({{0.2f, 2.0f}, {1.5f, -1.0f}})));
+  EXPECT_TRUE(torch::equal(s.indices, torch::tensor({7, 3}, torch::kInt64)));
+  EXPECT_EQ(s.labels[0][0].item<float>(), 1.0f);
+  EXPECT_EQ(s.labels[0][1].item<float>(), 0.0f);
+  EXPECT_EQ(s.labels[1][0].item<float>(), 0.0f);
+  EXPECT_EQ(s.labels[1][1].item<float>(), 1.0f);
+  EXPECT_EQ(s.label_names, out.label_names);
+  // A study with no known label stays unknown; one view a study is the rows themselves.
+  const SplitOutputs single = combine_study_views(out, {"a", "b", "c", "d", "e"});
+  EXPECT_TRUE(torch::equal(single.logits, out.logits));
+  EXPECT_TRUE(torch::equal(single.indices, out.indices));
+  EXPECT_TRUE(std::isnan(single.labels[2][0].item<float>()));
+  EXPECT_TRUE(
+      torch::allclose(torch::nan_to_num(single.labels, -5), torch::nan_to_num(out.labels, -5)));
+  // The study AUROC differs from the image AUROC: Edema over studies is one positive (A, 0.2)
+  // against one negative (B, 1.5) -> 0; over the labelled images, A's -1.0 and 0.2 against
+  // B's 0.5 and -2.0 -> 2 of 4 pairs -> 0.5.
+  const EvalMetrics per_study = evaluate_outputs(s, BceWithLogitsLoss());
+  const EvalMetrics per_image = evaluate_outputs(out, BceWithLogitsLoss());
+  EXPECT_EQ(per_study.examples, 2);
+  EXPECT_DOUBLE_EQ(per_study.auroc.per_class[0].value(), 0.0);
+  EXPECT_DOUBLE_EQ(per_image.auroc.per_class[0].value(), 0.5);
+}
+
+TEST(Evaluate, StudiesMustMatchTheRows) {
+  SplitOutputs out;
+  out.logits = torch::zeros({2, 1});
+  out.labels = torch::zeros({2, 1});
+  out.indices = torch::tensor({0, 1}, torch::kInt64);
+  out.label_names = {"Edema"};
+  EXPECT_ANY_THROW(combine_study_views(out, {"only one"}));
+}
+
+}  // namespace
+}  // namespace chexscale::train
