@@ -1,5 +1,6 @@
 // Writes the seed corpus of the JPEG or DICOM fuzzer: small valid files of every kind the
-// decoder handles. make_image_seed_corpus jpeg|dicom <dir>
+// decoder handles (DICOM: uncompressed, RLE, JPEG-LS, JPEG lossless and JPEG baseline).
+// make_image_seed_corpus jpeg|dicom <dir>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,17 @@ void dicom_seeds(const std::string& dir) {
   chexscale::data::write_dicom_gray(dir + "/rle.dcm", stored.data(), 16, 12, o);
   o.compression = DicomCompression::kJpegLs;
   chexscale::data::write_dicom_gray(dir + "/jpegls.dcm", stored.data(), 16, 12, o);
+  o.compression = DicomCompression::kJpegLossless;
+  chexscale::data::write_dicom_gray(dir + "/jpeg_lossless.dcm", stored.data(), 16, 12, o);
+  std::vector<uint16_t> stored8;
+  for (uint8_t v : gray(16, 12))
+    stored8.push_back(v);
+  DicomWriteOptions b;
+  b.bits_stored = 8;
+  b.compression = DicomCompression::kJpegBaseline;
+  chexscale::data::write_dicom_gray(dir + "/jpeg_baseline.dcm", stored8.data(), 16, 12, b);
+  b.compression = DicomCompression::kRle;
+  chexscale::data::write_dicom_gray(dir + "/rle8.dcm", stored8.data(), 16, 12, b);
 }
 
 }  // namespace

@@ -31,6 +31,12 @@ void add_synth_command(CLI::App& app, CommandRegistry& registry) {
                   "or dicom (12/16-bit, MONOCHROME1/2, some RLE or JPEG-LS); names stay the "
                   "layout's")
       ->capture_default_str();
+  auto compression = std::make_shared<std::string>("mixed");
+  cmd->add_option("--dicom-compression", *compression,
+                  "With --format dicom, the transfer syntax of every file: none (explicit VR "
+                  "little endian), rle, jpeg-lossless (process 14 SV1), jpeg-ls (lossless) or "
+                  "jpeg-baseline (8-bit, lossy, quality 90); mixed: some none, RLE or JPEG-LS")
+      ->capture_default_str();
   cmd->add_option("--images", opt->images, "Number of images")->capture_default_str();
   cmd->add_option("--patients", opt->patients,
                   "Number of patients (several images each); 0 = images / 3")
@@ -41,8 +47,10 @@ void add_synth_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--seed", opt->seed, "Seed of images, labels and splits")->capture_default_str();
   cmd->add_option("--threads", opt->threads, "Worker threads; 0 = all cores")
       ->capture_default_str();
-  registry.add(cmd, [opt, dataset, format](const RunContext&) {
+  registry.add(cmd, [opt, dataset, format, compression](const RunContext&) {
     opt->format = data::parse_synth_image_format(*format);
+    if (*compression != "mixed")
+      opt->dicom_compression = data::parse_dicom_compression(*compression);
     opt->dataset = data::parse_dataset_kind(*dataset);
     opt->validate();  // before the progress bar
     ProgressReporter progress("synth", opt->images, "images");

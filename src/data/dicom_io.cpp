@@ -14,6 +14,9 @@
 #include <dcmtk/dcmdata/dcxfer.h>
 #include <dcmtk/dcmimgle/dcmimage.h>
 #include <dcmtk/dcmjpeg/djdecode.h>
+#include <dcmtk/dcmjpeg/djencode.h>
+#include <dcmtk/dcmjpeg/djrplol.h>
+#include <dcmtk/dcmjpeg/djrploss.h>
 #include <dcmtk/dcmjpls/djdecode.h>
 #include <dcmtk/dcmjpls/djencode.h>
 #include <dcmtk/oflog/oflog.h>
@@ -23,7 +26,9 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <vector>
 
+#include "common/enum_parse.h"
 #include "common/error.h"
 
 namespace chexscale::data {
@@ -43,6 +48,7 @@ void init_dcmtk() {
     DJDecoderRegistration::registerCodecs();
     DJLSDecoderRegistration::registerCodecs();
     DcmRLEDecoderRegistration::registerCodecs();
+    DJEncoderRegistration::registerCodecs();
     DJLSEncoderRegistration::registerCodecs();
     DcmRLEEncoderRegistration::registerCodecs();
   });
@@ -129,7 +135,59 @@ class MemoryFile {
   int fd_;
 };
 
+E_TransferSyntax transfer_syntax(DicomCompression c) {
+  switch (c) {
+    case DicomCompression::kRle:
+      return EXS_RLELossless;
+    case DicomCompression::kJpegLossless:
+      return EXS_JPEGProcess14SV1;
+    case DicomCompression::kJpegLs:
+      return EXS_JPEGLSLossless;
+    case DicomCompression::kJpegBaseline:
+      return EXS_JPEGProcess1;
+    default:
+      return EXS_LittleEndianExplicit;
+  }
+}
+
+// Compresses the dataset's Pixel Data to `xfer` with the encoder's parameters.
+void compress(DcmDataset& ds, DicomCompression c, const std::string& path) {
+  const E_TransferSyntax xfer = transfer_syntax(c);
+  const DJ_RPLossless jpeg_lossless(/*prediction=*/1, /*pt=*/0);
+  const DJ_RPLossy jpeg_baseline(kDicomJpegBaselineQuality);
+  const DcmRepresentationParameter* params = nullptr;
+  if (c == DicomCompression::kJpegLossless) params = &jpeg_lossless;
+  if (c == DicomCompression::kJpegBaseline) params = &jpeg_baseline;
+  const OFCondition done = ds.chooseRepresentation(xfer, params);
+  if (done.bad() || !ds.canWriteXfer(xfer)) {
+    throw Error(fmt::format("{}: cannot compress DICOM pixel data to {}: {}", path,
+                            DcmXfer(xfer).getXferName(), done.text()));
+  }
+}
+
 }  // namespace
+
+const char* to_string(DicomCompression compression) {
+  switch (compression) {
+    case DicomCompression::kNone:
+      return "none";
+    case DicomCompression::kRle:
+      return "rle";
+    case DicomCompression::kJpegLossless:
+      return "jpeg-lossless";
+    case DicomCompression::kJpegLs:
+      return "jpeg-ls";
+    default:
+      return "jpeg-baseline";
+  }
+}
+
+DicomCompression parse_dicom_compression(const std::string& name) {
+  return parse_enum(
+      name, "dicom_compression",
+      {DicomCompression::kNone, DicomCompression::kRle, DicomCompression::kJpegLossless,
+       DicomCompression::kJpegLs, DicomCompression::kJpegBaseline});
+}
 
 void decode_dicom_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out) {
   init_dcmtk();
@@ -187,6 +245,11 @@ void write_dicom_gray(const std::string& path, const uint16_t* stored, int width
                       const DicomWriteOptions& o) {
   init_dcmtk();
   CHX_CHECK(o.bits_stored >= 8 && o.bits_stored <= 16, "bits stored {}", o.bits_stored);
+  if (o.compression == DicomCompression::kJpegBaseline && o.bits_stored != 8) {
+    throw Error(
+        fmt::format("{}: JPEG baseline DICOM holds 8 bits stored, not {}", path, o.bits_stored));
+  }
+  const int allocated = o.bits_stored == 8 ? 8 : 16;
   CHX_CHECK(width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide, "DICOM {}x{}",
             width, height);
   DcmFileFormat file;
@@ -210,7 +273,7 @@ void write_dicom_gray(const std::string& path, const uint16_t* stored, int width
   put(DCM_PhotometricInterpretation, o.monochrome1 ? "MONOCHROME1" : "MONOCHROME2");
   put16(DCM_Rows, height);
   put16(DCM_Columns, width);
-  put16(DCM_BitsAllocated, 16);
+  put16(DCM_BitsAllocated, allocated);
   put16(DCM_BitsStored, o.bits_stored);
   put16(DCM_HighBit, o.bits_stored - 1);
   put16(DCM_PixelRepresentation, 0);
@@ -226,19 +289,19 @@ void write_dicom_gray(const std::string& path, const uint16_t* stored, int width
     CHX_CHECK(stored[i] <= max_sample(o.bits_stored), "stored value {} over {} bits", stored[i],
               o.bits_stored);
   }
-  CHX_CHECK(
-      ds->putAndInsertUint16Array(DCM_PixelData, stored, static_cast<unsigned long>(npix)).good(),
-      "DICOM Pixel Data");
-  E_TransferSyntax xfer = EXS_LittleEndianExplicit;
-  if (o.compression != DicomCompression::kNone) {
-    xfer = o.compression == DicomCompression::kRle ? EXS_RLELossless : EXS_JPEGLSLossless;
-    const OFCondition c = ds->chooseRepresentation(xfer, nullptr);
-    if (c.bad() || !ds->canWriteXfer(xfer)) {
-      throw Error(fmt::format("{}: cannot compress DICOM pixel data to {}: {}", path,
-                              DcmXfer(xfer).getXferName(), c.text()));
-    }
+  if (allocated == 8) {
+    const std::vector<Uint8> bytes(stored, stored + npix);
+    CHX_CHECK(
+        ds->putAndInsertUint8Array(DCM_PixelData, bytes.data(), static_cast<unsigned long>(npix))
+            .good(),
+        "DICOM Pixel Data");
+  } else {
+    CHX_CHECK(
+        ds->putAndInsertUint16Array(DCM_PixelData, stored, static_cast<unsigned long>(npix)).good(),
+        "DICOM Pixel Data");
   }
-  const OFCondition saved = file.saveFile(path.c_str(), xfer);
+  if (o.compression != DicomCompression::kNone) compress(*ds, o.compression, path);
+  const OFCondition saved = file.saveFile(path.c_str(), transfer_syntax(o.compression));
   if (saved.bad()) throw Error(fmt::format("{}: cannot write DICOM: {}", path, saved.text()));
 }
 

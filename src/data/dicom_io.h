@@ -7,8 +7,10 @@
 // JPEG-LS, RLE) are read. Colour images, more than 16 bits stored, over 32768 pixels a side or
 // pixel data shorter than the image are DataErrors naming the file.
 //
-// Encoding writes monochrome 16-bit-allocated files (synthetic data, tests): uncompressed,
-// RLE lossless or JPEG-LS lossless.
+// Encoding writes monochrome files (synthetic data, tests) with DCMTK's encoders: 16 bits
+// allocated (8 for 8 bits stored), uncompressed, RLE lossless, JPEG lossless (process 14,
+// selection value 1, 2-16 bits), JPEG-LS lossless or JPEG baseline (process 1, 8 bits stored
+// only, lossy at quality 90).
 #pragma once
 
 #include <cstddef>
@@ -23,10 +25,18 @@ namespace chexscale::data {
 // DataError "<name>: <reason>".
 void decode_dicom_gray(const uint8_t* data, size_t size, const std::string& name, GrayImage& out);
 
-enum class DicomCompression { kNone, kRle, kJpegLs };
+enum class DicomCompression { kNone, kRle, kJpegLossless, kJpegLs, kJpegBaseline };
+
+// "none", "rle", "jpeg-lossless", "jpeg-ls", "jpeg-baseline"; parse: UsageError naming the
+// choices for another name.
+const char* to_string(DicomCompression compression);
+DicomCompression parse_dicom_compression(const std::string& name);
+
+// The JPEG baseline quality write_dicom_gray uses.
+inline constexpr int kDicomJpegBaselineQuality = 90;
 
 struct DicomWriteOptions {
-  int bits_stored = 16;        // 8-16; samples must be below 2^bits_stored
+  int bits_stored = 16;        // 8-16 (8 for kJpegBaseline); samples below 2^bits_stored
   bool monochrome1 = false;    // stored inverted: 0 is white
   double rescale_slope = 1.0;  // written as Rescale Slope/Intercept
   double rescale_intercept = 0.0;

@@ -9,11 +9,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/batch.h"
 #include "data/dataset_kind.h"
+#include "data/dicom_io.h"
 #include "data/labels.h"
 #include "data/png_io.h"
 
@@ -44,8 +46,9 @@ GrayImage render_synthetic_image(LabelBits labels, int image_size, uint64_t seed
 // PNG, PadChest 16-bit PNG). png16: 16-bit gray PNG (the 8-bit image in the high byte, seeded
 // noise in the low one); jpeg: gray JPEG of quality 95; dicom: 12- and 16-bit, MONOCHROME2 and
 // MONOCHROME1, Rescale Slope/Intercept and a Window Center/Width spanning the stored range, some
-// uncompressed, some RLE or JPEG-LS lossless (chosen by the image's seed). File names keep the
-// layout's (decoding goes by content).
+// uncompressed, some RLE or JPEG-LS lossless (chosen by the image's seed), or every one in the
+// transfer syntax of SynthOptions::dicom_compression (jpeg-baseline: 8 bits stored). File names
+// keep the layout's (decoding goes by content).
 enum class SynthImageFormat { kLayout, kPng, kPng16, kJpeg, kDicom };
 
 // "layout", "png", "png16", "jpeg", "dicom"; UsageError naming the choices for another name.
@@ -53,9 +56,11 @@ SynthImageFormat parse_synth_image_format(const std::string& name);
 const char* to_string(SynthImageFormat format);
 
 // Writes the 8-bit `image` to `path` in `format` (not kLayout); `seed` picks the DICOM variant and
-// the 16-bit noise. Returns the bytes written; IoError naming the path when it cannot be written.
+// the 16-bit noise; `dicom_compression`, when set, the DICOM transfer syntax. Returns the bytes
+// written; IoError naming the path when it cannot be written.
 int64_t write_synthetic_image_file(const GrayImage& image, SynthImageFormat format, uint64_t seed,
-                                   const std::string& path);
+                                   const std::string& path,
+                                   std::optional<DicomCompression> dicom_compression = {});
 
 // Patient ids are written with 8 digits, as ChestX-ray14's.
 inline constexpr int64_t kMaxSynthPatients = 99999999;
@@ -64,6 +69,7 @@ struct SynthOptions {
   std::string out_dir;
   DatasetKind dataset = DatasetKind::kNih;  // the layout written
   SynthImageFormat format = SynthImageFormat::kLayout;
+  std::optional<DicomCompression> dicom_compression;  // kDicom only; unset: mixed by seed
   int64_t images = 1000;
   int64_t patients = 0;  // 0: images / 3 (at least 1)
   int image_size = 128;

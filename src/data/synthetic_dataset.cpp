@@ -173,9 +173,9 @@ int64_t write_synthetic_images(const std::vector<std::string>& paths,
             labels[i], opt.image_size, mix_seed({opt.seed, static_cast<uint64_t>(i), 0x1A6E}));
         const SynthImageFormat format =
             opt.format == SynthImageFormat::kLayout ? layout_format : opt.format;
-        bytes += write_synthetic_image_file(img, format,
-                                            mix_seed({opt.seed, static_cast<uint64_t>(i), 0xF0A7}),
-                                            (fs::path(opt.out_dir) / paths[i]).string());
+        bytes += write_synthetic_image_file(
+            img, format, mix_seed({opt.seed, static_cast<uint64_t>(i), 0xF0A7}),
+            (fs::path(opt.out_dir) / paths[i]).string(), opt.dicom_compression);
       },
       [&](size_t done) {
         if (opt.progress) opt.progress(static_cast<int64_t>(done), opt.images);
@@ -192,6 +192,10 @@ void SynthOptions::validate() const {
   if (images < 1) throw UsageError(fmt::format("images {} < 1", images));
   if (image_size < 16 || image_size > kMaxImageSize) {
     throw UsageError(fmt::format("image_size {} is not in [16, {}]", image_size, kMaxImageSize));
+  }
+  if (dicom_compression && format != SynthImageFormat::kDicom) {
+    throw UsageError(fmt::format("dicom_compression {} needs format dicom, not {}",
+                                 to_string(*dicom_compression), to_string(format)));
   }
   if (dataset == DatasetKind::kAuto) {
     throw UsageError(

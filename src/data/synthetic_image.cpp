@@ -188,9 +188,11 @@ std::vector<uint16_t> widen(const GrayImage& image, int bits, uint64_t seed) {
 }
 
 // One of four DICOM variants: 12/16 bits, MONOCHROME2/1, rescaled, windowed to the stored range,
-// uncompressed, RLE or JPEG-LS. Rendered as decode_dicom_gray does, each gives the image back
-// (in the high 8 of its bits).
-int64_t write_synthetic_dicom(const GrayImage& image, uint64_t seed, const std::string& path) {
+// uncompressed, RLE or JPEG-LS, or all in `compression` (JPEG baseline: 8 bits stored). Rendered
+// as decode_dicom_gray does, each gives the image back (in the high 8 of its bits; JPEG baseline
+// within its loss).
+int64_t write_synthetic_dicom(const GrayImage& image, uint64_t seed, const std::string& path,
+                              std::optional<DicomCompression> compression) {
   DicomWriteOptions o;
   switch (seed % 4) {
     case 0:
@@ -214,6 +216,8 @@ int64_t write_synthetic_dicom(const GrayImage& image, uint64_t seed, const std::
       o.compression = DicomCompression::kRle;
       break;
   }
+  if (compression) o.compression = *compression;
+  if (o.compression == DicomCompression::kJpegBaseline) o.bits_stored = 8;
   const double levels = std::ldexp(1.0, o.bits_stored);
   o.window_width = o.rescale_slope * levels;
   o.window_center = o.rescale_intercept + o.rescale_slope * levels / 2;
@@ -250,7 +254,8 @@ SynthImageFormat parse_synth_image_format(const std::string& name) {
 }
 
 int64_t write_synthetic_image_file(const GrayImage& image, SynthImageFormat format, uint64_t seed,
-                                   const std::string& path) {
+                                   const std::string& path,
+                                   std::optional<DicomCompression> dicom_compression) {
   switch (format) {
     case SynthImageFormat::kPng:
       return write_bytes(path, encode_png_gray(image.pixels.data(), image.width, image.height));
@@ -262,7 +267,7 @@ int64_t write_synthetic_image_file(const GrayImage& image, SynthImageFormat form
       return write_bytes(path, encode_jpeg_gray(image.pixels.data(), image.width, image.height,
                                                 kSynthJpegQuality));
     case SynthImageFormat::kDicom:
-      return write_synthetic_dicom(image, seed, path);
+      return write_synthetic_dicom(image, seed, path, dicom_compression);
     default:
       throw Error("write_synthetic_image_file: kLayout is resolved by the layout");
   }
