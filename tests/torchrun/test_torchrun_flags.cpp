@@ -30,13 +30,15 @@ TEST(TorchrunFlags, PetVariablesNameTheLaunchOptions) {
                                    {"PET_RDZV_BACKEND", "c10d"},
                                    {"PET_MASTER_ADDR", "other"},
                                    {"PET_MASTER_PORT", "1234"},
-                                   {"PET_RDZV_ENDPOINT", "job-worker-0:23456"}});
+                                   {"PET_RDZV_ENDPOINT", "job-worker-0:23456"},
+                                   {"PET_RDZV_ID", "job-1"}});
   EXPECT_EQ(f.nnodes, 2);
   EXPECT_EQ(f.nproc_per_node, 4);
   EXPECT_EQ(f.node_rank, 1);
   EXPECT_EQ(f.max_restarts, 3);
   EXPECT_EQ(f.master_addr, "job-worker-0");  // the endpoint wins, as in torchrun
   EXPECT_EQ(f.master_port, 23456);
+  EXPECT_EQ(f.rdzv_id, "job-1");
   const launch::TorchrunFlags v6 =
       launch::read_torchrun_flags({{"PET_RDZV_ENDPOINT", "[fd00::1]:29400"}});
   EXPECT_EQ(v6.master_addr, "fd00::1");
@@ -48,7 +50,15 @@ TEST(TorchrunFlags, PetVariablesNameTheLaunchOptions) {
   EXPECT_EQ(host.nnodes, 3);
   const launch::TorchrunFlags none = launch::read_torchrun_flags({{"NNODES", "2"}});
   EXPECT_FALSE(none.nnodes || none.nproc_per_node || none.node_rank || none.max_restarts ||
-               none.master_addr || none.master_port);
+               none.master_addr || none.master_port || none.rdzv_id);
+  launch::LaunchOptions no_id;
+  no_id.rdzv_id = "";
+  try {
+    no_id.validate();
+    ADD_FAILURE() << "an empty rdzv_id was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "rdzv_id must not be empty");
+  }
 }
 
 TEST(TorchrunFlags, ElasticRangesAreReadAndBadValuesRefused) {
