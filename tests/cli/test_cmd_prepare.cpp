@@ -16,6 +16,7 @@
 #include "data/shard_reader.h"
 #include "data/shard_set.h"
 #include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::data {
@@ -129,6 +130,44 @@ TEST(PrepareCli, SynthDicomIsPreparedAndABrokenDicomIsLeftOutByName) {
   const auto bad = test_util::run_chexscale("synth --out " + data.path() + "/x --format tiff");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("--format"), std::string::npos) << bad.output;
+}
+
+// --dicom-compression writes every file in the one syntax (its UID in each file); prepare reads
+// them, and one whose JPEG stream lost its start-of-image marker is left out by name.
+TEST(PrepareCli, SynthDicomCompressionIsEveryFilesSyntax) {
+  test_util::TempDir data;
+  test_util::TempDir out;
+  const auto synth = test_util::run_chexscale("synth --out " + data.path() +
+                                              " --images 6 --size 32 --format dicom "
+                                              "--dicom-compression jpeg-lossless --threads 1");
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(data.path() + "/images")) {
+    EXPECT_NE(test_util::file_contents(entry.path().string()).find("1.2.840.10008.1.2.4.70"),
+              std::string::npos)
+        << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 6);
+  const std::string victim = data.path() + "/images/00000001_000.png";
+  std::string bytes = test_util::file_contents(victim);
+  const size_t soi = bytes.find(std::string("\xFF\xD8", 2), bytes.find("DICM"));
+  ASSERT_NE(soi, std::string::npos);
+  bytes[soi + 1] = '\0';
+  std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+  const auto prep = test_util::run_chexscale("prepare --data " + data.path() + " --out " +
+                                             out.path() + " --size 24 --threads 1");
+  ASSERT_EQ(prep.exit_code, 0) << prep.output;
+  const ShardManifest m = read_shard_manifest(out.path());
+  ASSERT_EQ(m.bad_images.size(), 1u);
+  EXPECT_NE(m.bad_images[0].find("00000001_000.png"), std::string::npos) << m.bad_images[0];
+  EXPECT_EQ(m.records(), 5);
+  for (const std::string& flags : {std::string("--format dicom --dicom-compression jpeg2000"),
+                                   std::string("--format png --dicom-compression rle")}) {
+    const auto bad = test_util::run_chexscale("synth --out " + data.path() + "/x " + flags);
+    EXPECT_EQ(bad.exit_code, 2) << flags;
+    EXPECT_NE(bad.output.find("--dicom-compression"), std::string::npos) << bad.output;
+  }
 }
 
 }  // namespace
