@@ -182,7 +182,7 @@ std::vector<StepExamples> recorded_examples(const std::string& prefix, int ranks
 // and none twice but the sampler's padding. Here that is the rule against a last batch of one:
 // 26 left would be 13 per worker (3 batches of 4 and 1), so each worker's slice is padded by the
 // rest's first example of its own (trained at the pass's first step and again at its last).
-// Epoch 1 on 2 workers trains each example once.
+// Epoch 1 on 2 workers trains each example once. The warm-up's epoch fraction follows the samples.
 TEST(ResumeWorldE2E, TwoChangesOfWorldSizeInAnEpochTrainEachExampleOnce) {
   test_util::TempDir tmp;
   const Data d = make_data(tmp);
@@ -190,7 +190,8 @@ TEST(ResumeWorldE2E, TwoChangesOfWorldSizeInAnEpochTrainEachExampleOnce) {
   ASSERT_EQ(n % 2, 0) << "epoch 1 would pad";
   ASSERT_EQ((n - 20) / 2 % kBatch, 1) << "the last pass would not pad against a batch of one";
   const std::string run = tmp.path() + "/run", examples = tmp.path() + "/examples";
-  const std::string args = train_args(d, run, 2) + " --resume auto --record-examples " + examples;
+  const std::string args =
+      train_args(d, run, 2) + " --warmup-epochs 4 --resume auto --record-examples " + examples;
   const auto first = run_chexscale("launch --nproc-per-node 2 -- " + args + " --max-steps 2");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const auto second = run_chexscale(args + " --max-steps 3");
@@ -208,6 +209,17 @@ TEST(ResumeWorldE2E, TwoChangesOfWorldSizeInAnEpochTrainEachExampleOnce) {
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_EQ(ends.at(0), 3 + last_pass);
   EXPECT_EQ(ends.at(1), ends.at(0) + ceil_div(n / 2, kBatch));
+  // The warm-up (lr 1e-3 x epochs done / 4) follows the samples: a pass from offset o of n
+  // starts at o / n and spreads the rest over its own steps.
+  std::map<int64_t, double> lr;
+  for (const auto& r : test_util::metrics_records(run + "/metrics.jsonl", "step"))
+    lr[r.at("step").get<int64_t>()] = r.at("lr").get<double>();
+  const auto warm = [&](double epochs) { return 1e-3 * epochs / 4; };
+  const auto share = [&](int64_t offset) { return static_cast<double>(offset) / n; };
+  EXPECT_DOUBLE_EQ(lr.at(1), warm(1.0 / ceil_div(n / 2, kBatch)));
+  EXPECT_DOUBLE_EQ(lr.at(3), warm(share(16) + (1 - share(16)) / ceil_div(n - 16, kBatch)));
+  EXPECT_DOUBLE_EQ(lr.at(4), warm(share(20) + (1 - share(20)) / last_pass));
+  EXPECT_DOUBLE_EQ(lr.at(3 + last_pass), warm(1.0));
 
   std::map<int64_t, std::multiset<int64_t>> trained;  // by epoch
   std::set<int64_t> padded;  // each worker's first example of the last pass of epoch 0
