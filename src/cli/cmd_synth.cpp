@@ -36,6 +36,7 @@ void add_synth_command(CLI::App& app, CommandRegistry& registry) {
                   "With --format dicom, the transfer syntax of every file: none (explicit VR "
                   "little endian), rle, jpeg-lossless (process 14 SV1), jpeg-ls (lossless) or "
                   "jpeg-baseline (8-bit, lossy, quality 90); mixed: some none, RLE or JPEG-LS")
+      ->check(CLI::IsMember({"mixed", "none", "rle", "jpeg-lossless", "jpeg-ls", "jpeg-baseline"}))
       ->capture_default_str();
   cmd->add_option("--images", opt->images, "Number of images")->capture_default_str();
   cmd->add_option("--patients", opt->patients,
