@@ -1,8 +1,9 @@
 // `chexscale simulate` end to end, and the flags that write its inputs: `bench --profile` on a
-// real one-worker run (gradient sizes that add up to the model's parameter count, gradients ready
-// in reverse layer order), `commbench --profile` over loopback with real ranks, a two-system
-// simulation of hand-made profiles checked against steps worked out by hand, its predicted runs
-// read back by `chexscale report`, and the mistakes a user makes.
+// real one-worker run (gradient sizes and shapes that add up to the model's parameter count,
+// gradients ready in reverse layer order, PowerSGD's measured rate), `commbench --profile` over
+// loopback with real ranks, a two-system simulation of hand-made profiles checked against steps
+// worked out by hand, PowerSGD's factors on the wire, its predicted runs read back by
+// `chexscale report`, and the mistakes a user makes.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -78,6 +79,32 @@ TEST(SimulateCli, TwoSystemsTableJsonPredictedRunsAndCharts) {
   ASSERT_EQ(rep.exit_code, 0) << rep.output;
   const json report = json::parse(read_file(d + "/rep/report.json"));
   EXPECT_NE(report.dump().find("kubernetes"), std::string::npos);
+}
+
+TEST(SimulateCli, PowerSgdSendsTheFactorsOrSaysWhatTheProfileLacks) {
+  test_util::TempDir dir;
+  const std::string d = dir.path();
+  json profile = three_layer_profile();  // written before shapes and the PowerSGD rate existed
+  write_file_atomic(d + "/old.json", profile.dump());
+  for (json& g : profile["parameters"])
+    g["shape"] = {1280, 2048};  // 10 MiB of floats
+  profile["powersgd_flops_per_s"] = 1e10;
+  write_file_atomic(d + "/compute.json", profile.dump());
+  write_file_atomic(d + "/fabric.json", link(0.04).dump());
+  const std::string args = " --network fabric=" + d +
+                           "/fabric.json --nodes 2 --bucket-mb 10 --first-bucket-mb 10 "
+                           "--grad-compression powersgd:4 --no-charts --out " +
+                           d + "/sim";
+  auto r = test_util::run_chexscale("simulate --compute " + d + "/compute.json" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json job = json::parse(read_file(d + "/sim/simulate.json"))["systems"][0]["jobs"][0];
+  // Per bucket P = 1280 x 4 and Q = 2048 x 4 floats, in two allreduces.
+  EXPECT_EQ(job["allreduces_per_step"], 6);
+  EXPECT_EQ(job["wire_bytes_per_step"], 3 * (1280 + 2048) * 4 * 4);
+  EXPECT_GT(job["compression_seconds_per_step"].get<double>(), 0.0);
+  r = test_util::run_chexscale("simulate --compute " + d + "/old.json" + args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("needs the parameters' shapes"), std::string::npos) << r.output;
 }
 
 TEST(SimulateCli, MistakesAreClearErrors) {
