@@ -302,6 +302,16 @@ TEST_F(EvalE2E, BadListsAreClearErrors) {
             std::string::npos)
       << t.output;
   EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/eval/predictions.csv"));
+
+  // ChestX-ray14's images are not in study folders: per-study scoring is refused.
+  const std::string two =
+      write_list(tmp.path() + "/two.txt", {d.records[0].image, d.records[1].image});
+  const auto s = run_chexscale(
+      fmt::format("eval --checkpoint {} --data {} --images {} --score-per study --out {}/eval",
+                  ckpt, d.dir, two, tmp.path()));
+  EXPECT_EQ(s.exit_code, 2) << s.output;
+  EXPECT_NE(s.output.find("--score-per study needs images in study folders"), std::string::npos)
+      << s.output;
 }
 
 TEST_F(EvalE2E, TenCropAveragesTheTenCropsAndDiffersFromTheCentreCrop) {
