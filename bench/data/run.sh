@@ -23,14 +23,20 @@ best = lambda a, b, k: max(a[k], b[k])
 rows = [  # label, ours (wall, CPU), peer (wall, CPU): best of the two runs of each side
     ("PNG decode alone: chexscale / PIL", "decode", "pil_decode"),
     ("PNG -> 224 tensor: chexscale / torchvision", "pipeline", "torchvision_pipeline"),
+    ("JPEG decode alone: chexscale / PIL", "jpeg_decode", "pil_jpeg_decode"),
+    ("JPEG -> 224 tensor: chexscale / torchvision", "jpeg_pipeline", "torchvision_jpeg_pipeline"),
 ]
 print("one core, best of 2 interleaved runs each      wall images/s      CPU images/s")
 for name, k in [("chexscale decode (fast path + libspng)", "decode"),
                 ("chexscale decode, libspng only", "spng_decode"),
-                ("chexscale PNG -> 224 tensor", "pipeline")]:
+                ("chexscale PNG -> 224 tensor", "pipeline"),
+                ("chexscale JPEG decode (full size)", "jpeg_decode"),
+                ("chexscale JPEG -> 224 tensor", "jpeg_pipeline")]:
     print(f"{name:<46} {best(o1, o2, k + '_per_s'):10.1f} {best(o1, o2, k + '_per_cpu_s'):17.1f}")
 for name, k in [("PIL decode alone", "pil_decode"),
-                ("torchvision pipeline + DataLoader (0 workers)", "torchvision_pipeline")]:
+                ("torchvision pipeline + DataLoader (0 workers)", "torchvision_pipeline"),
+                ("PIL JPEG decode alone", "pil_jpeg_decode"),
+                ("torchvision JPEG pipeline + DataLoader", "torchvision_jpeg_pipeline")]:
     print(f"{name:<46} {best(p1, p2, k + '_per_s'):10.1f} {best(p1, p2, k + '_per_cpu_s'):17.1f}")
 for name, k in [("chexscale Loader, loose PNGs, 1 thread", "loader_loose"),
                 ("chexscale Loader, shards, 1 thread", "loader_shards")]:
@@ -47,6 +53,8 @@ print(f"{'chexscale decode / libspng-only decode':<46} {wall:9.2f}x {cpu:16.2f}x
 print(f"{'chexscale pipeline time / decode time':<46} "
       f"{o1['pipeline_over_decode_time']:.2f}x {o2['pipeline_over_decode_time']:.2f}x (each run)   "
       f"{o1['pipeline_over_decode_cpu_time']:.2f}x {o2['pipeline_over_decode_cpu_time']:.2f}x")
+print(f"{'chexscale JPEG pipeline time / decode time':<46} "
+      f"{o1['jpeg_pipeline_over_decode_cpu_time']:.2f}x {o2['jpeg_pipeline_over_decode_cpu_time']:.2f}x (each run, CPU)")
 print(f"{'chexscale Loader shards / loose':<46} "
       f"{o1['loader_shards_per_s'] / o1['loader_loose_per_s']:.1f}x "
       f"{o2['loader_shards_per_s'] / o2['loader_loose_per_s']:.1f}x (each run)")

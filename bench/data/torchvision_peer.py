@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch reference data path, one core: PIL decode alone, and the CheXNet torchvision pipeline
 (Resize 256, RandomCrop 224, RandomHorizontalFlip, ToTensor, Normalize) through a DataLoader
-with num_workers=0, on the same PNGs as bench_data. Prints one JSON line."""
+with num_workers=0, on the same PNGs as bench_data, and the same on the JPEGs bench_data writes of
+them (DATA/bench-jpeg/, when it has run). Prints one JSON line."""
 import argparse
 import csv
 import json
@@ -21,7 +22,7 @@ def train_images(data_dir, limit):
     return [os.path.join(data_dir, "images", n) for n in names[:limit]]
 
 
-class Pngs(Dataset):
+class Images(Dataset):
     def __init__(self, paths):
         self.paths = paths
         self.transform = transforms.Compose([
@@ -62,23 +63,24 @@ def main():
     for p in paths:  # warm the page cache
         open(p, "rb").read()
 
-    def decode():
-        for p in paths:
-            Image.open(p).load()
+    def rates(key, images):
+        n = len(images)
+        d_wall, d_cpu = best_rates(n, args.repeats, lambda: [Image.open(p).load() for p in images])
+        p_wall, p_cpu = best_rates(
+            n, args.repeats, lambda: [None for _ in DataLoader(Images(images), batch_size=16)])
+        return {f"pil{key}_decode_per_s": d_wall, f"pil{key}_decode_per_cpu_s": d_cpu,
+                f"torchvision{key}_pipeline_per_s": p_wall,
+                f"torchvision{key}_pipeline_per_cpu_s": p_cpu}
 
-    def pipeline():
-        for _ in DataLoader(Pngs(paths), batch_size=16, num_workers=0):
-            pass
-
-    pil_wall, pil_cpu = best_rates(len(paths), args.repeats, decode)
-    pipe_wall, pipe_cpu = best_rates(len(paths), args.repeats, pipeline)
-    print(json.dumps({
-        "images": len(paths),
-        "pil_decode_per_s": pil_wall,
-        "pil_decode_per_cpu_s": pil_cpu,
-        "torchvision_pipeline_per_s": pipe_wall,
-        "torchvision_pipeline_per_cpu_s": pipe_cpu,
-    }))
+    out = {"images": len(paths), **rates("", paths)}
+    jpeg_dir = os.path.join(args.data, "bench-jpeg")
+    jpegs = [j for j in (os.path.join(jpeg_dir, os.path.splitext(os.path.basename(p))[0] + ".jpg")
+                         for p in paths) if os.path.exists(j)]
+    if jpegs:
+        for j in jpegs:
+            open(j, "rb").read()
+        out.update(rates("_jpeg", jpegs))
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

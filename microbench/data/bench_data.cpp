@@ -1,7 +1,8 @@
 // Data-path benchmark, one core: PNG decode alone (our decoder, and libspng alone for comparison)
 // vs the full loose-PNG -> 224 tensor pipeline (read, decode, resize 256, random crop, flip,
-// normalise), then the Loader over loose PNGs and over shards, all in one run so the ratios
-// compare like with like. Prints a table and JSON.
+// normalise); the same for the same images as gray JPEGs of quality 95 (full-size decode alone vs
+// the pipeline, which decodes at the DCT scale of the resize); then the Loader over loose PNGs and
+// over shards, all in one run so the ratios compare like with like. Prints a table and JSON.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -11,9 +12,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/atomic_file.h"
 #include "common/timer.h"
 #include "data/chestxray14_dataset.h"
 #include "data/image_decode.h"
+#include "data/jpeg_io.h"
 #include "data/loader.h"
 #include "data/png_io.h"
 #include "data/prepare.h"
@@ -97,13 +100,35 @@ int main(int argc, char** argv) {
     decode_png_gray_spng(file.data(), file.size(), p, decoded);
   });
   torch::Tensor batch = torch::empty({16, 3, 224, 224});
-  const Rates pipeline = rate(paths, repeats, [&](size_t i, const std::string& p) {
-    read_image(p, decoded, file);
+  // Read, decode (for a resize to 256: a JPEG at its reduced DCT scale), resize, crop, normalise.
+  const auto to_tensor = [&](size_t i, const std::string& p) {
+    read_image(p, decoded, file, 256);
     resize_gray(decoded, 256, 256, resized);
     const CropParams c = choose_crop(256, 256, 224, true, 0, 0, static_cast<int64_t>(i));
     write_normalized_crop(view_of(resized), c, 224,
                           batch.data_ptr<float>() + (i % 16) * 3 * 224 * 224);
-  });
+  };
+  const Rates pipeline = rate(paths, repeats, to_tensor);
+
+  // The same images as gray JPEGs of quality 95 (written once beside the data, then cached).
+  const std::string jpeg_dir = data_dir + "/bench-jpeg";
+  std::filesystem::create_directories(jpeg_dir);
+  std::vector<std::string> jpeg_paths;
+  int64_t jpeg_bytes = 0;
+  for (const auto& p : paths) {
+    const std::string j = jpeg_dir + "/" + std::filesystem::path(p).stem().string() + ".jpg";
+    if (!std::filesystem::exists(j)) {
+      read_image(p, decoded, file);
+      write_file_atomic(j,
+                        encode_jpeg_gray(decoded.pixels.data(), decoded.width, decoded.height, 95));
+    }
+    read_file_bytes(j, file);
+    jpeg_bytes += static_cast<int64_t>(file.size());
+    jpeg_paths.push_back(j);
+  }
+  const Rates jpeg_decode = rate(
+      jpeg_paths, repeats, [&](size_t, const std::string& p) { read_image(p, decoded, file); });
+  const Rates jpeg_pipeline = rate(jpeg_paths, repeats, to_tensor);
   LoaderOptions o;
   o.source = data_dir;
   o.threads = 1;
@@ -122,6 +147,12 @@ int main(int argc, char** argv) {
   fmt::print("{:<44} {:>10.1f} {:>10.1f}  ({:.2f}x the decode time)\n",
              "read + decode + resize + crop + normalise", pipeline.wall, pipeline.cpu,
              decode.cpu / pipeline.cpu);
+  fmt::print("{:<44} {:>10.1f} {:>10.1f}  ({:.0f} KB average JPEG)\n", "JPEG read + decode alone",
+             jpeg_decode.wall, jpeg_decode.cpu,
+             jpeg_bytes / 1024.0 / static_cast<double>(jpeg_paths.size()));
+  fmt::print("{:<44} {:>10.1f} {:>10.1f}  ({:.2f}x the decode time)\n",
+             "JPEG read + decode + resize + crop + norm.", jpeg_pipeline.wall, jpeg_pipeline.cpu,
+             jpeg_decode.cpu / jpeg_pipeline.cpu);
   fmt::print("{:<44} {:>10.1f}\n", "Loader, loose PNGs, 1 thread", loose_loader_rate);
   fmt::print("{:<44} {:>10.1f}  ({:.1f}x loose)\n", "Loader, shards, 1 thread", shard_loader_rate,
              shard_loader_rate / loose_loader_rate);
@@ -134,6 +165,11 @@ int main(int argc, char** argv) {
                       {"pipeline_per_cpu_s", pipeline.cpu},
                       {"pipeline_over_decode_time", decode.wall / pipeline.wall},
                       {"pipeline_over_decode_cpu_time", decode.cpu / pipeline.cpu},
+                      {"jpeg_decode_per_s", jpeg_decode.wall},
+                      {"jpeg_decode_per_cpu_s", jpeg_decode.cpu},
+                      {"jpeg_pipeline_per_s", jpeg_pipeline.wall},
+                      {"jpeg_pipeline_per_cpu_s", jpeg_pipeline.cpu},
+                      {"jpeg_pipeline_over_decode_cpu_time", jpeg_decode.cpu / jpeg_pipeline.cpu},
                       {"loader_loose_per_s", loose_loader_rate},
                       {"loader_shards_per_s", shard_loader_rate}};
   std::cout << j.dump() << std::endl;
