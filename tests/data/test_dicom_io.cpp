@@ -19,6 +19,7 @@
 #include "data/image_decode.h"
 #include "data/synthetic.h"
 #include "image_reference.h"
+#include "stored_values.h"
 #include "test_util/process.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
@@ -35,27 +36,8 @@ constexpr const char* kJpegLosslessUid = "1.2.840.10008.1.2.4.70";
 constexpr const char* kJpegLsUid = "1.2.840.10008.1.2.4.80";
 constexpr const char* kJpegBaselineUid = "1.2.840.10008.1.2.4.50";
 
-// Stored values that use every bit of `bits`: a ramp with a fine pattern and both extremes.
 std::vector<uint16_t> pattern(int bits) {
-  const uint32_t maxval = max_sample(bits);
-  std::vector<uint16_t> v(static_cast<size_t>(kW) * kH);
-  for (int y = 0; y < kH; ++y) {
-    for (int x = 0; x < kW; ++x) {
-      const uint32_t ramp = (static_cast<uint32_t>(x) * maxval) / (kW - 1);
-      v[static_cast<size_t>(y) * kW + x] =
-          static_cast<uint16_t>((ramp + static_cast<uint32_t>(y) * 37 * (x % 3)) % (maxval + 1));
-    }
-  }
-  v[0] = 0;
-  v[1] = static_cast<uint16_t>(maxval);
-  return v;
-}
-
-GrayImage decode_file(const std::string& path) {
-  GrayImage img;
-  std::vector<uint8_t> buffer;
-  read_image(path, img, buffer);
-  return img;
+  return full_range_pattern(kW, kH, bits);
 }
 
 std::vector<int> values(const GrayImage& img) {

@@ -16,6 +16,7 @@
 #include "data/resize.h"
 #include "data/synthetic.h"
 #include "image_reference.h"
+#include "stored_values.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
@@ -25,27 +26,8 @@ namespace {
 constexpr int kW = 40;
 constexpr int kH = 28;
 
-// Stored values that use every bit of `bits`: a ramp with a fine pattern and both extremes.
 std::vector<uint16_t> pattern(int bits) {
-  const uint32_t maxval = max_sample(bits);
-  std::vector<uint16_t> v(static_cast<size_t>(kW) * kH);
-  for (int y = 0; y < kH; ++y) {
-    for (int x = 0; x < kW; ++x) {
-      const uint32_t ramp = (static_cast<uint32_t>(x) * maxval) / (kW - 1);
-      v[static_cast<size_t>(y) * kW + x] =
-          static_cast<uint16_t>((ramp + static_cast<uint32_t>(y) * 37 * (x % 3)) % (maxval + 1));
-    }
-  }
-  v[0] = 0;
-  v[1] = static_cast<uint16_t>(maxval);
-  return v;
-}
-
-GrayImage decode_file(const std::string& path, int resize_to = 0) {
-  GrayImage img;
-  std::vector<uint8_t> buffer;
-  read_image(path, img, buffer, resize_to);
-  return img;
+  return full_range_pattern(kW, kH, bits);
 }
 
 // Max |ours - reference|; sizes and bit depths must match.

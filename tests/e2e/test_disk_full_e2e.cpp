@@ -4,20 +4,16 @@
 // bytes it needs and those free; the first checkpoint is left intact, with no partial file beside
 // it; once the filler is removed, `--resume auto` continues from it and ends with checkpoints
 // byte-identical to those of a run that never ran out of space.
-#include <fcntl.h>
-#include <sys/mount.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <regex>
 
 #include "test_util/chexscale_cli.h"
+#include "test_util/full_disk.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
@@ -25,42 +21,9 @@ namespace chexscale {
 namespace {
 
 namespace fs = std::filesystem;
+using test_util::allocate_file;
 using test_util::run_chexscale;
-
-// A tmpfs of `bytes` mounted on `dir` for the object's lifetime (the test runs as root).
-class TmpfsMount {
- public:
-  TmpfsMount(const std::string& dir, uintmax_t bytes) : dir_(dir) {
-    fs::create_directories(dir);
-    const std::string options = fmt::format("size={}", bytes);
-    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) != 0) {
-      ADD_FAILURE() << "mount -t tmpfs -o " << options << " on " << dir
-                    << " failed (the test needs root): " << std::strerror(errno);
-      return;
-    }
-    mounted_ = true;
-  }
-  ~TmpfsMount() {
-    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-  }
-  TmpfsMount(const TmpfsMount&) = delete;
-  TmpfsMount& operator=(const TmpfsMount&) = delete;
-
-  bool mounted() const { return mounted_; }
-
- private:
-  std::string dir_;
-  bool mounted_ = false;
-};
-
-// A file that takes `bytes` of its file system (allocated, not sparse).
-void allocate(const std::string& path, uintmax_t bytes) {
-  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-  ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
-  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  ::close(fd);
-  ASSERT_EQ(err, 0) << "fallocate " << path << ": " << std::strerror(err);
-}
+using test_util::TmpfsMount;
 
 std::string flags(const std::string& data, const std::string& out) {
   return fmt::format(
@@ -106,7 +69,7 @@ TEST(DiskFullE2E, ACheckpointWithoutRoomFailsClearlyKeepsThePreviousAndResumesOn
   const TmpfsMount tmpfs(disk, c * 9 / 2);
   ASSERT_TRUE(tmpfs.mounted());
   const std::string filler = disk + "/filler";
-  allocate(filler, c * 28 / 10);
+  allocate_file(filler, c * 28 / 10);
   const std::string b = disk + "/run";
   const auto failed = run_chexscale(flags(data, b));
   EXPECT_EQ(failed.exit_code, 1) << failed.output;

@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -29,6 +28,7 @@
 #include <thread>
 
 #include "lab/lab_fixture.h"
+#include "test_util/full_disk.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::test_util {
@@ -389,27 +389,6 @@ std::vector<std::string> names_in(const std::string& dir) {
   return names;
 }
 
-// A tmpfs of `size` (mount's size=) on `dir` for the object's lifetime (the lab runs as root;
-// the nodes' namespaces share this mount).
-class Tmpfs {
- public:
-  Tmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
-    fs::create_directories(dir);
-    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
-    if (!mounted_) ADD_FAILURE() << "mount -t tmpfs on " << dir << ": " << std::strerror(errno);
-  }
-  ~Tmpfs() {
-    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-  }
-  Tmpfs(const Tmpfs&) = delete;
-  Tmpfs& operator=(const Tmpfs&) = delete;
-  bool mounted() const { return mounted_; }
-
- private:
-  std::string dir_;
-  bool mounted_ = false;
-};
-
 // The run directory of a fixed two-node job is a small tmpfs, all but half a checkpoint of it
 // taken once step 2's checkpoint is there: step 4's checkpoint fails on node 0 (rank 0 writes
 // them) naming the path and the bytes it needs, node 1 loses its peer and ends too, the step-2
@@ -417,7 +396,7 @@ class Tmpfs {
 // from it to the end.
 TEST_F(LabFaults, AFullDiskAtCheckpointTimeFailsClearlyKeepsThePreviousAndResumesOnceFreed) {
   const std::string disk = tmp_.path() + "/disk";
-  const Tmpfs tmpfs(disk, "1g");
+  const test_util::TmpfsMount tmpfs(disk, uintmax_t{1} << 30);  // the nodes' namespaces share it
   ASSERT_TRUE(tmpfs.mounted());
   const std::string run = disk + "/run";
   const auto job = [&](const std::string& extra, const std::string& tag) {
@@ -442,13 +421,8 @@ TEST_F(LabFaults, AFullDiskAtCheckpointTimeFailsClearlyKeepsThePreviousAndResume
   const uintmax_t free_bytes = static_cast<uintmax_t>(room.f_bavail) * room.f_frsize;
   ASSERT_GT(free_bytes, checkpoint * 2) << "the tmpfs is too small for the test";
   const std::string filler = disk + "/filler";
-  {
-    const int fd = ::open(filler.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0) << std::strerror(errno);
-    const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(free_bytes - checkpoint / 2));
-    ::close(fd);
-    ASSERT_EQ(err, 0) << "fallocate: " << std::strerror(err);
-  }
+  test_util::allocate_file(filler, free_bytes - checkpoint / 2);
+  if (HasFatalFailure()) return;
 
   const auto started = Clock::now();
   const auto full = job("", "full");
