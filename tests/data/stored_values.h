@@ -1,11 +1,14 @@
-// Test inputs shared by the decoder tests: stored values that use every bit of a bit depth, and a
-// file read and decoded as the loader does.
+// What the decoder tests share: stored values that use every bit of a bit depth, a file read and
+// decoded as the loader does, and the check that a file fails to decode with an error naming it.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "data/gray_image.h"
 #include "data/image_decode.h"
 
@@ -34,6 +37,19 @@ inline GrayImage decode_file(const std::string& path, int resize_to = 0) {
   std::vector<uint8_t> buffer;
   read_image(path, img, buffer, resize_to);
   return img;
+}
+
+// Decodes `path`, expecting a DataError that names it; returns its message ("" and a failure when
+// the file decodes).
+inline std::string expect_data_error(const std::string& path) {
+  try {
+    decode_file(path);
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << path << ": decoded without an error";
+  return "";
 }
 
 }  // namespace chexscale::data

@@ -60,17 +60,6 @@ std::string write(const test_util::TempDir& dir, const std::string& name,
   return path;
 }
 
-std::string expect_data_error(const std::string& path) {
-  try {
-    decode_file(path);
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << path << ": decoded without an error";
-  return "";
-}
-
 TEST(DicomIo, CompressionNamesRoundTrip) {
   for (const DicomCompression c :
        {DicomCompression::kNone, DicomCompression::kRle, DicomCompression::kJpegLossless,

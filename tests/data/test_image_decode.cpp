@@ -46,17 +46,6 @@ int max_difference(const GrayImage& ours, const ReferenceImage& ref, const std::
   return worst;
 }
 
-std::string expect_data_error(const std::string& path) {
-  try {
-    decode_file(path);
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << path << ": decoded without an error";
-  return "";
-}
-
 // 8-bit RGB of the synthetic X-ray with a colour cast, for colour JPEGs.
 std::vector<uint8_t> tinted(const GrayImage& gray) {
   std::vector<uint8_t> rgb;

@@ -23,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using test_util::allocate_file;
 using test_util::run_chexscale;
+using test_util::sorted_names_in;
 using test_util::TmpfsMount;
 
 std::string flags(const std::string& data, const std::string& out) {
@@ -33,17 +34,9 @@ std::string flags(const std::string& data, const std::string& out) {
       data, out);
 }
 
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir))
-    names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 std::string newest_step_manifest(const std::string& dir) {
   std::string newest;
-  for (const std::string& n : names_in(dir)) {
+  for (const std::string& n : sorted_names_in(dir)) {
     if (n.rfind("step-", 0) == 0 && fs::path(n).extension() == ".json") newest = n;
   }
   return newest;
@@ -86,7 +79,7 @@ TEST(DiskFullE2E, ACheckpointWithoutRoomFailsClearlyKeepsThePreviousAndResumesOn
   EXPECT_GT(needed, c);  // the tensors and their manifest
   EXPECT_LT(free, needed);
   // The previous checkpoint is all there is: no temp file, no tensors of step 8.
-  EXPECT_EQ(names_in(b + "/checkpoints"),
+  EXPECT_EQ(sorted_names_in(b + "/checkpoints"),
             (std::vector<std::string>{"step-000000004.json", "step-000000004.safetensors"}));
 
   fs::remove(filler);

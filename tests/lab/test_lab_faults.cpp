@@ -380,15 +380,6 @@ TEST_F(LabFaults, ALinkCutAndRestoredDropsTheNodeThenTakesItBack) {
   expect_each_example_once_per_epoch(run, kEpochs);
 }
 
-// The names in a folder, sorted.
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir))
-    names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // The run directory of a fixed two-node job is a small tmpfs, all but half a checkpoint of it
 // taken once step 2's checkpoint is there: step 4's checkpoint fails on node 0 (rank 0 writes
 // them) naming the path and the bytes it needs, node 1 loses its peer and ends too, the step-2
@@ -442,7 +433,7 @@ TEST_F(LabFaults, AFullDiskAtCheckpointTimeFailsClearlyKeepsThePreviousAndResume
   // Node 1 names the rank it lost.
   EXPECT_NE(full[1].output.find("rank 0"), std::string::npos) << full[1].output;
   EXPECT_LT(ended, 60) << "the job took too long to end after the failed checkpoint";
-  EXPECT_EQ(names_in(checkpoints),
+  EXPECT_EQ(test_util::sorted_names_in(checkpoints),
             (std::vector<std::string>{"step-000000002.json", "step-000000002.safetensors"}));
 
   fs::remove(filler);

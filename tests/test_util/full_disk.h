@@ -10,11 +10,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace chexscale::test_util {
 
@@ -51,6 +53,15 @@ inline void allocate_file(const std::string& path, uintmax_t bytes) {
   const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   ::close(fd);
   ASSERT_EQ(err, 0) << "fallocate " << path << ": " << std::strerror(err);
+}
+
+// The names of the entries in `dir`, sorted.
+inline std::vector<std::string> sorted_names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace chexscale::test_util
