@@ -117,7 +117,18 @@ class LabFaults : public LabTest {
         data_, out, epochs);
   }
 
-  // One node of an elastic --nnodes 1:2 job.
+  // One node of a fixed 2-node job whose store node 0 serves: `chexscale launch ... LAUNCH_FLAGS --
+  // WORKER`.
+  std::unique_ptr<Process> fixed_node(int node, const std::string& worker, const std::string& log,
+                                      const std::string& launch_flags = "") {
+    return on_node(node,
+                   fmt::format("launch --nnodes 2 --node-rank {} --master-addr {} --master-port {} "
+                               "--nproc-per-node 1 {}-- {}",
+                               node, address(0), kPort,
+                               launch_flags.empty() ? "" : launch_flags + " ", worker),
+                   log);
+  }
+
   // One node of an elastic --nnodes 1:2 job; its workers record their examples in
   // <out>.examples.rank<r>.
   std::unique_ptr<Process> elastic_node(int node, const std::string& out, int epochs,
@@ -254,11 +265,7 @@ void expect_same_final_checkpoints(const std::string& a, const std::string& b) {
 
 TEST_F(LabFaults, SigtermToOneLauncherStopsTheJobAtACheckpointAndTheRestartIsExact) {
   const auto fixed = [&](int node, const std::string& out, const std::string& log) {
-    return on_node(node,
-                   fmt::format("launch --nnodes 2 --node-rank {} --master-addr {} --master-port "
-                               "{} --nproc-per-node 1 --stop-grace 10 -- {}",
-                               node, address(0), kPort, train(out, 2)),
-                   log);
+    return fixed_node(node, train(out, 2), log, "--stop-grace 10");
   };
   const std::string whole = tmp_.path() + "/whole", run = tmp_.path() + "/run";
   {
@@ -391,16 +398,10 @@ TEST_F(LabFaults, AFullDiskAtCheckpointTimeFailsClearlyKeepsThePreviousAndResume
   ASSERT_TRUE(tmpfs.mounted());
   const std::string run = disk + "/run";
   const auto job = [&](const std::string& extra, const std::string& tag) {
-    std::vector<ProcessResult> results;
     std::unique_ptr<Process> nodes[2];
-    for (int node = 0; node < 2; ++node) {
+    for (int node = 0; node < 2; ++node)
       nodes[node] =
-          on_node(node,
-                  fmt::format("launch --nnodes 2 --node-rank {} --master-addr {} --master-port {} "
-                              "--nproc-per-node 1 -- {} {}",
-                              node, address(0), kPort, train(run, 1), extra),
-                  fmt::format("{}{}.log", tag, node));
-    }
+          fixed_node(node, train(run, 1) + " " + extra, fmt::format("{}{}.log", tag, node));
     return wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(2));
   };
   const auto first = job("--max-steps 2", "first");
@@ -480,14 +481,8 @@ bool process_gone(pid_t pid) {
 TEST_F(LabFaults, ALauncherKilledWithSigkillLeavesNoWorkerNorPortAndTheOtherNodeEnds) {
   const std::string run = tmp_.path() + "/run";
   std::unique_ptr<Process> nodes[2];
-  for (int node = 0; node < 2; ++node) {
-    nodes[node] =
-        on_node(node,
-                fmt::format("launch --nnodes 2 --node-rank {} --master-addr {} --master-port {} "
-                            "--nproc-per-node 1 -- {}",
-                            node, address(0), kPort, train(run, 8)),
-                fmt::format("node{}.log", node));
-  }
+  for (int node = 0; node < 2; ++node)
+    nodes[node] = fixed_node(node, train(run, 8), fmt::format("node{}.log", node));
   ASSERT_TRUE(wait_for_logged_step(run, 3)) << nodes[0]->output() << nodes[1]->output();
   const std::vector<pid_t> workers = children_of(nodes[0]->pid());
   ASSERT_EQ(workers.size(), 1u) << nodes[0]->output();
