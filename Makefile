@@ -32,6 +32,7 @@ demo: deps $(BUILD_DIR)/build.ninja
 
 # A skipped test is not a passing test: the run fails if ctest reports any.
 test: build format-check
+	@sh scripts/check-test-room.sh
 	@set -o pipefail; cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS) 2>&1 | tee ctest.log
 	@if grep -q '(Skipped)' $(BUILD_DIR)/ctest.log; then \
 	  echo "make test: some tests were skipped (see above); skipped tests do not count as passing"; exit 1; fi

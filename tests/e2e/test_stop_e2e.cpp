@@ -29,7 +29,7 @@ constexpr int kExitFailure = 1;
 std::string flags(const std::string& data, const std::string& out, int batch_size = 8) {
   return fmt::format(
       "train --data {} --out {} --arch resnet18 --image-size 32 --crop-size 32 --batch-size {} "
-      "--epochs 2 --checkpoint-every 4 --keep-checkpoints 20 --loader-threads 1 --val-threads 1 "
+      "--epochs 2 --checkpoint-every 4 --keep-checkpoints 3 --loader-threads 1 --val-threads 1 "
       "--intra-op-threads 1 --seed 5",
       data, out, batch_size);
 }

@@ -112,7 +112,7 @@ class LabFaults : public LabTest {
     return fmt::format(
         "train --data {} --out {} --arch resnet18 --image-size 32 --crop-size 32 --batch-size 4 "
         "--epochs {} --no-augment --loader-threads 1 --val-threads 1 --intra-op-threads 1 "
-        "--seed 3 --log-every 1 --checkpoint-every 2 --keep-checkpoints 100 "
+        "--seed 3 --log-every 1 --checkpoint-every 2 --keep-checkpoints 3 "
         "--collective-timeout 20 --resume auto",
         data_, out, epochs);
   }

@@ -279,7 +279,7 @@ preempt)
     2>&1 || fail "chexscale synth: $(cat "$work/synth.log")"
   cd "$work/job"
   preempt_args=(--crop-size 56 --batch-size 4 --epochs 2 --checkpoint-every 4
-    --keep-checkpoints 20 --seed 5 --loader-threads 1 --val-threads 1)
+    --keep-checkpoints 3 --seed 5 --loader-threads 1 --val-threads 1)
   submit "uninterrupted" PATH="$(dirname "$bin"):$PATH" DATA="$work/data" RUN="$work/run-a" \
     "${tiny_train_env[@]}" -- --nodes=1 --ntasks-per-node=2 cpu.sbatch "${preempt_args[@]}"
   submit_job "signalled" PATH="$(dirname "$bin"):$PATH" DATA="$work/data" RUN="$work/run-b" \
