@@ -25,18 +25,37 @@ double median(std::vector<double> v) {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int kPowerSgdSteps = 3;  // timed, after one that draws the first Q
+constexpr int kPassRepeats = 5;    // timed repetitions of each gradient pass, after one
+
+// The reducer's default bucket plan of float32 gradients of these shapes.
+std::vector<std::vector<size_t>> default_buckets(const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<int64_t> bytes;
+  for (const auto& shape : shapes)
+    bytes.push_back(4 * c10::multiply_integers(shape));
+  return distributed::plan_buckets_by_size(
+      bytes, std::vector<int>(bytes.size(), 0),
+      static_cast<int64_t>(distributed::kDefaultFirstBucketMb * kMiB),
+      static_cast<int64_t>(distributed::kDefaultBucketMb * kMiB));
+}
+
+// Median seconds of `pass` over kPassRepeats runs after an untimed one.
+template <typename Pass>
+double median_seconds(Pass&& pass) {
+  pass();
+  std::vector<double> seconds;
+  for (int i = 0; i < kPassRepeats; ++i) {
+    Stopwatch watch;
+    pass();
+    seconds.push_back(watch.seconds());
+  }
+  return median(seconds);
+}
 
 }  // namespace
 
 double measure_powersgd_flops_per_s(const std::vector<std::vector<int64_t>>& shapes) {
   torch::NoGradGuard no_grad;
-  std::vector<int64_t> bytes;
-  for (const auto& shape : shapes)
-    bytes.push_back(4 * c10::multiply_integers(shape));
-  const auto plan = distributed::plan_buckets_by_size(
-      bytes, std::vector<int>(bytes.size(), 0),
-      static_cast<int64_t>(distributed::kDefaultFirstBucketMb * kMiB),
-      static_cast<int64_t>(distributed::kDefaultBucketMb * kMiB));
+  const auto plan = default_buckets(shapes);
   distributed::PowerSgdOptions options;
   options.rank = distributed::kDefaultPowerSgdRank;
   options.min_rate = distributed::kDefaultPowerSgdMinRate;
@@ -67,6 +86,52 @@ double measure_powersgd_flops_per_s(const std::vector<std::vector<int64_t>>& sha
     if (step > 0) seconds.push_back(watch.seconds());
   }
   return flops / median(seconds);
+}
+
+simulate::GradientPasses measure_gradient_passes(const std::vector<std::vector<int64_t>>& shapes) {
+  torch::NoGradGuard no_grad;
+  struct Bucket {
+    torch::Tensor flat, wire;
+    std::vector<torch::Tensor> slots, fresh;  // the slots, and a new gradient for each
+  };
+  std::vector<Bucket> buckets;
+  for (const auto& members : default_buckets(shapes)) {
+    int64_t numel = 0;
+    for (size_t i : members)
+      numel += c10::multiply_integers(shapes[i]);
+    Bucket b;
+    b.flat = torch::zeros({numel});
+    b.wire = torch::empty({numel}, torch::kHalf);
+    int64_t offset = 0;
+    for (size_t i : members) {
+      const int64_t n = c10::multiply_integers(shapes[i]);
+      b.slots.push_back(b.flat.narrow(0, offset, n).view(shapes[i]));
+      b.fresh.push_back(torch::randn(shapes[i]) * 1e-3);
+      offset += n;
+    }
+    buckets.push_back(std::move(b));
+  }
+  simulate::GradientPasses passes;
+  passes.zero_s = median_seconds([&] {
+    for (Bucket& b : buckets)
+      b.flat.zero_();
+  });
+  passes.accumulate_s = median_seconds([&] {  // what autograd does into a defined gradient
+    for (Bucket& b : buckets)
+      for (size_t k = 0; k < b.slots.size(); ++k)
+        b.slots[k].add_(b.fresh[k]);
+  });
+  passes.average_s = median_seconds([&] {
+    for (Bucket& b : buckets)
+      b.flat.div_(2.0);
+  });
+  passes.casts_s = median_seconds([&] {
+    for (Bucket& b : buckets) {
+      b.wire.copy_(b.flat);
+      b.flat.copy_(b.wire);
+    }
+  });
+  return passes;
 }
 
 simulate::ComputeProfile make_compute_profile(const report::BenchResult& result,
@@ -107,6 +172,7 @@ simulate::ComputeProfile make_compute_profile(const report::BenchResult& result,
   }
   if (p.device == "cpu" && p.has_shapes()) {
     p.powersgd_flops_per_s = measure_powersgd_flops_per_s(log.parameter_shapes);
+    p.gradient_passes = measure_gradient_passes(log.parameter_shapes);
   }
   return p;
 }

@@ -10,9 +10,9 @@ namespace chexscale::bench {
 
 // The median phases of `result`, the step spread (each timed step over their median), per
 // parameter its shape and the median time after backward's start at which its gradient was
-// ready, and PowerSGD's arithmetic rate measured on those shapes (CPU workers only: 0 on another
-// device). Throws Error when the log and the result disagree (steps, or a world size other
-// than 1).
+// ready, and PowerSGD's arithmetic rate and the gradient passes measured on those shapes (CPU
+// workers only: 0 on another device). Throws Error when the log and the result disagree (steps, or
+// a world size other than 1).
 simulate::ComputeProfile make_compute_profile(const report::BenchResult& result,
                                               const GradientReadyLog& log);
 
@@ -20,5 +20,10 @@ simulate::ComputeProfile make_compute_profile(const report::BenchResult& result,
 // gradients of these shapes in the reducer's default buckets at the default rank, on this
 // thread's intra-op threads: the median of a few steps of the engine's own PowerSgdBucket.
 double measure_powersgd_flops_per_s(const std::vector<std::vector<int64_t>>& shapes);
+
+// The reducer's passes over gradients of these shapes (simulate::GradientPasses) on this
+// thread's intra-op threads: float32 gradients as slots of flat buckets in the reducer's default
+// plan, each pass timed over all of them; the median of a few repetitions after one untimed.
+simulate::GradientPasses measure_gradient_passes(const std::vector<std::vector<int64_t>>& shapes);
 
 }  // namespace chexscale::bench

@@ -68,6 +68,11 @@ nlohmann::json to_json(const ComputeProfile& p) {
             {"step", p.step_s}}},
           {"step_spread", p.step_spread},
           {"powersgd_flops_per_s", p.powersgd_flops_per_s},
+          {"gradient_passes_s",
+           {{"zero", p.gradient_passes.zero_s},
+            {"accumulate", p.gradient_passes.accumulate_s},
+            {"average", p.gradient_passes.average_s},
+            {"casts", p.gradient_passes.casts_s}}},
           {"parameters", params}};
 }
 
@@ -127,6 +132,13 @@ ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::str
     p.parameters.push_back(g);
   }
   p.powersgd_flops_per_s = non_negative(j, "powersgd_flops_per_s", file);
+  if (j.contains("gradient_passes_s")) {
+    const nlohmann::json& passes = j.at("gradient_passes_s");
+    const std::string at = file + ": gradient_passes_s";
+    if (!passes.is_object()) throw DataError(fmt::format("{}: not an object", at));
+    p.gradient_passes = {non_negative(passes, "zero", at), non_negative(passes, "accumulate", at),
+                         non_negative(passes, "average", at), non_negative(passes, "casts", at)};
+  }
   return p;
 }
 

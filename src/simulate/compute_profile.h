@@ -1,8 +1,9 @@
 // The compute profile of one worker (schema chexscale.compute-profile/1), measured by
 // `chexscale bench --profile FILE` on one worker and read by `chexscale simulate`: the median
 // phases of a step, the spread of step times, and for every parameter (in registration order)
-// its gradient's bytes, its shape and when during backward that gradient is ready; and the rate
-// of PowerSGD's arithmetic on this worker. The simulator replans buckets from these, so one
+// its gradient's bytes, its shape and when during backward that gradient is ready; the rate
+// of PowerSGD's arithmetic on this worker; and the gradient passes over memory that a step of
+// several workers makes and one worker does not. The simulator replans buckets from these, so one
 // profile serves every bucket size and compression. Fields: docs/simulate.md.
 #pragma once
 
@@ -21,6 +22,19 @@ struct GradientReady {
   int64_t bytes = 0;           // float32 gradient bytes
   double ready_s = 0;          // seconds after backward started (median over the profiled steps)
   std::vector<int64_t> shape;  // the parameter's sizes; empty in profiles written without them
+};
+
+// Seconds this worker takes for each pass over all of its gradients that the reducer adds to a
+// step of several workers (a worker alone makes none of them): zeroing the bucket slots before
+// forward (alone, gradients are released instead), autograd adding each new gradient into its
+// slot during backward (alone, it keeps the fresh tensor), dividing the allreduced buckets by
+// the world size, and with fp16 or bf16 compression the two casts, bucket to wire and back.
+// Measured on the model's gradient shapes in the reducer's default buckets; 0: not measured.
+struct GradientPasses {
+  double zero_s = 0;
+  double accumulate_s = 0;
+  double average_s = 0;
+  double casts_s = 0;
 };
 
 struct ComputeProfile {
@@ -44,6 +58,7 @@ struct ComputeProfile {
   // Floating-point operations per second of PowerSGD's arithmetic (simulate/powersgd_cost.h) on
   // this worker's threads, measured on its real gradient shapes; 0: not measured.
   double powersgd_flops_per_s = 0;
+  GradientPasses gradient_passes;
 
   bool has_shapes() const;  // every parameter has its shape
 
@@ -55,7 +70,7 @@ nlohmann::json to_json(const ComputeProfile& profile);
 // Reads a profile; `file` names it in errors. Throws DataError naming the file and the field for
 // a wrong schema, a missing or mistyped field, non-positive times or sizes, a ready time
 // outside [0, backward_s], or a shape whose elements do not divide the gradient's bytes. Shapes
-// and the PowerSGD rate are optional (older profiles have neither).
+// the PowerSGD rate and the gradient passes are optional (older profiles have none of them).
 ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::string& file);
 ComputeProfile load_compute_profile(const std::string& path);
 void save_compute_profile(const ComputeProfile& profile, const std::string& path);

@@ -51,11 +51,14 @@ struct Transfer {
 };
 
 // A bucket of the plan: when its last gradient is ready (seconds into backward at the profile's
-// pace) and its allreduces: one plain, or PowerSGD's P (`first`) and Q (`second`) with the
-// seconds of its three calls on the backward thread.
+// pace) and its allreduces: one plain, with the passes over its gradients before it (the cast to
+// the wire's type) and after it (the cast back and the averaging), or PowerSGD's P (`first`) and
+// Q (`second`) with the seconds of its three calls on the backward thread.
 struct SimBucket {
   double ready_s = 0;
   Transfer first;
+  double launch_compute_s = 0;
+  double after_compute_s = 0;
   bool powersgd = false;
   Transfer second;
   double first_compute_s = 0;
@@ -96,6 +99,10 @@ std::vector<SimBucket> plan(const ComputeProfile& compute, const Links& links,
   const double first_mb = std::min(s.first_bucket_mb, s.bucket_mb);
   const auto buckets = distributed::plan_buckets_by_size(
       bytes, kind, static_cast<int64_t>(first_mb * kMiB), static_cast<int64_t>(s.bucket_mb * kMiB));
+  // One worker has no reducer, so none of its passes.
+  const GradientPasses passes =
+      topology.world_size() > 1 ? compute.gradient_passes : GradientPasses{};
+  const double total_bytes = static_cast<double>(compute.gradient_bytes());
   std::vector<SimBucket> out;
   for (const auto& members : buckets) {
     SimBucket b;
@@ -126,6 +133,10 @@ std::vector<SimBucket> plan(const ComputeProfile& compute, const Links& links,
       const double factor = mode.powersgd ? 1.0 : mode.factor;
       b.first =
           transfer(static_cast<int64_t>(static_cast<double>(sum) * factor), links, topology, s);
+      const double share = static_cast<double>(sum) / total_bytes;
+      const double half_casts = factor < 1.0 ? 0.5 * passes.casts_s * share : 0.0;
+      b.launch_compute_s = half_casts;
+      b.after_compute_s = passes.average_s * share + half_casts;
     }
     out.push_back(b);
   }
@@ -190,6 +201,8 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
     const double ready = s.overlap ? b.ready_s * pace + held : compute_end;
     thread = std::max(thread, ready);
     if (!b.powersgd) {
+      thread += b.launch_compute_s;
+      held += b.launch_compute_s;
       final_end[k] = send(thread, b.first);
       continue;
     }
@@ -208,6 +221,8 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
     if (buckets[k].powersgd) {
       thread += buckets[k].finish_compute_s;
       r.compute_s += buckets[k].finish_compute_s;
+    } else {
+      thread += buckets[k].after_compute_s;
     }
   }
   r.done = std::max(thread, channel_free);
@@ -219,24 +234,29 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
   return r;
 }
 
-// One step with compute factor m: backward stretched by communication CPU where the worker has
-// no spare core for it (iterated to a fixed point: the stretch moves the overlap).
+// One step of `workers` with compute factor m: backward stretched by communication CPU where the
+// worker has no spare core for it (iterated to a fixed point: the stretch moves the overlap).
+// With more than one worker, the reducer's passes over the gradients join the step: zeroing
+// them in forward, accumulating into the slots in backward (at the same pace throughout).
 StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& buckets,
-                        const SimulationSettings& s, double m, SimulatedJob* job) {
-  const double backward = c.backward_s * m;
+                        const SimulationSettings& s, int workers, double m, SimulatedJob* job) {
+  const bool reduced = workers > 1;
+  const double accumulate = reduced ? c.gradient_passes.accumulate_s : 0.0;
+  const double pass_pace = 1.0 + accumulate / c.backward_s;
+  const double backward = c.backward_s * m * pass_pace;
   const int threads = std::max(1, c.threads_per_worker);
   const int cores = s.cores_per_worker > 0 ? s.cores_per_worker : threads;
   const double spare = std::max(0, cores - threads);
   double stretch = 1.0;
   Replay r;
   for (int iteration = 0; iteration < 4; ++iteration) {
-    r = replay(buckets, s, m * stretch, backward * stretch);
+    r = replay(buckets, s, m * pass_pace * stretch, backward * stretch);
     const double stolen = std::max(0.0, r.cpu_in_backward - spare * r.backward_end);
     stretch = 1.0 + stolen / (threads * backward);
   }
   StepTimes t;
   t.data_wait = c.data_wait_s;
-  t.forward = c.forward_s * m;
+  t.forward = (c.forward_s + (reduced ? c.gradient_passes.zero_s : 0.0)) * m;
   t.backward = backward * stretch + r.held;
   t.comm_exposed = r.done - r.backward_end;
   t.optimizer = c.optimizer_s * m;
@@ -289,7 +309,7 @@ SimulatedJob simulate_job(const ComputeProfile& compute, const Links& links,
   const int n = topology.world_size();
   for (int i = 0; i < settings.steps; ++i) {
     const double m = settings.stragglers ? slowest_factor(compute.step_spread, n, rng) : 1.0;
-    job.step += simulate_step(compute, buckets, settings, m, &job);
+    job.step += simulate_step(compute, buckets, settings, n, m, &job);
   }
   job.step = job.step.scaled(1.0 / settings.steps);
   job.compression_seconds_per_step /= settings.steps;

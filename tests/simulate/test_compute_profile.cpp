@@ -24,6 +24,7 @@ TEST(ComputeProfile, RoundTripsThroughItsFile) {
   ComputeProfile p = testing::three_layer_profile();
   p.step_spread = {0.9, 1.0, 1.3};
   p.threads_per_worker = 2;
+  p.gradient_passes = {0.001, 0.002, 0.003, 0.004};
   const std::string path = dir.path() + "/compute.json";
   save_compute_profile(p, path);
   const ComputeProfile back = load_compute_profile(path);
@@ -40,12 +41,17 @@ TEST(ComputeProfile, RoundTripsThroughItsFile) {
   EXPECT_EQ(back.parameters[1].shape, (std::vector<int64_t>{1280, 2048}));
   EXPECT_TRUE(back.has_shapes());
   EXPECT_EQ(back.powersgd_flops_per_s, 0.0);
+  EXPECT_DOUBLE_EQ(back.gradient_passes.zero_s, 0.001);
+  EXPECT_DOUBLE_EQ(back.gradient_passes.accumulate_s, 0.002);
+  EXPECT_DOUBLE_EQ(back.gradient_passes.average_s, 0.003);
+  EXPECT_DOUBLE_EQ(back.gradient_passes.casts_s, 0.004);
 }
 
 TEST(ComputeProfile, ProfilesWithoutShapesOrPowerSgdRateStillRead) {
   test_util::TempDir dir;
   nlohmann::json j = to_json(testing::three_layer_profile());
   j.erase("powersgd_flops_per_s");
+  j.erase("gradient_passes_s");
   for (nlohmann::json& g : j["parameters"])
     g.erase("shape");
   const std::string path = dir.path() + "/old.json";
@@ -53,6 +59,7 @@ TEST(ComputeProfile, ProfilesWithoutShapesOrPowerSgdRateStillRead) {
   const ComputeProfile back = load_compute_profile(path);
   EXPECT_FALSE(back.has_shapes());
   EXPECT_EQ(back.powersgd_flops_per_s, 0.0);
+  EXPECT_EQ(back.gradient_passes.average_s, 0.0);
   EXPECT_EQ(back.gradient_bytes(), 30 * testing::kMiB);
 }
 
@@ -90,6 +97,12 @@ TEST(ComputeProfile, BadFilesNameTheFileAndTheField) {
       << error_of(path);
 
   j = good;
+  j["gradient_passes_s"]["average"] = -0.5;
+  write_file_atomic(path, j.dump());
+  EXPECT_NE(error_of(path).find("gradient_passes_s: field 'average' must be >= 0"),
+            std::string::npos)
+      << error_of(path);
+  j["gradient_passes_s"]["average"] = 0.0;
   j["powersgd_flops_per_s"] = -1.0;
   write_file_atomic(path, j.dump());
   EXPECT_NE(error_of(path).find("'powersgd_flops_per_s' must be >= 0"), std::string::npos)

@@ -1,7 +1,7 @@
 // The step simulator against steps worked out by hand on the three-layer profile (10 MiB
 // gradients ready at 0.05, 0.1 and 0.2 s into a 0.2 s backward; 10 MiB buckets; 0.04 s per
 // bucket allreduce on 2 nodes): overlap, no overlap, fp16, the bucket plan, CPU contention with
-// and without a spare core, stragglers, determinism.
+// and without a spare core, the reducer's gradient passes, stragglers, determinism.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -92,6 +92,29 @@ TEST(StepSimulator, CommunicationCpuStretchesBackwardOnlyWithoutASpareCore) {
   const SimulatedJob free = simulate_job(three_layer_profile(), links_of(n), {2, 1}, spare);
   EXPECT_NEAR(free.step.backward, 0.2, 1e-12);
   EXPECT_NEAR(free.comm_cpu_seconds_per_step, 0.03, 1e-12);
+}
+
+TEST(StepSimulator, GradientPassesJoinOnlyAStepOfSeveralWorkers) {
+  ComputeProfile p = three_layer_profile();
+  p.gradient_passes = {0.01, 0.02, 0.03, 0.04};  // zero, accumulate, average, casts
+  // Accumulating stretches backward to 0.22 s (ready at 0.055, 0.11, 0.22; allreduces end
+  // 0.095, 0.15, 0.26); each bucket's averaging (0.01 s, a third of the bytes) follows its
+  // wait: 0.23, 0.24, then 0.26 + 0.01 = 0.27, 0.05 s after backward; zeroing joins forward.
+  const SimulatedJob two = simulate_job(p, links_of(link_for(0.04)), {2, 1}, ten_mib_buckets());
+  EXPECT_NEAR(two.step.forward, 0.11, 1e-12);
+  EXPECT_NEAR(two.step.backward, 0.22, 1e-12);
+  EXPECT_NEAR(two.step.comm_exposed, 0.05, 1e-12);
+  EXPECT_NEAR(two.step.total, 0.11 + 0.22 + 0.05 + 0.05, 1e-12);
+  // fp16: the cast to the wire (0.04 / 2 / 3 s a bucket) holds backward up at each launch
+  // (buckets sent at 0.0617, 0.1233, 0.24; 0.02 s each); the cast back joins the averaging.
+  SimulationSettings fp16 = ten_mib_buckets();
+  fp16.compression = "fp16";
+  const SimulatedJob half = simulate_job(p, links_of(link_for(0.04)), {2, 1}, fp16);
+  EXPECT_NEAR(half.step.backward, 0.24, 1e-12);
+  EXPECT_NEAR(half.step.comm_exposed, 0.29 - 0.24, 1e-12);
+  // One worker has no reducer: the profile's step as it is.
+  const SimulatedJob one = simulate_job(p, links_of(link_for(0.04)), {1, 1}, ten_mib_buckets());
+  EXPECT_NEAR(one.step.total, 0.35, 1e-12);
 }
 
 TEST(StepSimulator, EachStepWaitsForTheSlowestWorker) {
