@@ -22,16 +22,18 @@ constexpr int64_t kElementBytes = sizeof(float);
 constexpr int64_t kPatternPeriod = 13;                        // small integers: exact in float32
 constexpr int64_t kReducerTensorElements = int64_t{1} << 20;  // 4 MiB gradients, as a model's
 
-// Rank r's input: (r + 1) + (j mod 13) at element j.
-torch::Tensor fill_pattern(int64_t count, int rank) {
-  return torch::arange(count, torch::kInt64).remainder(kPatternPeriod).to(torch::kFloat32) +
-         static_cast<float>(rank + 1);
+// Rank r's input: (r + 1) + (j mod 13) at element j, in `type` (small integers: exact in each).
+torch::Tensor fill_pattern(int64_t count, int rank, c10::ScalarType type = c10::ScalarType::Float) {
+  return (torch::arange(count, torch::kInt64).remainder(kPatternPeriod).to(torch::kFloat32) +
+          static_cast<float>(rank + 1))
+      .to(type);
 }
 
 // Sum over n ranks of their patterns: n(n+1)/2 + n (j mod 13).
-torch::Tensor expected_sum(int64_t count, int n) {
-  return torch::arange(count, torch::kInt64).remainder(kPatternPeriod).to(torch::kFloat32) * n +
-         static_cast<float>(n * (n + 1) / 2);
+torch::Tensor expected_sum(int64_t count, int n, c10::ScalarType type = c10::ScalarType::Float) {
+  return (torch::arange(count, torch::kInt64).remainder(kPatternPeriod).to(torch::kFloat32) * n +
+          static_cast<float>(n * (n + 1) / 2))
+      .to(type);
 }
 
 // The largest value of a per-rank double across ranks, and the sum of a per-rank integer.
@@ -57,7 +59,7 @@ struct Timed {
 // Times the raw path.
 Timed time_raw(distributed::DistContext& ctx, int64_t count, const CommOptions& options) {
   compat::CollectiveGroup& pg = *ctx.process_group();
-  torch::Tensor buffer = fill_pattern(count, ctx.rank());
+  torch::Tensor buffer = fill_pattern(count, ctx.rank(), options.dtype);
   for (int i = 0; i < options.warmup; ++i)
     raw_allreduce(pg, buffer);
   ctx.barrier();
@@ -69,9 +71,9 @@ Timed time_raw(distributed::DistContext& ctx, int64_t count, const CommOptions& 
   t.seconds = watch.seconds() / options.iterations;
   t.cpu_s = process_cpu_seconds() - cpu_start;
   if (options.check) {
-    buffer = fill_pattern(count, ctx.rank());
+    buffer = fill_pattern(count, ctx.rank(), options.dtype);
     raw_allreduce(pg, buffer);
-    t.wrong = buffer.ne(expected_sum(count, ctx.world_size())).sum().item<int64_t>();
+    t.wrong = buffer.ne(expected_sum(count, ctx.world_size(), options.dtype)).sum().item<int64_t>();
   }
   return t;
 }
@@ -205,6 +207,36 @@ CommPath parse_comm_path(std::string_view text) {
   return parse_enum(text, "path", {CommPath::kRaw, CommPath::kReducer});
 }
 
+c10::ScalarType parse_payload_type(std::string_view text) {
+  if (text == "float32") return c10::ScalarType::Float;
+  if (text == "float16") return c10::ScalarType::Half;
+  if (text == "bfloat16") return c10::ScalarType::BFloat16;
+  throw UsageError(
+      fmt::format("unknown payload type '{}' (choose one of: float32, float16, bfloat16)", text));
+}
+
+const char* payload_type_name(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Half:
+      return "float16";
+    case c10::ScalarType::BFloat16:
+      return "bfloat16";
+    default:
+      return "float32";
+  }
+}
+
+const char* nccl_type_name(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Half:
+      return "half";
+    case c10::ScalarType::BFloat16:
+      return "bfloat16";
+    default:
+      return "float";
+  }
+}
+
 void CommOptions::validate() const {
   if (iterations < 1) throw UsageError(fmt::format("iterations {} must be >= 1", iterations));
   if (warmup < 0) throw UsageError(fmt::format("warmup {} must be >= 0", warmup));
@@ -215,9 +247,16 @@ CommRow measure_allreduce(const std::shared_ptr<distributed::DistContext>& ctx, 
                           int64_t size_bytes, const CommOptions& options) {
   CHX_CHECK(ctx->process_group() != nullptr, "commbench needs a process group (world size >= 2)");
   options.validate();
+  if (path == CommPath::kReducer && options.dtype != c10::ScalarType::Float) {
+    throw UsageError(
+        fmt::format("the reducer path sends float32 gradients, not {}: its payload follows "
+                    "--grad-compression",
+                    payload_type_name(options.dtype)));
+  }
   CommRow row;
-  row.count = std::max<int64_t>(1, size_bytes / kElementBytes);
-  row.size_bytes = row.count * kElementBytes;
+  const int64_t element = path == CommPath::kRaw ? c10::elementSize(options.dtype) : kElementBytes;
+  row.count = std::max<int64_t>(1, size_bytes / element);
+  row.size_bytes = row.count * element;
   const Timed t = path == CommPath::kRaw ? time_raw(*ctx, row.count, options)
                                          : time_reducer(ctx, row.count, options, row.buckets);
   const double slowest = max_across_ranks(*ctx, t.seconds);
@@ -249,22 +288,23 @@ json commbench_document(const distributed::DistContext& ctx, CommPath path,
                         {"busbw_gbps", r.busbw_gbps},
                         {"wrong", r.wrong}});
   }
-  json doc{{"schema", kCommbenchSchema},
-           {"op", "allreduce"},
-           {"type", "float"},
-           {"redop", "sum"},
-           {"path", to_string(path)},
-           {"world_size", ctx.world_size()},
-           {"backend", ctx.backend()},
-           {"iterations", options.iterations},
-           {"warmup", options.warmup},
-           {"check", options.check},
-           {"bucket_mb", options.reducer.bucket_mb},
-           {"compression", distributed::to_string(options.reducer.compression)},
-           {"rows", row_list},
-           {"avg_busbw_gbps", average_busbw(rows)},
-           {"hostname", host_name()},
-           {"timestamp", utc_timestamp()}};
+  json doc{
+      {"schema", kCommbenchSchema},
+      {"op", "allreduce"},
+      {"type", nccl_type_name(path == CommPath::kRaw ? options.dtype : c10::ScalarType::Float)},
+      {"redop", "sum"},
+      {"path", to_string(path)},
+      {"world_size", ctx.world_size()},
+      {"backend", ctx.backend()},
+      {"iterations", options.iterations},
+      {"warmup", options.warmup},
+      {"check", options.check},
+      {"bucket_mb", options.reducer.bucket_mb},
+      {"compression", distributed::to_string(options.reducer.compression)},
+      {"rows", row_list},
+      {"avg_busbw_gbps", average_busbw(rows)},
+      {"hostname", host_name()},
+      {"timestamp", utc_timestamp()}};
   if (!compare.empty()) {
     json pairs = json::array();
     for (const auto& [raw, reducer] : compare) {

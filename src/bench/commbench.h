@@ -23,25 +23,33 @@ inline constexpr const char* kCommbenchSchema = "chexscale.commbench/1";
 int64_t parse_size(const std::string& text);
 
 // nccl-tests' sizes: min, min*factor, ... while <= max (factor 1: just min). Each size is
-// rounded down to whole float32 elements (at least one). UsageError when min > max or factor < 1.
+// rounded down to whole float32 elements (at least one; whole elements of every payload type).
+// UsageError when min > max or factor < 1.
 std::vector<int64_t> size_list(int64_t min_bytes, int64_t max_bytes, int64_t factor);
 
 // busbw = algbw * 2(n-1)/n: what each link carries in a ring allreduce, comparable whatever n.
 double bus_bandwidth(double algbw, int world_size);
 
 enum class CommPath {
-  kRaw,     // one c10d allreduce of a contiguous float32 tensor
+  kRaw,     // one c10d allreduce of a contiguous tensor of CommOptions::dtype
   kReducer  // gradients of that many bytes averaged by distributed::GradientReducer (overlap off)
 };
 
 const char* to_string(CommPath path);             // "raw", "reducer"
 CommPath parse_comm_path(std::string_view text);  // UsageError naming the valid values
 
+// The raw path's element types, by the names network profiles use: "float32", "float16",
+// "bfloat16" (what fp16 and bf16 gradient compression put on the wire).
+c10::ScalarType parse_payload_type(std::string_view text);  // UsageError naming the valid values
+const char* payload_type_name(c10::ScalarType type);
+const char* nccl_type_name(c10::ScalarType type);  // nccl-tests' column: float, half, bfloat16
+
 struct CommOptions {
   int iterations = 20;  // timed allreduces per size
   int warmup = 5;       // untimed allreduces before them
   bool check = true;
-  distributed::ReducerOptions reducer;  // reducer path only (always run with overlap off)
+  c10::ScalarType dtype = c10::ScalarType::Float;  // raw path only: the reducer's is float32
+  distributed::ReducerOptions reducer;             // reducer path only (always with overlap off)
 
   // Throws UsageError naming the field: iterations < 1, warmup < 0, or a bad reducer option.
   void validate() const;
@@ -49,7 +57,7 @@ struct CommOptions {
 
 struct CommRow {
   int64_t size_bytes = 0;
-  int64_t count = 0;   // float32 elements
+  int64_t count = 0;   // elements of the payload type
   double time_us = 0;  // mean time of one allreduce, maximum across ranks
   double algbw_gbps = 0;
   double busbw_gbps = 0;

@@ -21,6 +21,7 @@ struct CommbenchFlags {
   int warmup = bench::CommOptions{}.warmup;
   int check = 1;
   std::string path = bench::to_string(bench::CommPath::kRaw);
+  std::string dtype = "float32";
   bool compare = false;
   std::string json;
   std::string profile;
@@ -45,8 +46,10 @@ simulate::NetworkProfile network_profile(const CommbenchFlags& f,
     moved += o.iterations * 4.0 * (n - 1) / n * static_cast<double>(r.size_bytes);
     cpu_seconds += r.cpu_s;
   }
-  return simulate::fit_network_profile(f.profile_path, ctx.backend(), ctx.world_size(), samples,
-                                       cpu_seconds, moved);
+  simulate::NetworkProfile p = simulate::fit_network_profile(
+      f.profile_path, ctx.backend(), ctx.world_size(), samples, cpu_seconds, moved);
+  p.dtype = bench::payload_type_name(o.dtype);
+  return p;
 }
 
 std::string wrong_cell(const bench::CommRow& row) {
@@ -56,17 +59,18 @@ std::string wrong_cell(const bench::CommRow& row) {
 void print_header(const distributed::DistContext& ctx, bench::CommPath path,
                   const bench::CommOptions& o) {
   fmt::print(
-      "# chexscale commbench: allreduce, float32 sum, path {}, {} ranks ({}), {} iterations "
+      "# chexscale commbench: allreduce, {} sum, path {}, {} ranks ({}), {} iterations "
       "after {} warm-up, check {}\n#\n",
+      bench::payload_type_name(path == bench::CommPath::kRaw ? o.dtype : c10::ScalarType::Float),
       bench::to_string(path), ctx.world_size(), ctx.backend(), o.iterations, o.warmup,
       o.check ? "on" : "off");
   fmt::print("# {:>12} {:>12} {:>8} {:>6} {:>12} {:>12} {:>12} {:>7}\n", "size", "count", "type",
              "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
 }
 
-void print_row(const bench::CommRow& r) {
+void print_row(const bench::CommRow& r, const char* type) {
   fmt::print("  {:>12} {:>12} {:>8} {:>6} {:>12.1f} {:>12.3f} {:>12.3f} {:>7}\n", r.size_bytes,
-             r.count, "float", "sum", r.time_us, r.algbw_gbps, r.busbw_gbps, wrong_cell(r));
+             r.count, type, "sum", r.time_us, r.algbw_gbps, r.busbw_gbps, wrong_cell(r));
   std::fflush(stdout);
 }
 
@@ -94,6 +98,7 @@ int run(const CommbenchFlags& f) {
   options.iterations = f.iterations;
   options.warmup = f.warmup;
   options.check = f.check == 1;
+  options.dtype = bench::parse_payload_type(f.dtype);
   options.reducer = f.reducer.resolved();
   options.validate();
 
@@ -107,12 +112,21 @@ int run(const CommbenchFlags& f) {
   if (main) print_header(*ctx, path, options);
   std::vector<bench::CommRow> rows;
   std::vector<std::pair<bench::CommRow, bench::CommRow>> pairs;
+  if (options.dtype != c10::ScalarType::Float && (path != bench::CommPath::kRaw || f.compare)) {
+    throw UsageError("--dtype " + f.dtype +
+                     " is of the raw path: give it with --path raw and no --compare (the "
+                     "reducer's payload follows --grad-compression)");
+  }
   if (!f.profile.empty() && (path != bench::CommPath::kRaw || f.compare)) {
     throw UsageError("--profile fits the raw allreduce: give it with --path raw and no --compare");
   }
   for (int64_t size : sizes) {
     rows.push_back(bench::measure_allreduce(ctx, path, size, options));
-    if (main) print_row(rows.back());
+    if (main) {
+      print_row(rows.back(),
+                bench::nccl_type_name(path == bench::CommPath::kRaw ? options.dtype
+                                                                    : c10::ScalarType::Float));
+    }
     if (f.compare) {
       const bench::CommPath other =
           path == bench::CommPath::kRaw ? bench::CommPath::kReducer : bench::CommPath::kRaw;
@@ -175,6 +189,11 @@ void add_commbench_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--path", f->path,
                   "What to measure: raw (one c10d allreduce of a contiguous tensor) or reducer "
                   "(the training engine's bucketed GradientReducer, overlap off)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", f->dtype,
+                  "Element type of the raw path's tensor: float32, float16 or bfloat16 (what "
+                  "--grad-compression fp16 or bf16 sends; on CPU Gloo reduces 16-bit types more "
+                  "slowly than float32, so profile the type the job sends)")
       ->capture_default_str();
   cmd->add_flag("--compare", f->compare,
                 "Also measure the other path at every size and print both side by side");

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
+#include "distributed/reducer.h"
 #include "report/charts.h"
 #include "report/compare.h"
 #include "report/result_set.h"
@@ -46,22 +47,48 @@ std::pair<std::string, std::string> split_spec(const std::string& spec, const ch
   return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
-std::string known_names(const std::map<std::string, simulate::NetworkProfile>& networks) {
+// The network profiles by path name and, within a path, by element type.
+using Networks = std::map<std::string, std::map<std::string, simulate::NetworkProfile>>;
+
+std::string known_names(const Networks& networks) {
   std::string names;
-  for (const auto& [name, profile] : networks)
+  for (const auto& [name, profiles] : networks)
     names += (names.empty() ? "" : ", ") + name;
   return names;
 }
 
-const simulate::NetworkProfile& network(
-    const std::map<std::string, simulate::NetworkProfile>& networks, const std::string& name,
-    const std::string& system) {
+// What the job's gradients put on the wire: float16 or bfloat16 for fp16/bf16 compression, else
+// float32 (PowerSGD's factors are float32).
+std::string wire_dtype(const std::string& compression) {
+  distributed::ReducerOptions reducer;
+  distributed::set_compression(reducer, compression);
+  if (reducer.compression == distributed::Compression::kFp16) return "float16";
+  if (reducer.compression == distributed::Compression::kBf16) return "bfloat16";
+  return "float32";
+}
+
+// Path `name`'s profile of `dtype`; without one, its float32 profile, saying so.
+const simulate::NetworkProfile& network(const Networks& networks, const std::string& name,
+                                        const std::string& dtype, const std::string& system) {
   auto it = networks.find(name);
   if (it == networks.end()) {
     throw UsageError(fmt::format("--system {}: no --network named '{}' (given: {})", system, name,
                                  known_names(networks)));
   }
-  return it->second;
+  const auto& profiles = it->second;
+  if (auto exact = profiles.find(dtype); exact != profiles.end()) return exact->second;
+  auto fallback = profiles.find("float32");
+  if (fallback == profiles.end()) {
+    throw UsageError(fmt::format(
+        "--system {}: network '{}' has no {} profile (the job sends {}): measure one with "
+        "`chexscale commbench --dtype {} --profile FILE` over that path",
+        system, name, dtype, dtype, dtype));
+  }
+  log::warn(
+      "network '{}' has no {} profile: its float32 rates are used for the {} bytes (a backend may "
+      "reduce {} more slowly: `commbench --dtype {} --profile FILE` measures it)",
+      name, dtype, dtype, dtype, dtype);
+  return fallback->second;
 }
 
 simulate::SimulationPlan make_plan(const SimulateArgs& args) {
@@ -70,11 +97,13 @@ simulate::SimulationPlan make_plan(const SimulateArgs& args) {
         "give at least one --network NAME=PROFILE (from `chexscale commbench "
         "--profile FILE` over that path)");
   }
-  std::map<std::string, simulate::NetworkProfile> networks;
+  Networks networks;
   for (const std::string& spec : args.networks) {
     auto [name, path] = split_spec(spec, "--network", "NAME=PROFILE");
-    if (!networks.emplace(name, simulate::load_network_profile(path)).second) {
-      throw UsageError(fmt::format("--network {} is given twice", name));
+    simulate::NetworkProfile profile = simulate::load_network_profile(path);
+    const std::string dtype = profile.dtype;
+    if (!networks[name].emplace(dtype, std::move(profile)).second) {
+      throw UsageError(fmt::format("--network {} is given twice with a {} profile", name, dtype));
     }
   }
   std::vector<std::string> system_specs = args.systems;
@@ -121,8 +150,9 @@ simulate::SimulationPlan make_plan(const SimulateArgs& args) {
     if (system.intra_path.empty()) {
       system.intra_path = networks.count("intra-node") != 0 ? "intra-node" : system.inter_path;
     }
-    system.links.inter_node = network(networks, system.inter_path, name);
-    system.links.intra_node = network(networks, system.intra_path, name);
+    const std::string dtype = wire_dtype(plan.settings.compression);
+    system.links.inter_node = network(networks, system.inter_path, dtype, name);
+    system.links.intra_node = network(networks, system.intra_path, dtype, name);
     auto it = compute_for.find(name);
     const std::string compute = it != compute_for.end() ? it->second : default_compute;
     if (compute.empty()) {
@@ -212,7 +242,9 @@ void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
                   "(e.g. containers measured apart)")
       ->required();
   cmd->add_option("--network", args->networks,
-                  "NAME=PROFILE network profiles, e.g. fabric=fabric.json overlay=overlay.json "
+                  "NAME=PROFILE network profiles, one per path and element type (fp16/bf16 "
+                  "jobs use the path's float16/bfloat16 profile, from `commbench --dtype`, where "
+                  "given), e.g. fabric=fabric.json overlay=overlay.json "
                   "intra-node=loopback.json")
       ->required();
   cmd->add_option("--system", args->systems,

@@ -9,7 +9,40 @@
 namespace chexscale::simulate {
 namespace {
 
+// The measured allreduce time at `bytes` on the profile's own ring: linear between measured
+// sizes, along the last segment beyond the largest (the line's slope where that one does not
+// rise), and between the line's intercept and the smallest below it.
+double measured_seconds(double bytes, const NetworkProfile& link) {
+  const std::vector<AllreduceSample>& s = link.samples;
+  const double m = link.measured_world_size;
+  const double line_slope = 2.0 * (m - 1.0) / (m * link.bandwidth_bytes_per_s);
+  const auto x = [&](size_t i) { return static_cast<double>(s[i].bytes); };
+  if (bytes <= x(0)) {
+    const double intercept = std::min(2.0 * (m - 1.0) * link.latency_s, s[0].seconds);
+    return intercept + (s[0].seconds - intercept) * bytes / x(0);
+  }
+  const size_t last = s.size() - 1;
+  if (bytes >= x(last)) {
+    double slope = last > 0 ? (s[last].seconds - s[last - 1].seconds) / (x(last) - x(last - 1)) : 0;
+    if (!(slope > 0)) slope = line_slope;
+    return s[last].seconds + slope * (bytes - x(last));
+  }
+  const size_t hi = static_cast<size_t>(
+      std::upper_bound(s.begin(), s.end(), bytes,
+                       [](double b, const AllreduceSample& e) { return b < e.bytes; }) -
+      s.begin());
+  const double f = (bytes - x(hi - 1)) / (x(hi) - x(hi - 1));
+  return s[hi - 1].seconds + f * (s[hi].seconds - s[hi - 1].seconds);
+}
+
+// One ring step of `chunk_bytes`. From the measured allreduces where the profile has them: the
+// measured ring of m ranks made 2(m-1) steps of S/m bytes, so a step of c bytes costs
+// t(m c) / (2(m-1)). Else the line: alpha + c / B.
 double step_seconds(double chunk_bytes, const NetworkProfile& link) {
+  if (!link.samples.empty() && link.measured_world_size >= 2) {
+    const double m = link.measured_world_size;
+    return measured_seconds(chunk_bytes * m, link) / (2.0 * (m - 1.0));
+  }
   return link.latency_s + chunk_bytes / link.bandwidth_bytes_per_s;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "common/atomic_file.h"
@@ -75,22 +76,33 @@ NetworkProfile fit_network_profile(const std::string& path, const std::string& b
   p.latency_s = a / steps;
   p.bandwidth_bytes_per_s = steps / (n * b);
   p.cpu_s_per_byte = bytes_moved > 0 ? std::max(0.0, cpu_seconds) / bytes_moved : 0.0;
+  std::map<int64_t, std::pair<double, int>> by_size;  // seconds summed, count
   for (const AllreduceSample& s : samples) {
     const double fitted = a + b * static_cast<double>(s.bytes);
     p.fit_max_error = std::max(p.fit_max_error, std::abs(fitted - s.seconds) / s.seconds);
+    auto& [sum, count] = by_size[s.bytes];
+    sum += s.seconds;
+    ++count;
   }
+  for (const auto& [bytes, sum_count] : by_size)
+    p.samples.push_back({bytes, sum_count.first / sum_count.second});
   return p;
 }
 
 nlohmann::json to_json(const NetworkProfile& p) {
+  nlohmann::json samples = nlohmann::json::array();
+  for (const AllreduceSample& s : p.samples)
+    samples.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
   return {{"schema", kNetworkProfileSchema},
           {"path", p.path},
           {"backend", p.backend},
+          {"dtype", p.dtype},
           {"measured_world_size", p.measured_world_size},
           {"latency_s", p.latency_s},
           {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s},
           {"cpu_s_per_byte", p.cpu_s_per_byte},
-          {"fit_max_error", p.fit_max_error}};
+          {"fit_max_error", p.fit_max_error},
+          {"samples", samples}};
 }
 
 NetworkProfile network_profile_from_json(const nlohmann::json& j, const std::string& file) {
@@ -105,6 +117,11 @@ NetworkProfile network_profile_from_json(const nlohmann::json& j, const std::str
   NetworkProfile p;
   p.path = get_optional<std::string>(j, "path", file, "");
   p.backend = get_optional<std::string>(j, "backend", file, "gloo");
+  p.dtype = get_optional<std::string>(j, "dtype", file, "float32");
+  if (p.dtype != "float32" && p.dtype != "float16" && p.dtype != "bfloat16") {
+    throw DataError(
+        fmt::format("{}: dtype '{}' is not float32, float16 or bfloat16", file, p.dtype));
+  }
   p.measured_world_size = get_optional<int>(j, "measured_world_size", file, 2);
   p.latency_s = get_field<double>(j, "latency_s", file);
   p.bandwidth_bytes_per_s = get_field<double>(j, "bandwidth_bytes_per_s", file);
@@ -115,6 +132,22 @@ NetworkProfile network_profile_from_json(const nlohmann::json& j, const std::str
         "{}: latency_s ({}) and cpu_s_per_byte ({}) must be >= 0 and bandwidth_bytes_per_s ({}) "
         "> 0",
         file, p.latency_s, p.cpu_s_per_byte, p.bandwidth_bytes_per_s));
+  }
+  if (j.contains("samples")) {
+    const nlohmann::json& samples = j.at("samples");
+    if (!samples.is_array()) throw DataError(fmt::format("{}: 'samples' must be an array", file));
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const std::string at = fmt::format("{}: samples[{}]", file, i);
+      const AllreduceSample s{get_field<int64_t>(samples[i], "bytes", at),
+                              get_field<double>(samples[i], "seconds", at)};
+      if (s.bytes < 1 || !(s.seconds > 0) ||
+          (!p.samples.empty() && s.bytes <= p.samples.back().bytes)) {
+        throw DataError(
+            fmt::format("{}: ({} B, {} s) must be positive and larger than the sample before", at,
+                        s.bytes, s.seconds));
+      }
+      p.samples.push_back(s);
+    }
   }
   return p;
 }

@@ -1,7 +1,8 @@
 // The network profile of one path (schema chexscale.network-profile/1), measured by
 // `chexscale commbench --profile FILE` over that path and read by `chexscale simulate`: the
 // alpha-beta model of one ring step (latency per message, bandwidth per link) fitted to the
-// measured allreduce times, and the CPU time one byte of allreduce costs the process. Fields:
+// measured allreduce times, and the CPU time one byte of allreduce costs the process, for one
+// element type (a backend may reduce 16-bit types at another rate than float32). Fields:
 // docs/simulate.md.
 #pragma once
 
@@ -15,20 +16,24 @@ namespace chexscale::simulate {
 
 inline constexpr const char* kNetworkProfileSchema = "chexscale.network-profile/1";
 
+// One measured allreduce size: bytes and mean seconds (commbench's rows).
+struct AllreduceSample {
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
 struct NetworkProfile {
   std::string path;                  // e.g. "fabric", "overlay", "intra-node"
   std::string backend = "gloo";      // the backend it was measured with
+  std::string dtype = "float32";     // the elements allreduced: float32, float16 or bfloat16
   int measured_world_size = 2;       // ranks of the commbench run
   double latency_s = 0;              // alpha: fixed cost of one ring step
   double bandwidth_bytes_per_s = 0;  // beta^-1: one link's bytes per second
   double cpu_s_per_byte = 0;         // process CPU seconds per byte each rank sends and receives
   double fit_max_error = 0;          // worst relative error of the fit over the measured sizes
-};
-
-// One measured allreduce size: bytes and mean seconds (commbench's rows).
-struct AllreduceSample {
-  int64_t bytes = 0;
-  double seconds = 0;
+  // The measured allreduces at measured_world_size ranks, by increasing size (the simulator
+  // interpolates them; empty in hand-made profiles: the alpha-beta line alone).
+  std::vector<AllreduceSample> samples;
 };
 
 // Fits alpha and beta of the ring model t(S) = 2(n-1) (alpha + S / (n B)) to the samples by least

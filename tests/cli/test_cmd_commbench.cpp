@@ -1,6 +1,6 @@
 // `chexscale commbench` with real ranks through the launcher (Gloo over loopback): 2- and 3-rank
-// allreduces checked element by element, raw and through the reducer, the bus-bandwidth gate,
-// and one rank refused.
+// allreduces checked element by element, raw (float32 and float16) and through the reducer, the
+// bus-bandwidth gate, and one rank refused.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -60,6 +60,26 @@ TEST(CommbenchRanks, ReducerPathAveragesExactlyBesideRawPath) {
               c["reducer_busbw_gbps"].get<double>() / c["raw_busbw_gbps"].get<double>(), 1e-9);
   EXPECT_DOUBLE_EQ(c["reducer_busbw_gbps"].get<double>(),
                    doc["rows"][0]["busbw_gbps"].get<double>());
+}
+
+TEST(CommbenchRanks, Float16RawAllreduceIsExactAndItsProfileSaysItsType) {
+  test_util::TempDir dir;
+  const std::string profile = dir.path() + "/half.json";
+  const json doc =
+      run_commbench(2, "-b 64K -e 1M -f 4 -n 2 -w 1 --dtype float16 --profile " + profile, dir);
+  EXPECT_EQ(doc["type"], "half");
+  ASSERT_EQ(doc["rows"].size(), 3u);
+  EXPECT_EQ(doc["rows"][0]["count"], 65536 / 2);  // 2-byte elements
+  for (const json& row : doc["rows"])
+    EXPECT_EQ(row["wrong"], 0);
+  const json p = json::parse(read_file(profile));
+  EXPECT_EQ(p["dtype"], "float16");
+  EXPECT_EQ(p["samples"].size(), 3u);
+  // The reducer's payload follows --grad-compression, not --dtype.
+  const auto r = test_util::run_chexscale(
+      "launch --nproc-per-node 2 -- commbench -b 64K -e 64K --path reducer --dtype float16");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--dtype float16 is of the raw path"), std::string::npos) << r.output;
 }
 
 TEST(CommbenchRanks, MinBusbwGateFailsBelowTheThreshold) {

@@ -2,8 +2,8 @@
 // real one-worker run (gradient sizes and shapes that add up to the model's parameter count,
 // gradients ready in reverse layer order, PowerSGD's measured rate), `commbench --profile` over
 // loopback with real ranks, a two-system simulation of hand-made profiles checked against steps
-// worked out by hand, PowerSGD's factors on the wire, its predicted runs read back by
-// `chexscale report`, and the mistakes a user makes.
+// worked out by hand, fp16 jobs on a path's float16 profile, PowerSGD's factors on the wire,
+// its predicted runs read back by `chexscale report`, and the mistakes a user makes.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -107,6 +107,44 @@ TEST(SimulateCli, PowerSgdSendsTheFactorsOrSaysWhatTheProfileLacks) {
   EXPECT_NE(r.output.find("needs the parameters' shapes"), std::string::npos) << r.output;
 }
 
+TEST(SimulateCli, Fp16JobsUseThePathsFloat16ProfileWhereOneIsGiven) {
+  test_util::TempDir dir;
+  const std::string d = dir.path();
+  write_file_atomic(d + "/compute.json", three_layer_profile().dump());
+  write_file_atomic(d + "/fabric.json", link(0.04).dump());
+  json half = link(0.16);  // 16-bit reductions at a quarter of float32's bytes per second
+  half["dtype"] = "float16";
+  write_file_atomic(d + "/fabric-half.json", half.dump());
+  const auto images_per_sec = [&](const std::string& networks) {
+    const auto r = test_util::run_chexscale(
+        "simulate --compute " + d + "/compute.json" + networks +
+        " --nodes 2 --bucket-mb 10 --first-bucket-mb 10 --grad-compression fp16 --steps 5 "
+        "--no-charts --out " +
+        d + "/sim");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return std::make_pair(
+        json::parse(read_file(d + "/sim/simulate.json"))["systems"][0]["jobs"][0]["images_per_sec"]
+            .get<double>(),
+        r.output);
+  };
+  // Float32's rates: 5 MiB per bucket at 0.02 s, the last one 0.02 s after backward.
+  const auto [float32_only, warning] = images_per_sec(" --network fabric=" + d + "/fabric.json");
+  EXPECT_NEAR(float32_only, 16 / 0.37, 1e-6);
+  EXPECT_NE(warning.find("network 'fabric' has no float16 profile"), std::string::npos) << warning;
+  // The float16 profile: 5 MiB at 0.08 s each, queued: 0.05-0.13, 0.13-0.21, 0.21-0.29.
+  const auto [both, quiet] = images_per_sec(
+      " --network fabric=" + d + "/fabric.json --network fabric=" + d + "/fabric-half.json");
+  EXPECT_NEAR(both, 16 / (0.35 + 0.09), 1e-6);
+  EXPECT_EQ(quiet.find("no float16 profile"), std::string::npos) << quiet;
+  const auto r = test_util::run_chexscale("simulate --compute " + d + "/compute.json --network " +
+                                          "fabric=" + d + "/fabric.json --network fabric=" + d +
+                                          "/fabric.json --no-charts --out " + d + "/sim");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--network fabric is given twice with a float32 profile"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(SimulateCli, MistakesAreClearErrors) {
   test_util::TempDir dir;
   const std::string d = dir.path();
@@ -158,6 +196,11 @@ TEST(SimulateCli, BenchProfileRecordsEveryGradientOfTheRealModel) {
   // PowerSGD's arithmetic measured on one core: more than 10 MFLOP/s, less than 1 TFLOP/s.
   EXPECT_GT(p["powersgd_flops_per_s"].get<double>(), 1e7);
   EXPECT_LT(p["powersgd_flops_per_s"].get<double>(), 1e12);
+  // The reducer's passes over ResNet-18's 45 MB of gradients: each takes some time, under 1 s.
+  for (const char* pass : {"zero", "accumulate", "average", "casts"}) {
+    EXPECT_GT(p["gradient_passes_s"][pass].get<double>(), 0.0) << pass;
+    EXPECT_LT(p["gradient_passes_s"][pass].get<double>(), 1.0) << pass;
+  }
   // Backward runs from the head to the stem: the first parameter (the stem's convolution) gets
   // its gradient after the last (the head's bias), and both within backward.
   const double backward = p["phases_s"]["backward"].get<double>();

@@ -1,5 +1,6 @@
 // The allreduce cost model against costs worked out by hand: ring steps on the slowest link kind,
-// the tree's latency and bandwidth terms, one worker free, the CPU per byte moved.
+// ring steps from a profile's measured allreduces, the tree's latency and bandwidth terms, one
+// worker free, the CPU per byte moved.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -28,6 +29,24 @@ TEST(CollectiveCost, RingStepCostsTheSlowerOfTheLinksItCrosses) {
   EXPECT_NEAR(allreduce_seconds(4'000'000, {2, 2}, links, Algorithm::kRing), 6 * 0.0101, 1e-12);
   // One node of 4: only the intra-node link: 6 x (1e-5 + 1e6/1e9).
   EXPECT_NEAR(allreduce_seconds(4'000'000, {1, 4}, links, Algorithm::kRing), 6 * 0.00101, 1e-12);
+}
+
+TEST(CollectiveCost, MeasuredSamplesAreInterpolatedAndScaledToTheRing) {
+  // Measured on 2 ranks: 1 MB in 0.01 s, 3 MB in 0.05 s (a ring step of c bytes costs half the
+  // measured time of 2c bytes).
+  NetworkProfile measured = link(0, 1e8);
+  measured.measured_world_size = 2;
+  measured.samples = {{1'000'000, 0.01}, {3'000'000, 0.05}};
+  const Links links{measured, measured};
+  const auto ring = [&](int64_t bytes, int nodes) {
+    return allreduce_seconds(bytes, {nodes, 1}, links, Algorithm::kRing);
+  };
+  EXPECT_NEAR(ring(1'000'000, 2), 0.01, 1e-12);                     // a measured size, as measured
+  EXPECT_NEAR(ring(2'000'000, 2), 0.03, 1e-12);                     // between: linear
+  EXPECT_NEAR(ring(5'000'000, 2), 0.05 + 2e-8 * 2'000'000, 1e-12);  // beyond: the last slope
+  EXPECT_NEAR(ring(500'000, 2), 0.005, 1e-12);  // below: towards the line's zero latency
+  // 4 nodes, 2 MB: 6 steps of 0.5 MB chunks, each half the measured 1 MB time.
+  EXPECT_NEAR(ring(2'000'000, 4), 6 * 0.005, 1e-12);
 }
 
 TEST(CollectiveCost, TreeHasLogLatencyAndTwiceTheBytes) {

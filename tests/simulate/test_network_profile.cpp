@@ -34,6 +34,15 @@ TEST(NetworkProfile, FitRecoversLatencyAndBandwidthOfExactRingTimes) {
   }
 }
 
+TEST(NetworkProfile, KeepsTheMeanTimeOfEachMeasuredSizeInOrder) {
+  const NetworkProfile p = fit_network_profile(
+      "x", "gloo", 2, {{4'000'000, 0.05}, {1'000'000, 0.01}, {1'000'000, 0.02}}, 0, 0);
+  ASSERT_EQ(p.samples.size(), 2u);
+  EXPECT_EQ(p.samples[0].bytes, 1'000'000);
+  EXPECT_DOUBLE_EQ(p.samples[0].seconds, 0.015);
+  EXPECT_EQ(p.samples[1].bytes, 4'000'000);
+}
+
 TEST(NetworkProfile, NegativeInterceptRefitsThroughZeroLatency) {
   // Times exactly proportional to the size minus a little: the free fit's intercept is < 0.
   std::vector<AllreduceSample> s;
@@ -66,6 +75,28 @@ TEST(NetworkProfile, FileRoundTripsAndBadFilesNameTheFileAndField) {
   EXPECT_DOUBLE_EQ(back.latency_s, p.latency_s);
   EXPECT_DOUBLE_EQ(back.bandwidth_bytes_per_s, p.bandwidth_bytes_per_s);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte, p.cpu_s_per_byte);
+  EXPECT_EQ(back.dtype, "float32");
+  ASSERT_EQ(back.samples.size(), 8u);  // 4 KiB .. 64 MiB by 4, as measured
+  EXPECT_EQ(back.samples.front().bytes, 4096);
+  EXPECT_DOUBLE_EQ(back.samples.back().seconds, p.samples.back().seconds);
+
+  NetworkProfile half = p;
+  half.dtype = "float16";
+  save_network_profile(half, path);
+  EXPECT_EQ(load_network_profile(path).dtype, "float16");
+  nlohmann::json j = to_json(p);
+  j["dtype"] = "int8";
+  write_file_atomic(path, j.dump());
+  EXPECT_THROW(load_network_profile(path), DataError);
+  j = to_json(p);
+  j["samples"][1]["bytes"] = 4096;  // not above the sample before
+  write_file_atomic(path, j.dump());
+  try {
+    load_network_profile(path);
+    FAIL() << "samples out of order loaded";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("samples[1]"), std::string::npos) << e.what();
+  }
 
   write_file_atomic(path, R"({"schema": "chexscale.bench/1", "latency_s": 0})");
   try {

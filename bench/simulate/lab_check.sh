@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The simulator against the lab: every configuration this machine can run, each predicted by
+# `chexscale simulate` from its one-worker compute profile and the commbench profiles of the
+# paths alone, then measured by lab/compare.sh (both systems, two nodes of one worker), and the
+# errors tabulated.
+#
+# Usage: bench/simulate/lab_check.sh [options]
+#   --archs LIST        models                                        [densenet121,resnet50]
+#   --caps LIST         comma list of FABRIC/OVERLAY rate pairs (lab/cluster.sh rates; "-" for
+#                       uncapped)                          [-/-,1gbit/250mbit,2gbit/500mbit]
+#   --variants LIST     engine variants of lab/compare.sh that the simulator has: naive, overlap,
+#                       fp16                                          [naive,overlap,fp16]
+#   --image-size S --batch B --steps K --warmup W
+#                       the bench workload (one thread per worker)          [64, 8, 10, 2]
+#   --out DIR           profiles/, lab/ (compare.sh's results), sim/, check.tsv, check.md
+#                                                                     [runs/simulate-check]
+#   --bin PATH          chexscale binary             [$CHEXSCALE_BIN or build/src/cli/chexscale]
+#
+# For each model: `chexscale bench --workers 1 --profile` on this host (no network). For each
+# cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16 sends) over
+# the fabric (node namespaces) and over the overlay (pod namespaces), then lab/compare.sh with
+# the variants; each variant's prediction
+# (`simulate --system bare-metal=fabric --system kubernetes=overlay --nodes 2`) is made from
+# those profiles only, never from the runs it predicts. check.md holds the table: measured and
+# predicted images/s and the error per configuration, the median and the worst absolute error.
+# Needs root (network namespaces); run it on an otherwise idle machine.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+lab="$here/../../lab"
+# shellcheck source=lab/lib.sh
+. "$lab/lib.sh"
+
+archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlap,fp16
+image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
+invocation="bench/simulate/lab_check.sh $*"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --archs) archs="$2"; shift 2 ;;
+    --caps) caps="$2"; shift 2 ;;
+    --variants) variants="$2"; shift 2 ;;
+    --image-size) image_size="$2"; shift 2 ;;
+    --batch) batch="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --bin) bin="$2"; shift 2 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) lab_die "unknown option '$1' (see bench/simulate/lab_check.sh --help)" ;;
+  esac
+done
+
+[ -n "$bin" ] || bin="$here/../../build/src/cli/chexscale"
+[ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
+lab_require_root
+
+# The simulate flags of a compare.sh variant; refuses those the simulator does not model here.
+sim_flags() {
+  case "$1" in
+    naive) echo --no-overlap ;;
+    overlap) echo ;;
+    fp16) echo --grad-compression fp16 ;;
+    *) lab_die "variant '$1': the check runs naive, overlap and fp16" ;;
+  esac
+}
+IFS=, read -r -a arch_list <<<"$archs"
+IFS=, read -r -a cap_list <<<"$caps"
+IFS=, read -r -a variant_list <<<"$variants"
+for v in "${variant_list[@]}"; do sim_flags "$v" >/dev/null; done
+for c in "${cap_list[@]}"; do
+  [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
+done
+
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+mkdir -p "$out/profiles" "$out/lab" "$out/sim" "$out/logs"
+echo "$invocation" >"$out/README.txt"
+started=$SECONDS
+say() { echo "[check $((SECONDS - started))s] $*"; }
+workload=(--image-size "$image_size" --batch-size "$batch" --threads 1 --steps "$steps"
+  --warmup-steps "$warmup")
+
+on_exit() { "$lab/cluster.sh" down >/dev/null 2>&1 || true; }
+trap on_exit EXIT
+
+# 1. One worker's compute profile per model, on this host.
+for arch in "${arch_list[@]}"; do
+  say "compute profile: $arch ${image_size}px batch $batch, one worker"
+  "$bin" bench --arch "$arch" "${workload[@]}" --profile "$out/profiles/$arch.json" \
+    --out "$out/profiles/$arch-bench" >"$out/logs/profile-$arch.log" 2>&1 ||
+    lab_die "bench --profile $arch failed: $(tail -n 5 "$out/logs/profile-$arch.log")"
+done
+
+# commbench of DTYPE over PATH (fabric: node namespaces and addresses; overlay: pods) into FILE.
+port=29700
+commbench_path() {
+  local path="$1" file="$2" dtype="$3" i ns master pids=()
+  port=$((port + 1))
+  if [ "$path" = fabric ]; then master=$(lab_fabric_addr 0); else master=$(lab_pod_addr 0); fi
+  for i in 0 1; do
+    if [ "$path" = fabric ]; then ns=$(lab_node_ns "$i"); else ns=$(lab_pod_ns "$i"); fi
+    ip netns exec "$ns" env -i PATH="$PATH" HOME=/tmp GLOO_SOCKET_IFNAME=eth0 \
+      timeout -k 5 300 "$bin" launch --nnodes 2 --node-rank "$i" --master-addr "$master" \
+      --master-port "$port" --nproc-per-node 1 -- commbench -b 64K -e 64M -f 4 -n 5 -w 2 \
+      --dtype "$dtype" --profile "$file" --profile-path "$path" >"$out/logs/$(basename "$file" .json)-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || lab_die "commbench over the $path failed (logs in $out/logs)"; done
+}
+
+echo -e "arch\tcap\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/check.tsv"
+for cap in "${cap_list[@]}"; do
+  fabric="${cap%/*}" overlay="${cap#*/}"
+  tag="fabric-${fabric/#-/uncapped}_overlay-${overlay/#-/uncapped}"
+  rates=(--nodes 2)
+  [ "$fabric" = - ] || rates+=(--fabric-rate "$fabric")
+  [ "$overlay" = - ] || rates+=(--overlay-rate "$overlay")
+  say "lab up: $tag"
+  "$lab/cluster.sh" up "${rates[@]}" >"$out/logs/cluster-$tag.log" 2>&1
+  for path in fabric overlay; do
+    for dtype in float32 float16; do
+      say "commbench profile over the $path, $dtype ($tag)"
+      commbench_path "$path" "$out/profiles/$path-$tag-$dtype.json" "$dtype"
+    done
+  done
+  compare_rates=()
+  [ "$fabric" = - ] || compare_rates+=(--fabric-rate "$fabric")
+  [ "$overlay" = - ] || compare_rates+=(--overlay-rate "$overlay")
+  for arch in "${arch_list[@]}"; do
+    say "measured: $arch over $tag (lab/compare.sh, variants $variants)"
+    "$lab/compare.sh" --arch "$arch" --image-size "$image_size" --batch "$batch" --steps "$steps" \
+      --warmup "$warmup" --threads 1 --variants "$variants" "${compare_rates[@]}" \
+      --out "$out/lab/$arch-$tag" --bin "$bin" --keep-cluster >"$out/logs/compare-$arch-$tag.log" 2>&1 ||
+      lab_die "lab/compare.sh failed: $(tail -n 5 "$out/logs/compare-$arch-$tag.log")"
+    for v in "${variant_list[@]}"; do
+      sim="$out/sim/$arch-$tag-$v"
+      # shellcheck disable=SC2046
+      "$bin" simulate --compute "$out/profiles/$arch.json" \
+        --network "fabric=$out/profiles/fabric-$tag-float32.json" \
+        --network "fabric=$out/profiles/fabric-$tag-float16.json" \
+        --network "overlay=$out/profiles/overlay-$tag-float32.json" \
+        --network "overlay=$out/profiles/overlay-$tag-float16.json" \
+        --system bare-metal=fabric --system kubernetes=overlay --nodes 2 --workers-per-node 1 \
+        $(sim_flags "$v") --no-charts --out "$sim" >"$out/logs/sim-$arch-$tag-$v.log" 2>&1 ||
+        lab_die "simulate failed: $(tail -n 5 "$out/logs/sim-$arch-$tag-$v.log")"
+      for system in bare-metal kubernetes; do
+        measured=$(jq .images_per_sec "$out/lab/$arch-$tag/sets/$system-$v/bench-w2.json")
+        predicted=$(jq --arg s "$system" \
+          '.systems[] | select(.name == $s) | .jobs[] | select(.workers == 2) | .images_per_sec' \
+          "$sim/simulate.json")
+        echo -e "$arch\t$cap\t$system\t$v\t$measured\t$predicted" |
+          awk -F'\t' -v OFS='\t' '{ print $0, ($6 - $5) / $5 }' >>"$out/check.tsv"
+      done
+    done
+    say "$(tail -n "$((2 * ${#variant_list[@]}))" "$out/check.tsv" |
+      awk -F'\t' '{ printf "%s %s %+.1f%%  ", $3, $4, 100 * $7 }')"
+  done
+done
+
+# The table, the median and the worst absolute error.
+{
+  echo "# Simulator vs the lab"
+  echo
+  echo "\`$invocation\` (compute profiles on one worker, ${image_size} px, batch $batch, one thread;"
+  echo "two nodes of one worker; $steps timed steps after $warmup)."
+  echo
+  echo "| model | fabric / overlay cap | system | variant | measured images/s | predicted | error |"
+  echo "|---|---|---|---|---:|---:|---:|"
+  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", $1, $2, $3, $4, $5, $6, 100 * $7 }'
+  echo
+  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ e = $7 < 0 ? -$7 : $7; print e }' | sort -g |
+    awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
+      printf "%d configurations: median absolute error %.1f %%, worst %.1f %%\n", NR, 100 * m, 100 * a[NR] }'
+} >"$out/check.md"
+tail -n 1 "$out/check.md"
+say "done: $out/check.md"
