@@ -15,6 +15,9 @@
 #   --out DIR           profiles/, lab/ (compare.sh's results), sim/, check.tsv, check.md
 #                                                                     [runs/simulate-check]
 #   --bin PATH          chexscale binary             [$CHEXSCALE_BIN or build/src/cli/chexscale]
+#   --predict-only      measure nothing: predict again from the profiles and tabulate against
+#                       the measurements already in --out (a changed simulator on recorded runs;
+#                       no root needed)
 #
 # For each model: `chexscale bench --workers 1 --profile` on this host (no network). For each
 # cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16 sends) over
@@ -32,6 +35,7 @@ lab="$here/../../lab"
 
 archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlap,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
+predict_only=0
 invocation="bench/simulate/lab_check.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
+    --predict-only) predict_only=1; shift ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see bench/simulate/lab_check.sh --help)" ;;
   esac
@@ -53,7 +58,7 @@ done
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
-lab_require_root
+[ "$predict_only" = 1 ] || lab_require_root
 
 # The simulate flags of a compare.sh variant; refuses those the simulator does not model here.
 sim_flags() {
@@ -74,18 +79,25 @@ done
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-mkdir -p "$out/profiles" "$out/lab" "$out/sim" "$out/logs"
-echo "$invocation" >"$out/README.txt"
+if [ "$predict_only" = 1 ]; then
+  [ -d "$out/profiles" ] && [ -d "$out/lab" ] ||
+    lab_die "--predict-only: $out holds no profiles/ and lab/ of an earlier check"
+else
+  mkdir -p "$out/profiles" "$out/lab" "$out/sim" "$out/logs"
+  echo "$invocation" >"$out/README.txt"
+fi
+mkdir -p "$out/sim" "$out/logs"
 started=$SECONDS
 say() { echo "[check $((SECONDS - started))s] $*"; }
 workload=(--image-size "$image_size" --batch-size "$batch" --threads 1 --steps "$steps"
   --warmup-steps "$warmup")
 
-on_exit() { "$lab/cluster.sh" down >/dev/null 2>&1 || true; }
+on_exit() { [ "$predict_only" = 1 ] || "$lab/cluster.sh" down >/dev/null 2>&1 || true; }
 trap on_exit EXIT
 
 # 1. One worker's compute profile per model, on this host.
 for arch in "${arch_list[@]}"; do
+  [ "$predict_only" = 0 ] || break
   say "compute profile: $arch ${image_size}px batch $batch, one worker"
   "$bin" bench --arch "$arch" "${workload[@]}" --profile "$out/profiles/$arch.json" \
     --out "$out/profiles/$arch-bench" >"$out/logs/profile-$arch.log" 2>&1 ||
@@ -116,23 +128,28 @@ for cap in "${cap_list[@]}"; do
   rates=(--nodes 2)
   [ "$fabric" = - ] || rates+=(--fabric-rate "$fabric")
   [ "$overlay" = - ] || rates+=(--overlay-rate "$overlay")
-  say "lab up: $tag"
-  "$lab/cluster.sh" up "${rates[@]}" >"$out/logs/cluster-$tag.log" 2>&1
-  for path in fabric overlay; do
-    for dtype in float32 float16; do
-      say "commbench profile over the $path, $dtype ($tag)"
-      commbench_path "$path" "$out/profiles/$path-$tag-$dtype.json" "$dtype"
+  if [ "$predict_only" = 0 ]; then
+    say "lab up: $tag"
+    "$lab/cluster.sh" up "${rates[@]}" >"$out/logs/cluster-$tag.log" 2>&1
+    for path in fabric overlay; do
+      for dtype in float32 float16; do
+        say "commbench profile over the $path, $dtype ($tag)"
+        commbench_path "$path" "$out/profiles/$path-$tag-$dtype.json" "$dtype"
+      done
     done
-  done
+  fi
   compare_rates=()
   [ "$fabric" = - ] || compare_rates+=(--fabric-rate "$fabric")
   [ "$overlay" = - ] || compare_rates+=(--overlay-rate "$overlay")
   for arch in "${arch_list[@]}"; do
-    say "measured: $arch over $tag (lab/compare.sh, variants $variants)"
-    "$lab/compare.sh" --arch "$arch" --image-size "$image_size" --batch "$batch" --steps "$steps" \
-      --warmup "$warmup" --threads 1 --variants "$variants" "${compare_rates[@]}" \
-      --out "$out/lab/$arch-$tag" --bin "$bin" --keep-cluster >"$out/logs/compare-$arch-$tag.log" 2>&1 ||
-      lab_die "lab/compare.sh failed: $(tail -n 5 "$out/logs/compare-$arch-$tag.log")"
+    if [ "$predict_only" = 0 ]; then
+      say "measured: $arch over $tag (lab/compare.sh, variants $variants)"
+      "$lab/compare.sh" --arch "$arch" --image-size "$image_size" --batch "$batch" \
+        --steps "$steps" --warmup "$warmup" --threads 1 --variants "$variants" \
+        "${compare_rates[@]}" --out "$out/lab/$arch-$tag" --bin "$bin" --keep-cluster \
+        >"$out/logs/compare-$arch-$tag.log" 2>&1 ||
+        lab_die "lab/compare.sh failed: $(tail -n 5 "$out/logs/compare-$arch-$tag.log")"
+    fi
     for v in "${variant_list[@]}"; do
       sim="$out/sim/$arch-$tag-$v"
       # shellcheck disable=SC2046
@@ -162,8 +179,9 @@ done
 {
   echo "# Simulator vs the lab"
   echo
-  echo "\`$invocation\` (compute profiles on one worker, ${image_size} px, batch $batch, one thread;"
-  echo "two nodes of one worker; $steps timed steps after $warmup)."
+  echo "Measured by \`$(cat "$out/README.txt")\`; predicted by \`$invocation\` (compute"
+  echo "profiles on one worker, ${image_size} px, batch $batch, one thread; two nodes of one worker;"
+  echo "$steps timed steps after $warmup)."
   echo
   echo "| model | fabric / overlay cap | system | variant | measured images/s | predicted | error |"
   echo "|---|---|---|---|---:|---:|---:|"

@@ -167,18 +167,41 @@ struct Replay {
   double compute_s = 0;        // PowerSGD's calls
 };
 
+// A transfer on the channel. Until `shared_until` (backward's end, when the worker has no spare
+// core) its thread shares the compute threads' cores: with T compute threads and the transfer
+// wanting u = cpu/comm of a core, everything there runs at T / (T + u) of its pace, so the
+// transfer's work (comm_s alone) advances at 1 / slow; after it, at full pace.
+struct Interval {
+  double start = 0, comm_s = 0, cpu = 0, slow = 1, shared_until = 0;
+
+  double end() const { return start + elapsed(comm_s); }
+  // Seconds after start at which `work` seconds of it are done.
+  double elapsed(double work) const {
+    const double shared = std::max(0.0, shared_until - start);
+    return work * slow <= shared ? work * slow : shared + (work - shared / slow);
+  }
+  // Seconds of its work done by time `at`.
+  double work_by(double at) const {
+    const double t = std::clamp(at - start, 0.0, end() - start);
+    const double shared = std::max(0.0, shared_until - start);
+    return t <= shared ? t / slow : shared / slow + (t - shared);
+  }
+};
+
 Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s, double pace,
-              double compute_end) {
-  struct Interval {
-    double start, end, cpu;
-  };
+              double compute_end, double shared_until, int threads) {
   std::vector<Interval> sent;
   std::vector<double> first_end(buckets.size(), 0), final_end(buckets.size(), 0);
   double channel_free = 0;
   const auto send = [&](double at, const Transfer& t) {
-    const double start = std::max(at, channel_free);
-    channel_free = start + t.comm_s;
-    sent.push_back({start, channel_free, t.cpu_s});
+    Interval i;
+    i.start = std::max(at, channel_free);
+    i.comm_s = t.comm_s;
+    i.cpu = t.cpu_s;
+    if (t.comm_s > 0) i.slow = (threads + std::min(1.0, t.cpu_s / t.comm_s)) / threads;
+    i.shared_until = shared_until;
+    channel_free = i.end();
+    sent.push_back(i);
     return channel_free;
   };
   Replay r;
@@ -227,15 +250,14 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
   }
   r.done = std::max(thread, channel_free);
   for (const Interval& i : sent) {
-    if (i.end > i.start && i.start < r.backward_end) {
-      r.cpu_in_backward += i.cpu * (std::min(i.end, r.backward_end) - i.start) / (i.end - i.start);
-    }
+    if (i.comm_s > 0) r.cpu_in_backward += i.cpu * i.work_by(r.backward_end) / i.comm_s;
   }
   return r;
 }
 
-// One step of `workers` with compute factor m: backward stretched by communication CPU where the
-// worker has no spare core for it (iterated to a fixed point: the stretch moves the overlap).
+// One step of `workers` with compute factor m. Where the worker has no spare core, the
+// communication CPU inside backward stretches backward and the transfers inside it slow down
+// alike (iterated to a fixed point: the stretch moves the overlap).
 // With more than one worker, the reducer's passes over the gradients join the step: zeroing
 // them in forward, accumulating into the slots in backward (at the same pace throughout).
 StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& buckets,
@@ -248,11 +270,13 @@ StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& b
   const int cores = s.cores_per_worker > 0 ? s.cores_per_worker : threads;
   const double spare = std::max(0, cores - threads);
   double stretch = 1.0;
+  double shared_until = spare > 0 || !s.overlap ? 0.0 : backward;
   Replay r;
-  for (int iteration = 0; iteration < 4; ++iteration) {
-    r = replay(buckets, s, m * pass_pace * stretch, backward * stretch);
+  for (int iteration = 0; iteration < 6; ++iteration) {
+    r = replay(buckets, s, m * pass_pace * stretch, backward * stretch, shared_until, threads);
     const double stolen = std::max(0.0, r.cpu_in_backward - spare * r.backward_end);
     stretch = 1.0 + stolen / (threads * backward);
+    if (shared_until > 0) shared_until = r.backward_end;
   }
   StepTimes t;
   t.data_wait = c.data_wait_s;

@@ -1,7 +1,8 @@
 // The step simulator against steps worked out by hand on the three-layer profile (10 MiB
 // gradients ready at 0.05, 0.1 and 0.2 s into a 0.2 s backward; 10 MiB buckets; 0.04 s per
 // bucket allreduce on 2 nodes): overlap, no overlap, fp16, the bucket plan, CPU contention with
-// and without a spare core, the reducer's gradient passes, stragglers, determinism.
+// and without a spare core (backward stretched, transfers inside it slowed), the reducer's
+// gradient passes, stragglers, determinism.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -92,6 +93,26 @@ TEST(StepSimulator, CommunicationCpuStretchesBackwardOnlyWithoutASpareCore) {
   const SimulatedJob free = simulate_job(three_layer_profile(), links_of(n), {2, 1}, spare);
   EXPECT_NEAR(free.step.backward, 0.2, 1e-12);
   EXPECT_NEAR(free.comm_cpu_seconds_per_step, 0.03, 1e-12);
+}
+
+TEST(StepSimulator, TransfersInsideBackwardSlowDownWithoutASpareCore) {
+  // 0.08 s per bucket alone, half of it CPU: inside backward the transfer and the one compute
+  // thread share its core and each runs at 1 / 1.5 of its pace.
+  NetworkProfile n = link_for(0.08);
+  n.cpu_s_per_byte = 0.04 / (20.0 * testing::kMiB);
+  SimulationSettings spare = ten_mib_buckets();
+  spare.cores_per_worker = 2;
+  const SimulatedJob free = simulate_job(three_layer_profile(), links_of(n), {2, 1}, spare);
+  EXPECT_NEAR(free.step.comm_exposed, 0.09, 1e-12);  // queued, at full pace
+  const SimulatedJob busy =
+      simulate_job(three_layer_profile(), links_of(n), {2, 1}, ten_mib_buckets());
+  // Backward stretched by s: the first bucket runs 0.05s-0.05s+0.12; the second does
+  // (0.15s - 0.12) / 1.5 of its work inside backward (0.2s), so the CPU inside it is
+  // 0.04 + 0.5 (0.1s - 0.08) = 0.05s and s = 1 + 0.05s / 0.2: s = 4/3. The second ends
+  // 0.16 - 0.1s = 0.0267 s after backward and the third 0.08 s later: 0.1067 s exposed (the
+  // fixed-point iteration gets within 1e-3 of it).
+  EXPECT_NEAR(busy.step.backward, 0.2 * 4 / 3, 1e-3);
+  EXPECT_NEAR(busy.step.comm_exposed, 0.16 - 0.4 / 3 + 0.08, 1e-3);
 }
 
 TEST(StepSimulator, GradientPassesJoinOnlyAStepOfSeveralWorkers) {
