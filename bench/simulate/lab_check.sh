@@ -19,13 +19,14 @@
 #                       the measurements already in --out (a changed simulator on recorded runs;
 #                       no root needed)
 #
-# For each model: `chexscale bench --workers 1 --profile` on this host (no network). For each
-# cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16 sends) over
-# the fabric (node namespaces) and over the overlay (pod namespaces), then lab/compare.sh with
-# the variants; each variant's prediction
-# (`simulate --system bare-metal=fabric --system kubernetes=overlay --nodes 2`) is made from
-# those profiles only, never from the runs it predicts. check.md holds the table: measured and
-# predicted images/s and the error per configuration, the median and the worst absolute error.
+# For each cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16
+# sends) over the fabric (node namespaces) and over the overlay (pod namespaces); then for each
+# model its one-worker compute profile (`bench --profile` on this host, no network) right before
+# lab/compare.sh measures the variants, because this machine's speed drifts over minutes. Each
+# variant's prediction (`simulate --system bare-metal=fabric --system kubernetes=overlay
+# --nodes 2`) is made from those profiles only, never from the runs it predicts. check.md holds
+# the table: measured and predicted images/s and the error per configuration, the median and
+# the worst absolute error.
 # Needs root (network namespaces); run it on an otherwise idle machine.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -73,6 +74,9 @@ IFS=, read -r -a arch_list <<<"$archs"
 IFS=, read -r -a cap_list <<<"$caps"
 IFS=, read -r -a variant_list <<<"$variants"
 for v in "${variant_list[@]}"; do sim_flags "$v" >/dev/null; done
+# The element types to profile each path for: float16 only when a variant sends it.
+dtypes=(float32)
+[[ ",$variants," == *,fp16,* ]] && dtypes+=(float16)
 for c in "${cap_list[@]}"; do
   [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
 done
@@ -95,14 +99,12 @@ workload=(--image-size "$image_size" --batch-size "$batch" --threads 1 --steps "
 on_exit() { [ "$predict_only" = 1 ] || "$lab/cluster.sh" down >/dev/null 2>&1 || true; }
 trap on_exit EXIT
 
-# 1. One worker's compute profile per model, on this host.
-for arch in "${arch_list[@]}"; do
-  [ "$predict_only" = 0 ] || break
-  say "compute profile: $arch ${image_size}px batch $batch, one worker"
-  "$bin" bench --arch "$arch" "${workload[@]}" --profile "$out/profiles/$arch.json" \
-    --out "$out/profiles/$arch-bench" >"$out/logs/profile-$arch.log" 2>&1 ||
-    lab_die "bench --profile $arch failed: $(tail -n 5 "$out/logs/profile-$arch.log")"
-done
+# One worker's compute profile of ARCH on this host into FILE (no network).
+compute_profile() {
+  local arch="$1" file="$2"
+  "$bin" bench --arch "$arch" "${workload[@]}" --profile "$file" --out "${file%.json}-bench" \
+    >"${file%.json}.log" 2>&1 || lab_die "bench --profile $arch failed: $(tail -n 5 "${file%.json}.log")"
+}
 
 # commbench of DTYPE over PATH (fabric: node namespaces and addresses; overlay: pods) into FILE.
 port=29700
@@ -132,7 +134,7 @@ for cap in "${cap_list[@]}"; do
     say "lab up: $tag"
     "$lab/cluster.sh" up "${rates[@]}" >"$out/logs/cluster-$tag.log" 2>&1
     for path in fabric overlay; do
-      for dtype in float32 float16; do
+      for dtype in "${dtypes[@]}"; do
         say "commbench profile over the $path, $dtype ($tag)"
         commbench_path "$path" "$out/profiles/$path-$tag-$dtype.json" "$dtype"
       done
@@ -142,7 +144,11 @@ for cap in "${cap_list[@]}"; do
   [ "$fabric" = - ] || compare_rates+=(--fabric-rate "$fabric")
   [ "$overlay" = - ] || compare_rates+=(--overlay-rate "$overlay")
   for arch in "${arch_list[@]}"; do
+    compute="$out/profiles/$arch-$tag.json"
     if [ "$predict_only" = 0 ]; then
+      # Right before the runs it predicts: this machine's speed drifts over minutes.
+      say "compute profile: $arch ${image_size}px batch $batch, one worker"
+      compute_profile "$arch" "$compute"
       say "measured: $arch over $tag (lab/compare.sh, variants $variants)"
       "$lab/compare.sh" --arch "$arch" --image-size "$image_size" --batch "$batch" \
         --steps "$steps" --warmup "$warmup" --threads 1 --variants "$variants" \
@@ -153,11 +159,13 @@ for cap in "${cap_list[@]}"; do
     for v in "${variant_list[@]}"; do
       sim="$out/sim/$arch-$tag-$v"
       # shellcheck disable=SC2046
-      "$bin" simulate --compute "$out/profiles/$arch.json" \
-        --network "fabric=$out/profiles/fabric-$tag-float32.json" \
-        --network "fabric=$out/profiles/fabric-$tag-float16.json" \
-        --network "overlay=$out/profiles/overlay-$tag-float32.json" \
-        --network "overlay=$out/profiles/overlay-$tag-float16.json" \
+      networks=()
+      for path in fabric overlay; do
+        for dtype in "${dtypes[@]}"; do
+          networks+=(--network "$path=$out/profiles/$path-$tag-$dtype.json")
+        done
+      done
+      "$bin" simulate --compute "$compute" "${networks[@]}" \
         --system bare-metal=fabric --system kubernetes=overlay --nodes 2 --workers-per-node 1 \
         $(sim_flags "$v") --no-charts --out "$sim" >"$out/logs/sim-$arch-$tag-$v.log" 2>&1 ||
         lab_die "simulate failed: $(tail -n 5 "$out/logs/sim-$arch-$tag-$v.log")"
