@@ -104,7 +104,8 @@ write_hosts() {
 remove_node() {
   local i="$1" ns
   for ns in "$(lab_pod_ns "$i")" "$(lab_node_ns "$i")"; do
-    lab_ns_exists "$ns" && ip netns del "$ns"
+    ip netns del "$ns" 2>/dev/null || true
+    ! lab_ns_exists "$ns" || lab_die "could not delete the namespace $ns"
     rm -rf "/etc/netns/${ns}"
   done
   ip -n "$(lab_fabric_ns)" link del "n$i" 2>/dev/null || true
@@ -147,12 +148,24 @@ cmd_up() {
   echo "lab ${LAB_PREFIX}: ${nodes} node(s) up; fabric ${LAB_FABRIC_NET}.0/24 (${fabric_rate:-uncapped}), overlay ${LAB_POD_NET}.0.0/16 VXLAN VNI ${LAB_VNI} (${overlay_rate:-uncapped})"
 }
 
+# This lab's namespaces (its probes' too) that `ip netns list` shows now.
+lab_namespaces() {
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${LAB_PREFIX}-(fab|n[0-9]+|p[0-9]+|probe[0-9]+)$" || true
+}
+
 cmd_down() {
   lab_require_root
-  local ns
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${LAB_PREFIX}-(fab|n[0-9]+|p[0-9]+)$" || true); do
-    ip netns del "$ns"
+  local ns attempt left
+  # Listed again until none is left: with other labs adding and deleting namespaces at the same
+  # moment, a listing has been seen to miss one of ours.
+  for attempt in 1 2 3 4 5; do
+    left=$(lab_namespaces)
+    [ -n "$left" ] || break
+    for ns in $left; do ip netns del "$ns" 2>/dev/null || true; done
+    sleep 0.1
   done
+  left=$(lab_namespaces)
+  [ -z "$left" ] || lab_die "could not delete the namespaces $(echo $left)"
   rm -rf /etc/netns/"${LAB_PREFIX}"-*
   rmdir /etc/netns 2>/dev/null || true
   rm -f "$(lab_state_file)"

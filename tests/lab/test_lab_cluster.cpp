@@ -77,7 +77,8 @@ TEST_F(LabCluster, UpIsIdempotentAndDownRemovesEverything) {
 
   const ProcessResult down = cluster("down");
   ASSERT_EQ(down.exit_code, 0) << down.output;
-  EXPECT_TRUE(namespaces().empty());
+  const std::vector<std::string> left = namespaces();
+  EXPECT_TRUE(left.empty()) << "left after down: " << ::testing::PrintToString(left);
   EXPECT_FALSE(std::filesystem::exists("/etc/netns/" + prefix_ + "-n0"));
   EXPECT_FALSE(std::filesystem::exists("/run/chexscale-lab/" + prefix_ + ".env"));
   const ProcessResult status = cluster("status");
