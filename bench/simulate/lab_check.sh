@@ -87,7 +87,7 @@ if [ "$predict_only" = 1 ]; then
   [ -d "$out/profiles" ] && [ -d "$out/lab" ] ||
     lab_die "--predict-only: $out holds no profiles/ and lab/ of an earlier check"
 else
-  mkdir -p "$out/profiles" "$out/lab" "$out/sim" "$out/logs"
+  mkdir -p "$out/profiles" "$out/lab"
   echo "$invocation" >"$out/README.txt"
 fi
 mkdir -p "$out/sim" "$out/logs"

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <numeric>
 
 #include "bench/bench_document.h"
@@ -25,6 +24,28 @@ using nlohmann::json;
 constexpr int64_t kElementBytes = sizeof(float);
 constexpr int64_t kPatternPeriod = 13;                        // small integers: exact in float32
 constexpr int64_t kReducerTensorElements = int64_t{1} << 20;  // 4 MiB gradients, as a model's
+
+// The raw path's element types: the name profiles use, nccl-tests' name, the relative rounding of
+// one addition and the smallest magnitude the type holds (for the check of 16-bit sums).
+struct PayloadType {
+  c10::ScalarType type;
+  const char* name;
+  const char* nccl_name;
+  double epsilon;
+  double smallest;
+};
+
+const PayloadType kPayloadTypes[] = {
+    {c10::ScalarType::Float, "float32", "float", 0.0, 0.0},
+    {c10::ScalarType::Half, "float16", "half", 0x1p-10, 0x1p-24},
+    {c10::ScalarType::BFloat16, "bfloat16", "bfloat16", 0x1p-7, 1e-38},
+};
+
+const PayloadType& payload_type(c10::ScalarType type) {
+  for (const PayloadType& p : kPayloadTypes)
+    if (p.type == type) return p;
+  return kPayloadTypes[0];
+}
 
 // Rank r's float32 input: (r + 1) + (j mod 13) at element j.
 torch::Tensor fill_pattern(int64_t count, int rank) {
@@ -83,9 +104,8 @@ int64_t wrong_sums(const torch::Tensor& result, int n, c10::ScalarType type) {
     sum += x;
     magnitude += x.abs();
   }
-  const double epsilon = type == c10::ScalarType::Half ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
-  const double smallest = type == c10::ScalarType::Half ? std::ldexp(1.0, -24) : 1e-38;
-  const torch::Tensor bound = (magnitude * epsilon + smallest) * n;
+  const PayloadType& p = payload_type(type);
+  const torch::Tensor bound = (magnitude * p.epsilon + p.smallest) * n;
   return (result.to(torch::kFloat32) - sum).abs().gt(bound).sum().item<int64_t>();
 }
 
@@ -263,33 +283,18 @@ CommPath parse_comm_path(std::string_view text) {
 }
 
 c10::ScalarType parse_payload_type(std::string_view text) {
-  if (text == "float32") return c10::ScalarType::Float;
-  if (text == "float16") return c10::ScalarType::Half;
-  if (text == "bfloat16") return c10::ScalarType::BFloat16;
+  for (const PayloadType& p : kPayloadTypes)
+    if (text == p.name) return p.type;
   throw UsageError(
       fmt::format("unknown payload type '{}' (choose one of: float32, float16, bfloat16)", text));
 }
 
 const char* payload_type_name(c10::ScalarType type) {
-  switch (type) {
-    case c10::ScalarType::Half:
-      return "float16";
-    case c10::ScalarType::BFloat16:
-      return "bfloat16";
-    default:
-      return "float32";
-  }
+  return payload_type(type).name;
 }
 
 const char* nccl_type_name(c10::ScalarType type) {
-  switch (type) {
-    case c10::ScalarType::Half:
-      return "half";
-    case c10::ScalarType::BFloat16:
-      return "bfloat16";
-    default:
-      return "float";
-  }
+  return payload_type(type).nccl_name;
 }
 
 void CommOptions::validate() const {

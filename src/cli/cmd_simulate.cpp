@@ -67,9 +67,11 @@ std::string wire_dtype(const std::string& compression) {
   return "float32";
 }
 
-// Path `name`'s profile of `dtype`; without one, its float32 profile, saying so.
+// Path `name`'s profile of `dtype`; without one, its float32 profile, saying so once per path
+// (`warned` holds the paths already named).
 const simulate::NetworkProfile& network(const Networks& networks, const std::string& name,
-                                        const std::string& dtype, const std::string& system) {
+                                        const std::string& dtype, const std::string& system,
+                                        std::set<std::string>& warned) {
   auto it = networks.find(name);
   if (it == networks.end()) {
     throw UsageError(fmt::format("--system {}: no --network named '{}' (given: {})", system, name,
@@ -84,10 +86,12 @@ const simulate::NetworkProfile& network(const Networks& networks, const std::str
         "`chexscale commbench --dtype {} --profile FILE` over that path",
         system, name, dtype, dtype, dtype));
   }
-  log::warn(
-      "network '{}' has no {} profile: its float32 rates are used for the {} bytes (a backend may "
-      "reduce {} more slowly: `commbench --dtype {} --profile FILE` measures it)",
-      name, dtype, dtype, dtype, dtype);
+  if (warned.insert(name).second) {
+    log::warn(
+        "network '{}' has no {} profile: its float32 rates are used for the {} bytes (a "
+        "backend may reduce {} more slowly: `commbench --dtype {} --profile FILE` measures it)",
+        name, dtype, dtype, dtype, dtype);
+  }
   return fallback->second;
 }
 
@@ -135,7 +139,8 @@ simulate::SimulationPlan make_plan(const SimulateArgs& args) {
   if (sizes.empty() || *sizes.begin() < 1) throw UsageError("--nodes: give node counts >= 1");
   plan.nodes.assign(sizes.begin(), sizes.end());
 
-  std::set<std::string> names;
+  std::set<std::string> names, warned;
+  const std::string dtype = wire_dtype(plan.settings.compression);
   for (const std::string& spec : system_specs) {
     auto [name, paths] = split_spec(spec, "--system",
                                     "NAME=INTER[,INTRA] (e.g. "
@@ -150,9 +155,8 @@ simulate::SimulationPlan make_plan(const SimulateArgs& args) {
     if (system.intra_path.empty()) {
       system.intra_path = networks.count("intra-node") != 0 ? "intra-node" : system.inter_path;
     }
-    const std::string dtype = wire_dtype(plan.settings.compression);
-    system.links.inter_node = network(networks, system.inter_path, dtype, name);
-    system.links.intra_node = network(networks, system.intra_path, dtype, name);
+    system.links.inter_node = network(networks, system.inter_path, dtype, name, warned);
+    system.links.intra_node = network(networks, system.intra_path, dtype, name, warned);
     auto it = compute_for.find(name);
     const std::string compute = it != compute_for.end() ? it->second : default_compute;
     if (compute.empty()) {
