@@ -155,97 +155,135 @@ void ThroughputOptions::validate() const {
   reducer.validate();
 }
 
-report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
-                                   const ThroughputOptions& options, TimelineWriter* timeline,
-                                   const StepProgress& progress, GradientReadyLog* ready_log) {
+struct ThroughputJob::State {
+  std::shared_ptr<distributed::DistContext> ctx;
+  ThroughputOptions options;
+  models::Classifier model{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<BatchSource> batches;
+  int64_t steps_run = 0;  // over every run: the step index the training step is given
+};
+
+ThroughputJob::ThroughputJob(std::shared_ptr<distributed::DistContext> ctx,
+                             const ThroughputOptions& options)
+    : state_(std::make_unique<State>()) {
   options.validate();
   train::check_amp_supported(options.amp, ctx->device());
   at::set_num_threads(options.threads);
   torch::manual_seed(static_cast<uint64_t>(options.seed));
-
+  State& s = *state_;
+  s.ctx = std::move(ctx);
+  s.options = options;
   models::ModelOptions model_options;
   model_options.arch = options.arch;
-  models::Classifier model = models::make_model(model_options);
-  model->to(ctx->device());
-  distributed::broadcast_module(*ctx, *model);
+  s.model = models::make_model(model_options);
+  s.model->to(s.ctx->device());
+  distributed::broadcast_module(*s.ctx, *s.model);
   // The training recipe's optimizer (FusedAdam), as `chexscale train` builds it.
   train::OptimizerOptions optimizer_options;
   optimizer_options.lr = train::kDefaultLearningRate;  // irrelevant to speed
-  const auto optimizer = train::make_optimizer(model->parameters(), optimizer_options);
+  s.optimizer = train::make_optimizer(s.model->parameters(), optimizer_options);
+  s.batches = make_batch_source(options, *s.ctx);
+}
 
+ThroughputJob::~ThroughputJob() = default;
+
+report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reducer_options,
+                                       int64_t warmup_steps, int64_t steps,
+                                       TimelineWriter* timeline, const StepProgress& progress,
+                                       GradientReadyLog* ready_log) {
+  State& s = *state_;
+  ThroughputOptions options = s.options;
+  options.reducer = reducer_options;
+  options.warmup_steps = warmup_steps;
+  options.steps = steps;
+  options.validate();
+  distributed::DistContext& ctx = *s.ctx;
   std::unique_ptr<distributed::GradientReducer> reducer;
-  if (ctx->world_size() > 1) {
-    reducer = std::make_unique<distributed::GradientReducer>(ctx, model->parameters(),
+  if (ctx.world_size() > 1) {
+    reducer = std::make_unique<distributed::GradientReducer>(s.ctx, s.model->parameters(),
                                                              options.reducer, timeline);
   }
   train::TrainStepOptions step_options;
   step_options.non_finite = train::NonFinitePolicy::kIgnore;
-  step_options.device = ctx->device();
+  step_options.device = ctx.device();
   step_options.amp = options.amp;
   step_options.channels_last = options.channels_last;
-  train::TrainStep step(model, *optimizer, train::BceWithLogitsLoss(), reducer.get(), step_options);
-  const std::unique_ptr<BatchSource> batches = make_batch_source(options, *ctx);
+  train::TrainStep step(s.model, *s.optimizer, train::BceWithLogitsLoss(), reducer.get(),
+                        step_options);
   std::vector<int64_t> ready_now;  // the current step's gradient-ready times (ready_log only)
+  std::vector<std::pair<torch::Tensor, unsigned>> ready_hooks;  // removed after the run
   if (ready_log != nullptr) {
-    CHX_CHECK(ctx->world_size() == 1, "gradient-ready times are profiled on one worker, not {}",
-              ctx->world_size());
-    const std::vector<torch::Tensor> params = model->parameters();
+    CHX_CHECK(ctx.world_size() == 1, "gradient-ready times are profiled on one worker, not {}",
+              ctx.world_size());
+    const std::vector<torch::Tensor> params = s.model->parameters();
     ready_now.assign(params.size(), 0);
     for (size_t i = 0; i < params.size(); ++i) {
       ready_log->parameter_bytes.push_back(params[i].numel() *
                                            static_cast<int64_t>(params[i].element_size()));
       ready_log->parameter_shapes.push_back(params[i].sizes().vec());
-      params[i].register_hook(
-          [&ready_now, i](const torch::Tensor&) { ready_now[i] = now_micros(); });
+      ready_hooks.emplace_back(
+          params[i], params[i].register_hook(
+                         [&ready_now, i](const torch::Tensor&) { ready_now[i] = now_micros(); }));
     }
   }
 
-  const int64_t total_steps = options.warmup_steps + options.steps;
+  const int64_t total_steps = warmup_steps + steps;
   std::vector<StepTimes> timed;
-  timed.reserve(static_cast<size_t>(options.steps));
+  timed.reserve(static_cast<size_t>(steps));
   Stopwatch elapsed;
   for (int64_t i = 0; i < total_steps; ++i) {
-    if (i == options.warmup_steps) {
-      ctx->barrier();  // every rank starts the timed steps together
+    if (i == warmup_steps) {
+      ctx.barrier();  // every rank starts the timed steps together
       elapsed.reset();
     }
     const int64_t wait_start_us = now_micros();
-    auto [batch, wait_s] = batches->next();
+    auto [batch, wait_s] = s.batches->next();
     std::fill(ready_now.begin(), ready_now.end(), 0);
     const int64_t step_start_us = now_micros();
-    StepTimes t = step.run(batch, i).times;
+    StepTimes t = step.run(batch, s.steps_run++).times;
     t.data_wait = wait_s;
     t.total += wait_s;
-    if (ready_log != nullptr && i >= options.warmup_steps) {
+    if (ready_log != nullptr && i >= warmup_steps) {
       ready_log->backward_start_us.push_back(step_start_us + static_cast<int64_t>(t.forward * 1e6));
       ready_log->ready_us.push_back(ready_now);
       ready_log->step_seconds.push_back(t.total);
     }
     if (timeline != nullptr) record_step_phases(*timeline, i, wait_start_us, t);
-    if (i >= options.warmup_steps) timed.push_back(t);
+    if (i >= warmup_steps) timed.push_back(t);
     if (progress) progress(i + 1, total_steps, t.total);
   }
   const double elapsed_s = elapsed.seconds();
+  for (auto& [param, hook] : ready_hooks)
+    param.remove_hook(hook);
 
   report::BenchConfig config;
   config.label = options.label;
   config.arch = options.arch;
   config.image_size = options.image_size;
   config.batch_per_worker = options.batch_size;
-  config.world_size = ctx->world_size();
-  config.nnodes = std::max(1, ctx->world_size() / std::max(1, ctx->local_world_size()));
-  config.backend = ctx->backend();
+  config.world_size = ctx.world_size();
+  config.nnodes = std::max(1, ctx.world_size() / std::max(1, ctx.local_world_size()));
+  config.backend = ctx.backend();
   config.overlap = options.reducer.overlap;
   config.compression = distributed::compression_spec(options.reducer);
   config.bucket_mb = options.reducer.bucket_mb;
   config.data = options.data.empty() ? "synthetic" : options.data;
   config.threads_per_worker = options.threads;
-  config.device = ctx->device().is_cuda() ? "cuda" : "cpu";
+  config.device = ctx.device().is_cuda() ? "cuda" : "cpu";
   config.amp = train::to_string(options.amp);
   config.channels_last = options.channels_last;
-  config.warmup_steps = options.warmup_steps;
-  config.steps = options.steps;
-  return bench_document(config, gather_measurements(*ctx, elapsed_s, timed));
+  config.warmup_steps = warmup_steps;
+  config.steps = steps;
+  return bench_document(config, gather_measurements(ctx, elapsed_s, timed));
+}
+
+report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
+                                   const ThroughputOptions& options, TimelineWriter* timeline,
+                                   const StepProgress& progress, GradientReadyLog* ready_log) {
+  ThroughputJob job(ctx, options);
+  return job.run(options.reducer, options.warmup_steps, options.steps, timeline, progress,
+                 ready_log);
 }
 
 }  // namespace chexscale::bench

@@ -56,8 +56,33 @@ struct GradientReadyLog {
   std::vector<double> step_seconds;                    // per timed step, its total
 };
 
-// Runs the benchmark on this rank (a collective: every rank of `ctx` calls it). Records each
-// step's phases on `timeline` when given. Returns the bench.json result (the same on every rank).
+// The benchmark's model, optimizer and batches, built (and the model broadcast) once; each run()
+// builds a reducer of its own settings on them and times its steps. The tuner's trials share one
+// job, so a trial costs its steps alone, not a model's construction and a 100 MB broadcast.
+// Successive runs continue training the same weights, which does not change a step's time.
+class ThroughputJob {
+ public:
+  // A collective, as is run(). `options.reducer` is only validated here: run() takes its own.
+  ThroughputJob(std::shared_ptr<distributed::DistContext> ctx, const ThroughputOptions& options);
+  ~ThroughputJob();
+  ThroughputJob(const ThroughputJob&) = delete;
+  ThroughputJob& operator=(const ThroughputJob&) = delete;
+
+  // `warmup_steps` untimed steps, then `steps` timed ones, with a new reducer of `reducer`'s
+  // settings. Records each step's phases on `timeline` when given. Returns the bench.json result
+  // (the same on every rank).
+  report::BenchResult run(const distributed::ReducerOptions& reducer, int64_t warmup_steps,
+                          int64_t steps, TimelineWriter* timeline = nullptr,
+                          const StepProgress& progress = {}, GradientReadyLog* ready_log = nullptr);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Runs the benchmark on this rank (a collective: every rank of `ctx` calls it): one
+// ThroughputJob, one run of options.reducer. Returns the bench.json result (the same on every
+// rank).
 report::BenchResult run_throughput(const std::shared_ptr<distributed::DistContext>& ctx,
                                    const ThroughputOptions& options,
                                    TimelineWriter* timeline = nullptr,

@@ -15,15 +15,11 @@ namespace chexscale::bench {
 namespace {
 
 // Runs one candidate for `steps` timed steps on every rank; the job's images/s.
-TuneTrial run_trial(const std::shared_ptr<distributed::DistContext>& ctx, const TuneOptions& o,
+TuneTrial run_trial(ThroughputJob& job, const TuneOptions& o,
                     const distributed::ReducerOptions& candidate, size_t index, int round,
                     int64_t steps) {
-  ThroughputOptions w = o.workload;
-  w.reducer = candidate;
-  w.steps = steps;
-  w.warmup_steps = o.warmup_steps;
   Stopwatch watch;
-  const report::BenchResult r = run_throughput(ctx, w);
+  const report::BenchResult r = job.run(candidate, o.warmup_steps, steps);
   TuneTrial t;
   t.round = round;
   t.candidate = index;
@@ -31,6 +27,16 @@ TuneTrial run_trial(const std::shared_ptr<distributed::DistContext>& ctx, const 
   t.images_per_sec = r.images_per_sec;
   t.seconds = watch.seconds();
   return t;
+}
+
+// How many candidates each round of the search runs: n, then ceil(alive / eta) until one is left
+// (one round of n when n is 1).
+std::vector<size_t> round_sizes(size_t n, int eta) {
+  std::vector<size_t> sizes{n};
+  while (sizes.back() > 1)
+    sizes.push_back((sizes.back() + eta - 1) / eta);
+  if (sizes.size() > 1) sizes.pop_back();  // the last round's winner runs no more
+  return sizes;
 }
 
 // Candidates ordered fastest first (ties: grid order), from this round's trials.
@@ -77,6 +83,7 @@ void TuneOptions::validate() const {
     throw UsageError(fmt::format("first_round_steps {} must be >= 1", first_round_steps));
   }
   if (warmup_steps < 0) throw UsageError(fmt::format("warmup_steps {} must be >= 0", warmup_steps));
+  if (eta < 2) throw UsageError(fmt::format("eta {} must be >= 2", eta));
   for (int r : powersgd_ranks) {
     if (r < 1) throw UsageError(fmt::format("powersgd_ranks: rank {} must be >= 1", r));
   }
@@ -127,41 +134,36 @@ TuneResult run_tune(const std::shared_ptr<distributed::DistContext>& ctx, const 
   result.candidates = tune_candidates(o);
   result.full_grid = o.full_grid;
   const size_t n = result.candidates.size();
-  // Rounds until one is left: ceil(log2 n); the last round's steps are the grid's.
-  int rounds = 0;
-  for (size_t alive = n; alive > 1; alive = (alive + 1) / 2)
-    ++rounds;
-  const int64_t last_steps = o.first_round_steps << std::max(0, rounds - 1);
-  size_t total = 0;
-  if (o.full_grid) {
-    total = n;
-  } else {
-    for (size_t alive = n; alive > 1; alive = (alive + 1) / 2)
-      total += alive;
-    if (n == 1) total = 1;
-  }
+  const std::vector<size_t> sizes = round_sizes(n, o.eta);
+  // Round r runs first_round_steps * eta^r steps; the last round's steps are the grid's.
+  int64_t last_steps = o.first_round_steps;
+  for (size_t r = 1; r < sizes.size(); ++r)
+    last_steps *= o.eta;
+  const size_t total =
+      o.full_grid ? n : std::accumulate(sizes.begin(), sizes.end(), static_cast<size_t>(0));
   Stopwatch watch;
+  ThroughputJob job(ctx, o.workload);
   auto record = [&](TuneTrial t) {
     result.trials.push_back(t);
     if (progress) progress(t, result.trials.size(), total);
     return t;
   };
-  if (o.full_grid || n == 1) {
+  if (o.full_grid) {
     std::vector<TuneTrial> round;
     for (size_t i = 0; i < n; ++i)
-      round.push_back(record(run_trial(ctx, o, result.candidates[i], i, 0, last_steps)));
+      round.push_back(record(run_trial(job, o, result.candidates[i], i, 0, last_steps)));
     result.best = ranked(round).front();
   } else {
     std::vector<size_t> alive(n);
     std::iota(alive.begin(), alive.end(), 0);
     int64_t steps = o.first_round_steps;
-    for (int r = 0; alive.size() > 1; ++r, steps *= 2) {
+    for (size_t r = 0; r < sizes.size(); ++r, steps *= o.eta) {
       std::vector<TuneTrial> round;
       for (size_t i : alive)
-        round.push_back(record(run_trial(ctx, o, result.candidates[i], i, r, steps)));
-      std::vector<size_t> order = ranked(round);
-      order.resize((order.size() + 1) / 2);
-      alive = order;
+        round.push_back(
+            record(run_trial(job, o, result.candidates[i], i, static_cast<int>(r), steps)));
+      alive = ranked(round);
+      alive.resize(r + 1 < sizes.size() ? sizes[r + 1] : 1);
     }
     result.best = alive.front();
   }

@@ -1,9 +1,10 @@
 // `chexscale tune`: chooses the reducer's settings (bucket size, gradient compression, overlap)
 // for the network a job runs on, by measuring them on the live job. Every candidate of the grid
-// runs a few steps of the real training step; successive halving keeps the faster half and
-// doubles the steps until one is left (Jamieson & Talwalkar 2016; Horovod's autotune is the
-// anchor, with a Bayesian search over fusion buffer and cycle time). Decisions use the job's
-// images/s (the slowest rank's time), so every rank keeps the same candidates.
+// runs a few steps of the real training step; successive halving keeps the fastest 1/eta and
+// multiplies the steps by eta until one is left (Jamieson & Talwalkar 2016, with Hyperband's
+// eta = 3; Horovod's autotune is the anchor, with a Bayesian search over fusion buffer and cycle
+// time). Every trial runs on one ThroughputJob: the model is built and broadcast once. Decisions
+// use the job's images/s (the slowest rank's time), so every rank keeps the same candidates.
 #pragma once
 
 #include <functional>
@@ -28,12 +29,13 @@ struct TuneOptions {
                                                          // powersgd: also powersgd ranks 1, 4
   std::vector<int> powersgd_ranks{1, 4};
   bool try_no_overlap = true;     // also each setting with overlap off
-  int64_t first_round_steps = 2;  // timed steps per candidate in round 0, doubled each round
-  int64_t warmup_steps = 1;       // per candidate per round (a new reducer's first step is slow)
-  bool full_grid = false;  // instead: every candidate with the last round's steps (the reference)
+  int64_t first_round_steps = 2;  // timed steps per candidate in round 0, times eta each round
+  int eta = 3;               // each round keeps the fastest 1/eta (rounded up) of its candidates
+  int64_t warmup_steps = 1;  // per candidate per round (a new reducer's first step is slow)
+  bool full_grid = false;    // instead: every candidate with the last round's steps (the reference)
 
-  // UsageError naming the field: no bucket size candidates or one <= 0, steps < 1, warmup < 0, a
-  // PowerSGD rank < 1.
+  // UsageError naming the field: no bucket size candidates or one <= 0, steps < 1, warmup < 0,
+  // eta < 2, a PowerSGD rank < 1.
   void validate() const;
 };
 

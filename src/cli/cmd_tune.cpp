@@ -59,9 +59,9 @@ void add_tune_command(CLI::App& app, CommandRegistry& registry) {
       "tune",
       "Choose the gradient reducer's settings for the network this job runs on: every\n"
       "combination of bucket size, compression (bounded by --allow-compression) and overlap runs\n"
-      "a few steps of the real training step; successive halving keeps the faster half and\n"
-      "doubles the steps until one is left. Writes tuned.yaml for `train --config`. Run it as the\n"
-      "job itself (>= 2 ranks), e.g.\n"
+      "a few steps of the real training step; successive halving keeps the fastest 1/ETA (3)\n"
+      "and multiplies the steps by ETA until one is left. Writes tuned.yaml for\n"
+      "`train --config`. Run it as the job itself (>= 2 ranks), e.g.\n"
       "  chexscale launch --nproc-per-node 2 -- tune --arch densenet121 --out tuned.yaml");
   auto f = std::make_shared<TuneFlags>();
   auto& w = f->tune.workload;
@@ -90,7 +90,11 @@ void add_tune_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_flag("--overlap-only", f->overlap_only, "Do not try overlap off");
   cmd->add_option("--first-round-steps", f->tune.first_round_steps,
-                  "Timed steps per candidate in the first round (doubled each round)")
+                  "Timed steps per candidate in the first round (times ETA each round)")
+      ->capture_default_str();
+  cmd->add_option("--eta", f->tune.eta,
+                  "Each round keeps the fastest 1/ETA of its candidates (rounded up) and runs "
+                  "ETA times the steps")
       ->capture_default_str();
   cmd->add_option("--warmup-steps", f->tune.warmup_steps, "Untimed steps per trial")
       ->capture_default_str();

@@ -1,6 +1,6 @@
 // `chexscale tune` with real ranks through the launcher (Gloo over loopback, tiny ResNet-18):
-// successive halving runs every candidate, then the faster half with twice the steps, and
-// chooses the faster of the last round; the full grid measures every candidate once at the last
+// successive halving runs every candidate, then the fastest 1/eta with eta times the steps, and
+// chooses the fastest of the last round; the full grid measures every candidate once at the last
 // round's steps; tuned.yaml is a config file `bench --config` applies; mistakes are usage errors.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ namespace {
 
 const std::string kTune =
     "launch --nproc-per-node 2 -- tune --arch resnet18 --image-size 32 --batch-size 2 "
-    "--threads 1 --bucket-mb-candidates 1,25 --allow-compression fp16 --overlap-only "
+    "--threads 1 --bucket-mb-candidates 1,4,25 --allow-compression fp16 --overlap-only "
     "--first-round-steps 1 --warmup-steps 1";
 
 struct TrialLine {
@@ -56,30 +56,36 @@ std::string chosen_line(const std::string& yaml) {
   return yaml.substr(at + 10, yaml.find(" (", at) - at - 10);
 }
 
-TEST(TuneCli, SuccessiveHalvingKeepsTheFasterHalfAndWritesAConfigBenchApplies) {
+// Round 0 of `trials` (its first `n`), fastest first.
+std::vector<TrialLine> fastest_first(const std::vector<TrialLine>& trials, size_t n) {
+  std::vector<TrialLine> first(trials.begin(), trials.begin() + static_cast<ptrdiff_t>(n));
+  std::stable_sort(first.begin(), first.end(), [](const TrialLine& a, const TrialLine& b) {
+    return a.images_per_sec > b.images_per_sec;
+  });
+  return first;
+}
+
+TEST(TuneCli, SuccessiveHalvingKeepsTheFastestThirdAndWritesAConfigBenchApplies) {
   test_util::TempDir dir;
   const std::string out = dir.path() + "/tuned.yaml";
   const auto r = test_util::run_chexscale(kTune + " --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string yaml = read_file(out);
   const auto trials = trial_lines(yaml);
-  // 4 candidates (buckets 1 and 25 MiB x none and fp16): 4 trials of 1 step, then 2 of 2 steps.
-  ASSERT_EQ(trials.size(), 6u) << yaml;
-  for (size_t i = 0; i < 4; ++i) {
+  // 6 candidates (buckets 1, 4 and 25 MiB x none and fp16), eta 3: 6 trials of 1 step, then the
+  // ceil(6/3) = 2 fastest with 3 steps.
+  ASSERT_EQ(trials.size(), 8u) << yaml;
+  for (size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(trials[i].round, 0);
     EXPECT_EQ(trials[i].steps, 1);
   }
-  std::vector<TrialLine> first(trials.begin(), trials.begin() + 4);
-  std::sort(first.begin(), first.end(), [](const TrialLine& a, const TrialLine& b) {
-    return a.images_per_sec > b.images_per_sec;
-  });
-  // Round 1 holds exactly the two fastest of round 0, each with 2 steps.
-  std::set<std::string> kept{trials[4].candidate, trials[5].candidate};
+  const std::vector<TrialLine> first = fastest_first(trials, 6);
+  std::set<std::string> kept{trials[6].candidate, trials[7].candidate};
   EXPECT_EQ(kept, (std::set<std::string>{first[0].candidate, first[1].candidate})) << yaml;
-  EXPECT_EQ(trials[4].steps, 2);
-  EXPECT_EQ(trials[5].round, 1);
+  EXPECT_EQ(trials[6].steps, 3);
+  EXPECT_EQ(trials[7].round, 1);
   const TrialLine& winner =
-      trials[4].images_per_sec >= trials[5].images_per_sec ? trials[4] : trials[5];
+      trials[6].images_per_sec >= trials[7].images_per_sec ? trials[6] : trials[7];
   EXPECT_EQ(chosen_line(yaml), winner.candidate) << yaml;
 
   // The chosen settings as bench.json reports them when the file is its config.
@@ -96,6 +102,29 @@ TEST(TuneCli, SuccessiveHalvingKeepsTheFasterHalfAndWritesAConfigBenchApplies) {
   EXPECT_EQ(expected, winner.candidate) << yaml;
 }
 
+TEST(TuneCli, EtaTwoKeepsTheFasterHalfEachRound) {
+  test_util::TempDir dir;
+  const std::string out = dir.path() + "/tuned.yaml";
+  const auto r = test_util::run_chexscale(kTune + " --eta 2 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string yaml = read_file(out);
+  const auto trials = trial_lines(yaml);
+  // 6 -> 3 -> 2 -> 1: 6 trials of 1 step, 3 of 2 steps, 2 of 4 steps.
+  ASSERT_EQ(trials.size(), 11u) << yaml;
+  const std::vector<TrialLine> first = fastest_first(trials, 6);
+  std::set<std::string> second;
+  for (size_t i = 6; i < 9; ++i) {
+    EXPECT_EQ(trials[i].round, 1);
+    EXPECT_EQ(trials[i].steps, 2);
+    second.insert(trials[i].candidate);
+  }
+  EXPECT_EQ(second,
+            (std::set<std::string>{first[0].candidate, first[1].candidate, first[2].candidate}))
+      << yaml;
+  EXPECT_EQ(trials[9].steps, 4);
+  EXPECT_EQ(trials[10].round, 2);
+}
+
 TEST(TuneCli, FullGridMeasuresEveryCandidateAtTheLastRoundsSteps) {
   test_util::TempDir dir;
   const std::string out = dir.path() + "/tuned.yaml";
@@ -103,10 +132,10 @@ TEST(TuneCli, FullGridMeasuresEveryCandidateAtTheLastRoundsSteps) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string yaml = read_file(out);
   const auto trials = trial_lines(yaml);
-  ASSERT_EQ(trials.size(), 4u) << yaml;
+  ASSERT_EQ(trials.size(), 6u) << yaml;
   const TrialLine* best = &trials[0];
   for (const TrialLine& t : trials) {
-    EXPECT_EQ(t.steps, 2);
+    EXPECT_EQ(t.steps, 3);
     if (t.images_per_sec > best->images_per_sec) best = &t;
   }
   EXPECT_EQ(chosen_line(yaml), best->candidate);
@@ -122,6 +151,9 @@ TEST(TuneCli, MistakesAreUsageErrors) {
   EXPECT_NE(r.output.find("--allow-compression 'zip': choose none, fp16 or powersgd"),
             std::string::npos)
       << r.output;
+  r = test_util::run_chexscale("tune --eta 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--eta 1 must be >= 2"), std::string::npos) << r.output;
   r = test_util::run_chexscale("tune --bucket-mb-candidates 0,25");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--bucket-mb-candidates"), std::string::npos) << r.output;
