@@ -7,7 +7,8 @@
 # runs the search, then the grid, and prints the search's and the grid's wall time and their ratio
 # (goal <= 1/3) and the candidate each chose. When they chose differently it then measures the
 # two choices side by side, `bench --config` with each tuned.yaml in turn (A B B A, VERIFY_ROUNDS
-# times, VERIFY_STEPS timed steps a run), and prints the search's choice against the grid's best
+# times, VERIFY_STEPS timed steps a run; PowerSGD from the first step, as in tune's trials), and
+# prints the search's choice against the grid's best
 # (goal: within 3 %): one trial of each in the grid does not resolve 3 % on a busy machine.
 #   PATHS  comma list of fabric, overlay                          [fabric,overlay]
 # WORKLOAD (default: --arch resnet50 --image-size 64 --batch-size 8) goes to tune and bench;
@@ -76,7 +77,8 @@ for path in "${path_list[@]}"; do
     for which in search grid grid search; do
       tag="$path-verify-$(wc -l <"$verify")-$which"
       run_ranks "$path" "$tag" bench --config "$out/$path-$which.yaml" "${workload[@]}" \
-        --threads 1 --steps "$verify_steps" --warmup-steps 2 --out "$out/$tag" >/dev/null
+        --threads 1 --steps "$verify_steps" --warmup-steps 2 --powersgd-start-step 0 \
+        --out "$out/$tag" >/dev/null
       echo -e "$which\t$(jq .images_per_sec "$out/$tag/bench.json")" >>"$verify"
     done
   done

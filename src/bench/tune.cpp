@@ -25,9 +25,22 @@ TuneTrial run_trial(ThroughputJob& job, const TuneOptions& o,
   t.candidate = index;
   t.steps = steps;
   t.images_per_sec = r.images_per_sec;
+  t.pooled_images_per_sec = r.images_per_sec;
   t.seconds = watch.seconds();
   return t;
 }
+
+// Images and timed seconds of a candidate's trials so far.
+struct Pooled {
+  double images = 0, seconds = 0;
+
+  // Adds trial `t` (of `images` images) and sets its pooled rate.
+  void add(TuneTrial& t, double images_in_trial) {
+    images += images_in_trial;
+    seconds += images_in_trial / t.images_per_sec;
+    t.pooled_images_per_sec = images / seconds;
+  }
+};
 
 // How many candidates each round of the search runs: n, then ceil(alive / eta) until one is left
 // (one round of n when n is 1).
@@ -39,12 +52,13 @@ std::vector<size_t> round_sizes(size_t n, int eta) {
   return sizes;
 }
 
-// Candidates ordered fastest first (ties: grid order), from this round's trials.
+// Candidates ordered fastest first by their pooled images/s (ties: grid order), from this round's
+// trials.
 std::vector<size_t> ranked(const std::vector<TuneTrial>& round_trials) {
   std::vector<size_t> order(round_trials.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return round_trials[a].images_per_sec > round_trials[b].images_per_sec;
+    return round_trials[a].pooled_images_per_sec > round_trials[b].pooled_images_per_sec;
   });
   std::vector<size_t> candidates;
   for (size_t i : order)
@@ -156,19 +170,26 @@ TuneResult run_tune(const std::shared_ptr<distributed::DistContext>& ctx, const 
   } else {
     std::vector<size_t> alive(n);
     std::iota(alive.begin(), alive.end(), 0);
-    int64_t steps = o.first_round_steps;
-    for (size_t r = 0; r < sizes.size(); ++r, steps *= o.eta) {
+    std::vector<Pooled> pooled(n);
+    const double images_per_step =
+        static_cast<double>(o.workload.batch_size) * static_cast<double>(ctx->world_size());
+    // Round r brings each survivor to first_round_steps * eta^r timed steps in all.
+    int64_t steps_so_far = 0, target = o.first_round_steps;
+    for (size_t r = 0; r < sizes.size(); ++r, steps_so_far = target, target *= o.eta) {
       std::vector<TuneTrial> round;
-      for (size_t i : alive)
-        round.push_back(
-            record(run_trial(job, o, result.candidates[i], i, static_cast<int>(r), steps)));
+      for (size_t i : alive) {
+        TuneTrial t =
+            run_trial(job, o, result.candidates[i], i, static_cast<int>(r), target - steps_so_far);
+        pooled[i].add(t, images_per_step * static_cast<double>(t.steps));
+        round.push_back(record(t));
+      }
       alive = ranked(round);
       alive.resize(r + 1 < sizes.size() ? sizes[r + 1] : 1);
     }
     result.best = alive.front();
   }
   for (const TuneTrial& t : result.trials) {
-    if (t.candidate == result.best) result.best_images_per_sec = t.images_per_sec;
+    if (t.candidate == result.best) result.best_images_per_sec = t.pooled_images_per_sec;
   }
   result.seconds = watch.seconds();
   return result;
@@ -178,17 +199,18 @@ std::string tuned_yaml(const TuneResult& r) {
   const distributed::ReducerOptions& best = r.candidates[r.best];
   std::string out = fmt::format(
       "# chexscale tune: {} candidates, {}, {} trials in {:.1f} s\n"
-      "# chosen: {} ({:.2f} images/s in its last trial)\n"
+      "# chosen: {} ({:.2f} images/s over its timed steps)\n"
       "# use: chexscale train --config tuned.yaml ...\n",
       r.candidates.size(), r.full_grid ? "full grid" : "successive halving", r.trials.size(),
       r.seconds, candidate_name(best), r.best_images_per_sec);
   out += fmt::format("bucket-mb: {}\ngrad-compression: {}\n", best.bucket_mb,
                      distributed::compression_spec(best));
   if (!best.overlap) out += "no-overlap: true\n";
-  out += "#\n# round  steps  images/s  candidate\n";
+  out += "#\n# round  steps  images/s  so far  candidate\n";
   for (const TuneTrial& t : r.trials) {
-    out += fmt::format("# {:>5}  {:>5}  {:>8.2f}  {}\n", t.round, t.steps, t.images_per_sec,
-                       candidate_name(r.candidates[t.candidate]));
+    out +=
+        fmt::format("# {:>5}  {:>5}  {:>8.2f}  {:>6.2f}  {}\n", t.round, t.steps, t.images_per_sec,
+                    t.pooled_images_per_sec, candidate_name(r.candidates[t.candidate]));
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // `chexscale tune`: chooses the reducer's settings (bucket size, gradient compression, overlap)
 // for the network a job runs on, by measuring them on the live job. Every candidate of the grid
 // runs a few steps of the real training step; successive halving keeps the fastest 1/eta and
-// multiplies the steps by eta until one is left (Jamieson & Talwalkar 2016, with Hyperband's
+// multiplies the steps by eta until one is left (a survivor runs only the steps it lacks: its
+// earlier rounds' steps count towards its measurement) (Jamieson & Talwalkar 2016, with Hyperband's
 // eta = 3; Horovod's autotune is the anchor, with a Bayesian search over fusion buffer and cycle
 // time). Every trial runs on one ThroughputJob: the model is built and broadcast once. Decisions
 // use the job's images/s (the slowest rank's time), so every rank keeps the same candidates.
@@ -48,8 +49,11 @@ std::string candidate_name(const distributed::ReducerOptions& candidate);
 struct TuneTrial {
   int round = 0;
   size_t candidate = 0;  // index into TuneResult::candidates
-  int64_t steps = 0;
+  int64_t steps = 0;     // timed steps of this trial
   double images_per_sec = 0;
+  // Over every timed step of this candidate so far (this trial and its earlier rounds'): what
+  // the search ranks by.
+  double pooled_images_per_sec = 0;
   double seconds = 0;  // wall time of the trial, warm-up included
 };
 
@@ -57,7 +61,7 @@ struct TuneResult {
   std::vector<distributed::ReducerOptions> candidates;
   std::vector<TuneTrial> trials;   // in the order run
   size_t best = 0;                 // the chosen candidate
-  double best_images_per_sec = 0;  // its last measurement
+  double best_images_per_sec = 0;  // over all its timed steps
   double seconds = 0;              // the whole search
   bool full_grid = false;
 };

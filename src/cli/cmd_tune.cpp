@@ -39,8 +39,8 @@ int run_tune(TuneFlags f) {
   const bench::TuneResult r =
       bench::run_tune(ctx, f.tune, [&](const bench::TuneTrial& t, size_t done, size_t total) {
         if (!ctx->is_main()) return;
-        fmt::print("  [{}/{}] round {} {:>3} steps {:>9.2f} images/s  {}\n", done, total, t.round,
-                   t.steps, t.images_per_sec,
+        fmt::print("  [{}/{}] round {} {:>3} steps {:>9.2f} images/s ({:.2f} so far)  {}\n", done,
+                   total, t.round, t.steps, t.images_per_sec, t.pooled_images_per_sec,
                    bench::candidate_name(bench::tune_candidates(f.tune)[t.candidate]));
         std::fflush(stdout);
       });
@@ -60,7 +60,7 @@ void add_tune_command(CLI::App& app, CommandRegistry& registry) {
       "Choose the gradient reducer's settings for the network this job runs on: every\n"
       "combination of bucket size, compression (bounded by --allow-compression) and overlap runs\n"
       "a few steps of the real training step; successive halving keeps the fastest 1/ETA (3)\n"
-      "and multiplies the steps by ETA until one is left. Writes tuned.yaml for\n"
+      "and runs them to ETA times the steps until one is left. Writes tuned.yaml for\n"
       "`train --config`. Run it as the job itself (>= 2 ranks), e.g.\n"
       "  chexscale launch --nproc-per-node 2 -- tune --arch densenet121 --out tuned.yaml");
   auto f = std::make_shared<TuneFlags>();

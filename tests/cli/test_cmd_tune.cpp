@@ -1,7 +1,8 @@
 // `chexscale tune` with real ranks through the launcher (Gloo over loopback, tiny ResNet-18):
-// successive halving runs every candidate, then the fastest 1/eta with eta times the steps, and
-// chooses the fastest of the last round; the full grid measures every candidate once at the last
-// round's steps; tuned.yaml is a config file `bench --config` applies; mistakes are usage errors.
+// successive halving runs every candidate, then runs the fastest 1/eta on to eta times the steps
+// (their earlier steps count), and chooses the fastest of the last round over all its steps; the
+// full grid measures every candidate once at the last round's steps; tuned.yaml is a config file
+// `bench --config` applies; mistakes are usage errors.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@ struct TrialLine {
   int round = 0;
   int steps = 0;
   double images_per_sec = 0;
+  double so_far = 0;  // over the candidate's trials up to this one
   std::string candidate;
 };
 
@@ -43,7 +45,7 @@ std::vector<TrialLine> trial_lines(const std::string& yaml) {
     if (!table || line.size() < 2) continue;
     std::istringstream row(line.substr(1));
     TrialLine t;
-    row >> t.round >> t.steps >> t.images_per_sec;
+    row >> t.round >> t.steps >> t.images_per_sec >> t.so_far;
     std::getline(row, t.candidate);
     t.candidate = t.candidate.substr(t.candidate.find_first_not_of(' '));
     out.push_back(t);
@@ -73,19 +75,27 @@ TEST(TuneCli, SuccessiveHalvingKeepsTheFastestThirdAndWritesAConfigBenchApplies)
   const std::string yaml = read_file(out);
   const auto trials = trial_lines(yaml);
   // 6 candidates (buckets 1, 4 and 25 MiB x none and fp16), eta 3: 6 trials of 1 step, then the
-  // ceil(6/3) = 2 fastest with 3 steps.
+  // ceil(6/3) = 2 fastest run 2 more steps, to 3 in all.
   ASSERT_EQ(trials.size(), 8u) << yaml;
   for (size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(trials[i].round, 0);
     EXPECT_EQ(trials[i].steps, 1);
+    EXPECT_NEAR(trials[i].so_far, trials[i].images_per_sec, 0.01) << yaml;
   }
   const std::vector<TrialLine> first = fastest_first(trials, 6);
   std::set<std::string> kept{trials[6].candidate, trials[7].candidate};
   EXPECT_EQ(kept, (std::set<std::string>{first[0].candidate, first[1].candidate})) << yaml;
-  EXPECT_EQ(trials[6].steps, 3);
-  EXPECT_EQ(trials[7].round, 1);
-  const TrialLine& winner =
-      trials[6].images_per_sec >= trials[7].images_per_sec ? trials[6] : trials[7];
+  for (size_t i = 6; i < 8; ++i) {
+    EXPECT_EQ(trials[i].round, 1);
+    EXPECT_EQ(trials[i].steps, 2);
+    // Pooled over 3 steps: 3 / (1 / round 0's rate + 2 / this trial's rate).
+    const TrialLine& before = *std::find_if(trials.begin(), trials.begin() + 6, [&](const auto& t) {
+      return t.candidate == trials[i].candidate;
+    });
+    const double pooled = 3 / (1 / before.images_per_sec + 2 / trials[i].images_per_sec);
+    EXPECT_NEAR(trials[i].so_far, pooled, 0.01 + 0.002 * pooled) << yaml;
+  }
+  const TrialLine& winner = trials[6].so_far >= trials[7].so_far ? trials[6] : trials[7];
   EXPECT_EQ(chosen_line(yaml), winner.candidate) << yaml;
 
   // The chosen settings as bench.json reports them when the file is its config.
@@ -109,19 +119,25 @@ TEST(TuneCli, EtaTwoKeepsTheFasterHalfEachRound) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string yaml = read_file(out);
   const auto trials = trial_lines(yaml);
-  // 6 -> 3 -> 2 -> 1: 6 trials of 1 step, 3 of 2 steps, 2 of 4 steps.
+  // 6 -> 3 -> 2 -> 1, to 1, 2 and 4 steps in all: 6 trials of 1 step, 3 of 1, 2 of 2.
   ASSERT_EQ(trials.size(), 11u) << yaml;
   const std::vector<TrialLine> first = fastest_first(trials, 6);
-  std::set<std::string> second;
+  std::vector<TrialLine> second;
   for (size_t i = 6; i < 9; ++i) {
     EXPECT_EQ(trials[i].round, 1);
-    EXPECT_EQ(trials[i].steps, 2);
-    second.insert(trials[i].candidate);
+    EXPECT_EQ(trials[i].steps, 1);
+    second.push_back(trials[i]);
   }
-  EXPECT_EQ(second,
+  EXPECT_EQ((std::set<std::string>{second[0].candidate, second[1].candidate, second[2].candidate}),
             (std::set<std::string>{first[0].candidate, first[1].candidate, first[2].candidate}))
       << yaml;
-  EXPECT_EQ(trials[9].steps, 4);
+  // Round 2 holds the two best of round 1 by their pooled rate.
+  std::stable_sort(second.begin(), second.end(),
+                   [](const TrialLine& a, const TrialLine& b) { return a.so_far > b.so_far; });
+  EXPECT_EQ((std::set<std::string>{trials[9].candidate, trials[10].candidate}),
+            (std::set<std::string>{second[0].candidate, second[1].candidate}))
+      << yaml;
+  EXPECT_EQ(trials[9].steps, 2);
   EXPECT_EQ(trials[10].round, 2);
 }
 
