@@ -2,21 +2,22 @@
 # Usage: bench/train/powersgd_accuracy.sh CHEXSCALE_BIN OUT_DIR [ARCHS] [SEEDS] [MODES]
 # PowerSGD's effect on accuracy: the same short synthetic training run (the demo's workload: 600
 # synthetic ChestX-ray14 images of 96 px, crop 80, batch 16 per worker, 3 epochs, 2 workers over
-# Gloo, --lr 1e-3) with plain allreduce and with PowerSGD of each rank, for each model and seed.
+# Gloo, Adam at --lr 1e-3) with plain allreduce and with PowerSGD of each rank, for each model and seed.
 # Prints one line per run and, per model and mode, the mean over the seeds of the final epoch's
 # validation loss and mean AUROC, and their differences from plain allreduce (`none`).
 #   ARCHS  comma list                                   [densenet121,resnet50]
 #   SEEDS  comma list of training seeds                 [1,2,3]
 #   MODES  comma list of --grad-compression values      [none,powersgd:1,powersgd:2,powersgd:4,powersgd:8]
 # IMAGES, SIZE, CROP, EPOCHS, BATCH override the workload, START_STEP PowerSGD's
-# --powersgd-start-step (default 10, the flag's default). Runs that already have a final epoch
+# --powersgd-start-step (default 10, the flag's default), OPTIMIZER (adam) and LR (1e-3) train's
+# --optimizer and --lr (SGD takes its default momentum, 0.9). Runs that already have a final epoch
 # record in OUT_DIR are kept, so an interrupted study continues where it stopped.
 set -euo pipefail
 bin=$1 out=$2
 archs=${3:-densenet121,resnet50} seeds=${4:-1,2,3}
 modes=${5:-none,powersgd:1,powersgd:2,powersgd:4,powersgd:8}
 images=${IMAGES:-600} size=${SIZE:-96} crop=${CROP:-80} epochs=${EPOCHS:-3} batch=${BATCH:-16}
-start_step=${START_STEP:-10}
+start_step=${START_STEP:-10} optimizer=${OPTIMIZER:-adam} lr=${LR:-1e-3}
 export OMP_NUM_THREADS=1
 mkdir -p "$out"
 data="$out/data"
@@ -43,7 +44,7 @@ for arch in "${arch_list[@]}"; do
         start=$SECONDS
         "$bin" launch --nproc-per-node 2 -- train --data "$data" --out "$run" --arch "$arch" \
           --image-size "$size" --crop-size "$crop" --batch-size "$batch" --epochs "$epochs" \
-          --lr 1e-3 --seed "$seed" --loader-threads 1 --val-threads 1 --intra-op-threads 1 \
+          --optimizer "$optimizer" --lr "$lr" --seed "$seed" --loader-threads 1 --val-threads 1 --intra-op-threads 1 \
           --grad-compression "$mode" --powersgd-start-step "$start_step" >"$run.log" 2>&1 || {
           echo "run $run failed: see $run.log" >&2
           exit 1
