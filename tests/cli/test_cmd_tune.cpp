@@ -67,12 +67,17 @@ std::vector<TrialLine> fastest_first(const std::vector<TrialLine>& trials, size_
   return first;
 }
 
+// Runs kTune with `extra` flags, writing DIR/tuned.yaml; that file's text ("" when tune failed).
+std::string tune_yaml(const test_util::TempDir& dir, const std::string& extra) {
+  const std::string out = dir.path() + "/tuned.yaml";
+  const auto r = test_util::run_chexscale(kTune + " " + extra + " --out " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.exit_code == 0 ? read_file(out) : "";
+}
+
 TEST(TuneCli, SuccessiveHalvingKeepsTheFastestThirdAndWritesAConfigBenchApplies) {
   test_util::TempDir dir;
-  const std::string out = dir.path() + "/tuned.yaml";
-  const auto r = test_util::run_chexscale(kTune + " --out " + out);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string yaml = read_file(out);
+  const std::string yaml = tune_yaml(dir, "");
   const auto trials = trial_lines(yaml);
   // 6 candidates (buckets 1, 4 and 25 MiB x none and fp16), eta 3: 6 trials of 1 step, then the
   // ceil(6/3) = 2 fastest run 2 more steps, to 3 in all.
@@ -100,7 +105,7 @@ TEST(TuneCli, SuccessiveHalvingKeepsTheFastestThirdAndWritesAConfigBenchApplies)
 
   // The chosen settings as bench.json reports them when the file is its config.
   const auto b = test_util::run_chexscale(
-      "launch --nproc-per-node 2 -- bench --config " + out +
+      "launch --nproc-per-node 2 -- bench --config " + dir.path() + "/tuned.yaml" +
       " --arch resnet18 --image-size 32 --batch-size 2 --steps 1 --warmup-steps 0 --threads 1 "
       "--out " +
       dir.path() + "/bench");
@@ -114,10 +119,7 @@ TEST(TuneCli, SuccessiveHalvingKeepsTheFastestThirdAndWritesAConfigBenchApplies)
 
 TEST(TuneCli, EtaTwoKeepsTheFasterHalfEachRound) {
   test_util::TempDir dir;
-  const std::string out = dir.path() + "/tuned.yaml";
-  const auto r = test_util::run_chexscale(kTune + " --eta 2 --out " + out);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string yaml = read_file(out);
+  const std::string yaml = tune_yaml(dir, "--eta 2");
   const auto trials = trial_lines(yaml);
   // 6 -> 3 -> 2 -> 1, to 1, 2 and 4 steps in all: 6 trials of 1 step, 3 of 1, 2 of 2.
   ASSERT_EQ(trials.size(), 11u) << yaml;
@@ -143,10 +145,7 @@ TEST(TuneCli, EtaTwoKeepsTheFasterHalfEachRound) {
 
 TEST(TuneCli, FullGridMeasuresEveryCandidateAtTheLastRoundsSteps) {
   test_util::TempDir dir;
-  const std::string out = dir.path() + "/tuned.yaml";
-  const auto r = test_util::run_chexscale(kTune + " --full-grid --out " + out);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string yaml = read_file(out);
+  const std::string yaml = tune_yaml(dir, "--full-grid");
   const auto trials = trial_lines(yaml);
   ASSERT_EQ(trials.size(), 6u) << yaml;
   const TrialLine* best = &trials[0];
