@@ -34,7 +34,7 @@ TuneTrial run_trial(ThroughputJob& job, const TuneOptions& o,
 struct Pooled {
   double images = 0, seconds = 0;
 
-  // Adds trial `t` (of `images` images) and sets its pooled rate.
+  // Adds trial `t` (of `images_in_trial` images) and sets its pooled rate.
   void add(TuneTrial& t, double images_in_trial) {
     images += images_in_trial;
     seconds += images_in_trial / t.images_per_sec;
