@@ -90,11 +90,12 @@ void add_tune_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_flag("--overlap-only", f->overlap_only, "Do not try overlap off");
   cmd->add_option("--first-round-steps", f->tune.first_round_steps,
-                  "Timed steps per candidate in the first round (times ETA each round)")
+                  "Timed steps per candidate in the first round; each later round brings its "
+                  "candidates to ETA times the last round's total")
       ->capture_default_str();
   cmd->add_option("--eta", f->tune.eta,
-                  "Each round keeps the fastest 1/ETA of its candidates (rounded up) and runs "
-                  "ETA times the steps")
+                  "Each round keeps the fastest 1/ETA of its candidates (rounded up), ranked "
+                  "over all their timed steps so far")
       ->capture_default_str();
   cmd->add_option("--warmup-steps", f->tune.warmup_steps, "Untimed steps per trial")
       ->capture_default_str();
