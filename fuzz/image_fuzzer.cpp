@@ -9,9 +9,9 @@
 
 #include "common/error.h"
 #ifdef CHEXSCALE_FUZZ_DICOM
-#include "data/dicom_io.h"
+#include "data/image/dicom_io.h"
 #else
-#include "data/jpeg_io.h"
+#include "data/image/jpeg_io.h"
 #endif
 
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "data/dicom_io.h"
-#include "data/jpeg_io.h"
+#include "data/image/dicom_io.h"
+#include "data/image/jpeg_io.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "data/png_fast_decode.h"
-#include "data/png_io.h"
+#include "data/image/png_fast_decode.h"
+#include "data/image/png_io.h"
 
 namespace {
 

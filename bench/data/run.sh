@@ -12,9 +12,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # Interleaved: ours, peer, ours, peer; each side's best rate of its two runs is compared, so
 # that a burst of load on a shared machine does not favour either side.
 # bench_data synthesises the 1024x1024 PNGs and prepares the shards when they are absent.
-ours1=$("$build/microbench/data/bench_data" --data "$work/data" --shards "$work/shards" --images "$images" | tee /dev/stderr | tail -1)
+ours1=$("$build/bench/micro/data/bench_data" --data "$work/data" --shards "$work/shards" --images "$images" | tee /dev/stderr | tail -1)
 peer1=$(/usr/bin/python3 "$here/torchvision_peer.py" --data "$work/data" --images "$images")
-ours2=$("$build/microbench/data/bench_data" --data "$work/data" --shards "$work/shards" --images "$images" | tee /dev/stderr | tail -1)
+ours2=$("$build/bench/micro/data/bench_data" --data "$work/data" --shards "$work/shards" --images "$images" | tee /dev/stderr | tail -1)
 peer2=$(/usr/bin/python3 "$here/torchvision_peer.py" --data "$work/data" --images "$images")
 /usr/bin/python3 - "$ours1" "$ours2" "$peer1" "$peer2" <<'PY'
 import json, sys

@@ -7,10 +7,6 @@
 #include <filesystem>
 #include <memory>
 
-#include "bench/bench_document.h"
-#include "bench/profile_run.h"
-#include "bench/sweep.h"
-#include "bench/throughput.h"
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
@@ -18,12 +14,16 @@
 #include "common/log.h"
 #include "common/progress.h"
 #include "common/timeline.h"
+#include "measure/bench_document.h"
+#include "measure/profile_run.h"
+#include "measure/sweep.h"
+#include "measure/throughput.h"
 
 namespace chexscale::cli {
 namespace {
 
 struct BenchFlags {
-  bench::ThroughputOptions run;
+  measure::ThroughputOptions run;
   std::string out = "runs/bench";
   std::string json_file;
   std::string timeline;
@@ -62,13 +62,13 @@ void print_run(const report::BenchResult& r) {
   fmt::print("    {:<13} {:8.3f} s\n", "total", b.total);
 }
 
-void print_sweep(const bench::SweepResult& sweep) {
+void print_sweep(const measure::SweepResult& sweep) {
   fmt::print("\nchexscale bench sweep{}\n", sweep.label.empty() ? "" : " [" + sweep.label + "]");
   fmt::print("  {:>7} {:>10} {:>11} {:>16} {:>13} {:>11}\n", "workers", "images/s", "per worker",
              "step median (s)", "exposed comm", "efficiency");
   for (size_t i = 0; i < sweep.runs.size(); ++i) {
     const report::BenchResult& r = sweep.runs[i];
-    const bench::ScalingPoint& p = sweep.scaling[i];
+    const measure::ScalingPoint& p = sweep.scaling[i];
     fmt::print("  {:>7} {:>10.2f} {:>11.2f} {:>16.3f} {:>11.1f} % {:>11.3f}\n", p.workers,
                p.images_per_sec, r.images_per_sec_per_worker, r.step_time_s.median,
                percent(r.breakdown.comm_exposed, r.breakdown.total), p.efficiency);
@@ -111,19 +111,19 @@ std::vector<std::string> forwarded_args(const BenchFlags& f) {
 
 int run_sweep(const BenchFlags& f) {
   // Each run of the sweep would refuse the same bad value: refuse it once, before the first.
-  bench::ThroughputOptions run = f.run;
+  measure::ThroughputOptions run = f.run;
   run.reducer = f.reducer.resolved();
   run.amp = train::parse_amp_mode(f.amp);
   run.validate();
   f.dist.resolved();
-  bench::SweepOptions s;
+  measure::SweepOptions s;
   s.executable = "/proc/self/exe";
-  s.workers = bench::parse_worker_counts(f.workers);
+  s.workers = measure::parse_worker_counts(f.workers);
   s.bench_args = forwarded_args(f);
   s.out_dir = f.out;
   s.label = f.run.label;
   s.timeline = f.timeline;
-  print_sweep(bench::run_sweep(s));
+  print_sweep(measure::run_sweep(s));
   fmt::print("  wrote {}/sweep.json and bench-w<N>.json\n", f.out);
   return 0;
 }
@@ -153,8 +153,8 @@ int run_job(BenchFlags f) {
     progress =
         std::make_unique<ProgressReporter>("bench", f.run.warmup_steps + f.run.steps, "steps");
   }
-  bench::GradientReadyLog ready_log;
-  const report::BenchResult result = bench::run_throughput(
+  measure::GradientReadyLog ready_log;
+  const report::BenchResult result = measure::run_throughput(
       ctx, f.run, timeline.get(),
       [&](int64_t done, int64_t total, double step_s) {
         if (progress) {
@@ -173,7 +173,7 @@ int run_job(BenchFlags f) {
   print_run(result);
   write_file_atomic(path, report::to_json(result).dump(2) + "\n");
   if (!f.profile.empty()) {
-    simulate::save_compute_profile(bench::make_compute_profile(result, ready_log), f.profile);
+    simulate::save_compute_profile(measure::make_compute_profile(result, ready_log), f.profile);
   }
   fmt::print("  wrote {}{}{}\n", path, f.timeline.empty() ? "" : " and " + f.timeline,
              f.profile.empty() ? "" : " and the compute profile " + f.profile);

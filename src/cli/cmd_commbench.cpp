@@ -3,11 +3,11 @@
 // JSON output, a --min-busbw exit-code gate, and the raw c10d path beside the GradientReducer's.
 #include <fmt/format.h>
 
-#include "bench/commbench.h"
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "measure/commbench.h"
 #include "simulate/network_profile.h"
 
 namespace chexscale::cli {
@@ -17,10 +17,10 @@ struct CommbenchFlags {
   std::string min_bytes = "1M";
   std::string max_bytes = "64M";
   int64_t factor = 2;
-  int iterations = bench::CommOptions{}.iterations;
-  int warmup = bench::CommOptions{}.warmup;
+  int iterations = measure::CommOptions{}.iterations;
+  int warmup = measure::CommOptions{}.warmup;
   int check = 1;
-  std::string path = bench::to_string(bench::CommPath::kRaw);
+  std::string path = measure::to_string(measure::CommPath::kRaw);
   std::string dtype = "float32";
   bool compare = false;
   std::string json;
@@ -35,46 +35,47 @@ struct CommbenchFlags {
 // CPU per byte this rank sent and received in the timed allreduces.
 simulate::NetworkProfile network_profile(const CommbenchFlags& f,
                                          const distributed::DistContext& ctx,
-                                         const std::vector<bench::CommRow>& rows,
-                                         const bench::CommOptions& o) {
+                                         const std::vector<measure::CommRow>& rows,
+                                         const measure::CommOptions& o) {
   std::vector<simulate::AllreduceSample> samples;
   const double n = ctx.world_size();
   double moved = 0;
   double cpu_seconds = 0;
-  for (const bench::CommRow& r : rows) {
+  for (const measure::CommRow& r : rows) {
     samples.push_back({r.size_bytes, r.time_us * 1e-6});
     moved += o.iterations * 4.0 * (n - 1) / n * static_cast<double>(r.size_bytes);
     cpu_seconds += r.cpu_s;
   }
   simulate::NetworkProfile p = simulate::fit_network_profile(
       f.profile_path, ctx.backend(), ctx.world_size(), samples, cpu_seconds, moved);
-  p.dtype = bench::payload_type_name(o.dtype);
+  p.dtype = measure::payload_type_name(o.dtype);
   return p;
 }
 
-std::string wrong_cell(const bench::CommRow& row) {
+std::string wrong_cell(const measure::CommRow& row) {
   return row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
 }
 
-void print_header(const distributed::DistContext& ctx, bench::CommPath path,
-                  const bench::CommOptions& o) {
+void print_header(const distributed::DistContext& ctx, measure::CommPath path,
+                  const measure::CommOptions& o) {
   fmt::print(
       "# chexscale commbench: allreduce, {} sum, path {}, {} ranks ({}), {} iterations "
       "after {} warm-up, check {}\n#\n",
-      bench::payload_type_name(path == bench::CommPath::kRaw ? o.dtype : c10::ScalarType::Float),
-      bench::to_string(path), ctx.world_size(), ctx.backend(), o.iterations, o.warmup,
+      measure::payload_type_name(path == measure::CommPath::kRaw ? o.dtype
+                                                                 : c10::ScalarType::Float),
+      measure::to_string(path), ctx.world_size(), ctx.backend(), o.iterations, o.warmup,
       o.check ? "on" : "off");
   fmt::print("# {:>12} {:>12} {:>8} {:>6} {:>12} {:>12} {:>12} {:>7}\n", "size", "count", "type",
              "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
 }
 
-void print_row(const bench::CommRow& r, const char* type) {
+void print_row(const measure::CommRow& r, const char* type) {
   fmt::print("  {:>12} {:>12} {:>8} {:>6} {:>12.1f} {:>12.3f} {:>12.3f} {:>7}\n", r.size_bytes,
              r.count, type, "sum", r.time_us, r.algbw_gbps, r.busbw_gbps, wrong_cell(r));
   std::fflush(stdout);
 }
 
-void print_compare(const std::vector<std::pair<bench::CommRow, bench::CommRow>>& pairs,
+void print_compare(const std::vector<std::pair<measure::CommRow, measure::CommRow>>& pairs,
                    const distributed::ReducerOptions& options) {
   fmt::print(
       "#\n# raw c10d allreduce (one tensor) vs GradientReducer ({} MiB buckets, first {} "
@@ -89,16 +90,16 @@ void print_compare(const std::vector<std::pair<bench::CommRow, bench::CommRow>>&
 }
 
 int run(const CommbenchFlags& f) {
-  const auto sizes =
-      bench::size_list(bench::parse_size(f.min_bytes), bench::parse_size(f.max_bytes), f.factor);
+  const auto sizes = measure::size_list(measure::parse_size(f.min_bytes),
+                                        measure::parse_size(f.max_bytes), f.factor);
   if (f.check != 0 && f.check != 1) throw UsageError(fmt::format("-c/--check {}: 0 or 1", f.check));
   if (f.min_busbw < 0) throw UsageError(fmt::format("--min-busbw {} must be >= 0", f.min_busbw));
-  const bench::CommPath path = bench::parse_comm_path(f.path);
-  bench::CommOptions options;
+  const measure::CommPath path = measure::parse_comm_path(f.path);
+  measure::CommOptions options;
   options.iterations = f.iterations;
   options.warmup = f.warmup;
   options.check = f.check == 1;
-  options.dtype = bench::parse_payload_type(f.dtype);
+  options.dtype = measure::parse_payload_type(f.dtype);
   options.reducer = f.reducer.resolved();
   options.validate();
 
@@ -110,32 +111,32 @@ int run(const CommbenchFlags& f) {
   }
   const bool main = ctx->is_main();
   if (main) print_header(*ctx, path, options);
-  std::vector<bench::CommRow> rows;
-  std::vector<std::pair<bench::CommRow, bench::CommRow>> pairs;
-  if (options.dtype != c10::ScalarType::Float && (path != bench::CommPath::kRaw || f.compare)) {
+  std::vector<measure::CommRow> rows;
+  std::vector<std::pair<measure::CommRow, measure::CommRow>> pairs;
+  if (options.dtype != c10::ScalarType::Float && (path != measure::CommPath::kRaw || f.compare)) {
     throw UsageError("--dtype " + f.dtype +
                      " is of the raw path: give it with --path raw and no --compare (the "
                      "reducer's payload follows --grad-compression)");
   }
-  if (!f.profile.empty() && (path != bench::CommPath::kRaw || f.compare)) {
+  if (!f.profile.empty() && (path != measure::CommPath::kRaw || f.compare)) {
     throw UsageError("--profile fits the raw allreduce: give it with --path raw and no --compare");
   }
   for (int64_t size : sizes) {
-    rows.push_back(bench::measure_allreduce(ctx, path, size, options));
+    rows.push_back(measure::measure_allreduce(ctx, path, size, options));
     if (main) {
       print_row(rows.back(),
-                bench::nccl_type_name(path == bench::CommPath::kRaw ? options.dtype
-                                                                    : c10::ScalarType::Float));
+                measure::nccl_type_name(path == measure::CommPath::kRaw ? options.dtype
+                                                                        : c10::ScalarType::Float));
     }
     if (f.compare) {
-      const bench::CommPath other =
-          path == bench::CommPath::kRaw ? bench::CommPath::kReducer : bench::CommPath::kRaw;
-      const bench::CommRow o = bench::measure_allreduce(ctx, other, size, options);
-      pairs.emplace_back(path == bench::CommPath::kRaw ? rows.back() : o,
-                         path == bench::CommPath::kRaw ? o : rows.back());
+      const measure::CommPath other =
+          path == measure::CommPath::kRaw ? measure::CommPath::kReducer : measure::CommPath::kRaw;
+      const measure::CommRow o = measure::measure_allreduce(ctx, other, size, options);
+      pairs.emplace_back(path == measure::CommPath::kRaw ? rows.back() : o,
+                         path == measure::CommPath::kRaw ? o : rows.back());
     }
   }
-  const double avg = bench::average_busbw(rows);
+  const double avg = measure::average_busbw(rows);
   int64_t wrong = 0;
   for (const auto& r : rows)
     wrong += std::max<int64_t>(0, r.wrong);
@@ -145,8 +146,8 @@ int run(const CommbenchFlags& f) {
     fmt::print("# Avg bus bandwidth : {:.3f}\n", avg);
     if (f.compare) print_compare(pairs, options.reducer);
     if (!f.json.empty()) {
-      write_file_atomic(f.json,
-                        bench::commbench_document(*ctx, path, options, rows, pairs).dump(2) + "\n");
+      write_file_atomic(
+          f.json, measure::commbench_document(*ctx, path, options, rows, pairs).dump(2) + "\n");
       fmt::print("# wrote {}\n", f.json);
     }
     if (!f.profile.empty()) {

@@ -8,8 +8,8 @@
 #include "cli/dataset_flags.h"
 #include "common/error.h"
 #include "common/progress.h"
-#include "data/prepare.h"
-#include "data/shard_set.h"
+#include "data/shards/prepare.h"
+#include "data/shards/shard_set.h"
 
 namespace chexscale::cli {
 namespace {

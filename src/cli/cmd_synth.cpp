@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 #include "common/progress.h"
-#include "data/synthetic.h"
+#include "data/synthetic/synthetic.h"
 
 namespace chexscale::cli {
 

@@ -4,18 +4,18 @@
 
 #include <filesystem>
 
-#include "bench/tune.h"
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "measure/tune.h"
 #include "train/precision.h"
 
 namespace chexscale::cli {
 namespace {
 
 struct TuneFlags {
-  bench::TuneOptions tune;
+  measure::TuneOptions tune;
   std::string allow = "fp16";
   std::string amp = "off";
   bool overlap_only = false;
@@ -24,30 +24,30 @@ struct TuneFlags {
 };
 
 int run_tune(TuneFlags f) {
-  f.tune.allow = bench::parse_allowed_compression(f.allow);
+  f.tune.allow = measure::parse_allowed_compression(f.allow);
   f.tune.workload.amp = train::parse_amp_mode(f.amp);
   f.tune.try_no_overlap = !f.overlap_only;
   f.tune.validate();
   auto ctx = distributed::DistContext::init(f.dist.resolved());
-  const size_t candidates = bench::tune_candidates(f.tune).size();
+  const size_t candidates = measure::tune_candidates(f.tune).size();
   if (ctx->is_main()) {
     const std::string folder = std::filesystem::path(f.out).parent_path().string();
     if (!folder.empty()) make_dirs(folder);
     fmt::print("chexscale tune: {} candidates on {} ranks, {}\n", candidates, ctx->world_size(),
                f.tune.full_grid ? "full grid" : "successive halving");
   }
-  const bench::TuneResult r =
-      bench::run_tune(ctx, f.tune, [&](const bench::TuneTrial& t, size_t done, size_t total) {
+  const measure::TuneResult r =
+      measure::run_tune(ctx, f.tune, [&](const measure::TuneTrial& t, size_t done, size_t total) {
         if (!ctx->is_main()) return;
         fmt::print("  [{}/{}] round {} {:>3} steps {:>9.2f} images/s ({:.2f} so far)  {}\n", done,
                    total, t.round, t.steps, t.images_per_sec, t.pooled_images_per_sec,
-                   bench::candidate_name(bench::tune_candidates(f.tune)[t.candidate]));
+                   measure::candidate_name(measure::tune_candidates(f.tune)[t.candidate]));
         std::fflush(stdout);
       });
   if (!ctx->is_main()) return 0;
-  write_file_atomic(f.out, bench::tuned_yaml(r));
+  write_file_atomic(f.out, measure::tuned_yaml(r));
   fmt::print("chose {} ({:.2f} images/s) after {} trials in {:.1f} s; wrote {}\n",
-             bench::candidate_name(r.candidates[r.best]), r.best_images_per_sec, r.trials.size(),
+             measure::candidate_name(r.candidates[r.best]), r.best_images_per_sec, r.trials.size(),
              r.seconds, f.out);
   return 0;
 }

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "data/dataset_kind.h"
+#include "data/datasets/dataset_kind.h"
 
 namespace chexscale::cli {
 

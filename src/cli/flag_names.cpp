@@ -16,7 +16,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldFlags[] = {
     {"worker_rdzv_timeout", "--rdzv-timeout"},
     {"namespace_name", "--namespace"},
     {"tolerations", "--toleration"},
-    // bench::CommOptions, bench::ThroughputOptions
+    // measure::CommOptions, measure::ThroughputOptions
     {"iterations", "-n/--iters"},
     {"warmup", "-w/--warmup_iters"},
     {"threads", "--threads"},

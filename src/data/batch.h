@@ -1,25 +1,14 @@
-// A batch of examples as the trainer consumes them, and ChestX-ray14's pathology list.
+// A batch of examples as the trainer consumes them.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <array>
-#include <limits>
 #include <string>
 #include <vector>
 
+#include "data/labels/labels.h"
+
 namespace chexscale::data {
-
-inline constexpr int kNumPathologies = 14;
-
-// The canonical ChestX-ray14 label order (the CheXNet paper's and the model head's).
-inline const std::array<std::string, kNumPathologies> kPathologies = {
-    "Atelectasis", "Cardiomegaly", "Effusion",           "Infiltration",  "Mass",
-    "Nodule",      "Pneumonia",    "Pneumothorax",       "Consolidation", "Edema",
-    "Emphysema",   "Fibrosis",     "Pleural_Thickening", "Hernia"};
-
-// The value of a label that is not known in Batch::labels.
-inline constexpr float kUnknownLabel = std::numeric_limits<float>::quiet_NaN();
 
 struct Batch {
   torch::Tensor images;  // [B, 3, H, W] float32, ImageNet-normalised

@@ -7,11 +7,11 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "data/dataset_kind.h"
-#include "data/image_decode.h"
-#include "data/resize.h"
-#include "data/shard_reader.h"
-#include "data/shard_set.h"
+#include "data/datasets/dataset_kind.h"
+#include "data/image/image_decode.h"
+#include "data/image/resize.h"
+#include "data/shards/shard_reader.h"
+#include "data/shards/shard_set.h"
 
 namespace chexscale::data {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "data/labels.h"
-#include "data/loader.h"
-#include "data/png_io.h"
+#include "data/image/png_io.h"
+#include "data/labels/labels.h"
+#include "data/loader_options.h"
 
 namespace chexscale::data {
 

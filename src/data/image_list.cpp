@@ -10,10 +10,10 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "data/chestxray14_dataset.h"
+#include "data/datasets/chestxray14_dataset.h"
 #include "data/example_source.h"
-#include "data/image_decode.h"
-#include "data/resize.h"
+#include "data/image/image_decode.h"
+#include "data/image/resize.h"
 
 namespace chexscale::data {
 namespace {

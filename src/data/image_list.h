@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset_kind.h"
+#include "data/datasets/dataset_kind.h"
 #include "data/example_source.h"
 
 namespace chexscale::data {

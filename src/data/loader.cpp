@@ -13,12 +13,12 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/timer.h"
 #include "data/example_source.h"
-#include "data/random.h"
-#include "data/resize.h"
+#include "data/image/resize.h"
+#include "data/image/transforms.h"
 #include "data/sampler.h"
-#include "data/transforms.h"
 
 namespace chexscale::data {
 namespace {

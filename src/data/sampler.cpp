@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "data/random.h"
+#include "common/random.h"
 
 namespace chexscale::data {
 

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "data/image_decode.h"
-#include "data/resize.h"
+#include "data/image/image_decode.h"
+#include "data/image/resize.h"
 #include "models/registry.h"
 #include "models/weights.h"
 #include "train/checkpoint.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "data/png_io.h"
-#include "data/transforms.h"
+#include "data/image/png_io.h"
+#include "data/image/transforms.h"
 #include "models/classifier.h"
 
 namespace chexscale::train {

@@ -4,7 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "common/error.h"
-#include "data/label_set.h"
+#include "data/labels/label_set.h"
 #include "train/metrics_log.h"
 
 namespace chexscale::train {

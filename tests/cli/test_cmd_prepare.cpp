@@ -13,8 +13,8 @@
 #include <map>
 #include <thread>
 
-#include "data/shard_reader.h"
-#include "data/shard_set.h"
+#include "data/shards/shard_reader.h"
+#include "data/shards/shard_set.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"

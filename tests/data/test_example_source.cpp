@@ -4,10 +4,10 @@
 
 #include "common/error.h"
 #include "data/example_source.h"
-#include "data/image_decode.h"
+#include "data/image/image_decode.h"
+#include "data/image/resize.h"
 #include "data/loader.h"
-#include "data/resize.h"
-#include "data/synthetic.h"
+#include "data/synthetic/synthetic.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::data {

@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "data/chestxray14_dataset.h"
+#include "data/datasets/chestxray14_dataset.h"
 #include "e2e/metrics_records.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/read_file.h"

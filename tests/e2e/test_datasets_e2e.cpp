@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "data/label_set.h"
+#include "data/labels/label_set.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"

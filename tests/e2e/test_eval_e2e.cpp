@@ -13,12 +13,12 @@
 #include <sstream>
 
 #include "data/batch.h"
-#include "data/chestxray14_csv.h"
-#include "data/dicom_io.h"
-#include "data/image_decode.h"
-#include "data/png_io.h"
-#include "data/resize.h"
-#include "data/synthetic.h"
+#include "data/datasets/chestxray14_csv.h"
+#include "data/image/dicom_io.h"
+#include "data/image/image_decode.h"
+#include "data/image/png_io.h"
+#include "data/image/resize.h"
+#include "data/synthetic/synthetic.h"
 #include "models/registry.h"
 #include "models/weights.h"
 #include "test_util/chexscale_cli.h"

@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "data/chestxray14_dataset.h"
+#include "data/datasets/chestxray14_dataset.h"
 #include "distributed/rendezvous.h"
 #include "e2e/metrics_records.h"
 #include "test_util/chexscale_cli.h"

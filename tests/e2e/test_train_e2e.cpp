@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "data/image_decode.h"
-#include "data/png_io.h"
-#include "data/synthetic.h"
+#include "data/image/image_decode.h"
+#include "data/image/png_io.h"
+#include "data/synthetic/synthetic.h"
 #include "e2e/metrics_records.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/read_file.h"
