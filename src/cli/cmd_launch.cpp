@@ -15,16 +15,10 @@
 #include "distributed/env.h"
 #include "launch/elastic_agent.h"
 #include "launch/local_launcher.h"
-#include "train/trainer.h"
 
 namespace chexscale::cli {
 
 namespace {
-
-static_assert(launch::kExitPreempted == kExitPreempted, "the launcher reports train's status");
-static_assert(launch::kDefaultStopGrace == train::kDefaultStopGrace &&
-                  launch::kMaxStopGrace == train::kMaxStopGrace,
-              "--stop-grace means the same to launch and train");
 
 // Flags whose values need converting (seconds -> durations).
 struct LaunchFlags {

@@ -179,7 +179,7 @@ void add_run_flags(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--stop-grace", t.stop_grace,
                  fmt::format("Seconds to stop in on SIGTERM, SIGINT or SIGUSR1 (checkpoint, then "
                              "exit {}; a second signal or the grace running out ends at once)",
-                             kExitPreempted))
+                             train::kExitPreempted))
       ->capture_default_str();
   cmd.add_option("--record-examples", t.record_examples,
                  "Debug: each rank appends the dataset indices of every step it trains to "
@@ -265,11 +265,11 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
         fmt::print(stderr,
                    "stopping at step {} on {}: checkpoint written to {}, exit {} (resume with "
                    "--resume auto)\n",
-                   summary.steps, stop_signal_name(summary.stop_signal), summary.last_checkpoint,
-                   kExitPreempted);
+                   summary.steps, train::stop_signal_name(summary.stop_signal),
+                   summary.last_checkpoint, train::kExitPreempted);
       }
       ctx->barrier();  // no worker exits (and gets the others torn down) before that line
-      return kExitPreempted;
+      return train::kExitPreempted;
     }
     if (ctx->is_main()) print_summary(summary, o.out_dir);
     return 0;

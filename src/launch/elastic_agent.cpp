@@ -178,9 +178,9 @@ LaunchResult stopped(const GroupOutcome& outcome, const std::vector<WorkerProces
   r.failed_rank = outcome.failed_rank;
   const std::string what = outcome.describe_stop(workers);
   if (outcome.all_preempted()) {
-    r.exit_code = kExitPreempted;
+    r.exit_code = train::kExitPreempted;
     r.summary = fmt::format("stopped on {}: {}; exit {} (resume with --resume auto)", cause, what,
-                            kExitPreempted);
+                            train::kExitPreempted);
   } else {
     r.exit_code = outcome.signal != 0 ? 128 + outcome.signal
                                       : (outcome.failed_status != 0 ? outcome.failed_status : 1);
@@ -234,9 +234,9 @@ LaunchResult run_elastic_group(const LaunchOptions& o) {
     }
     if (outcome.signal != 0) {
       const std::string cause =
-          fmt::format("{} to node {}", stop_signal_name(outcome.signal), name);
+          fmt::format("{} to node {}", train::stop_signal_name(outcome.signal), name);
       rdzv->end_round({Kind::kStopped, cause});
-      LaunchResult r = stopped(outcome, workers, stop_signal_name(outcome.signal));
+      LaunchResult r = stopped(outcome, workers, train::stop_signal_name(outcome.signal));
       r.attempts = result.attempts;
       return r;
     }

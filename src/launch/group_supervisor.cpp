@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "launch/line_prefixer.h"
-#include "launch/local_launcher.h"
+#include "train/stop_contract.h"
 
 namespace chexscale::launch {
 namespace {
@@ -63,19 +63,6 @@ void relay(int& fd, LinePrefixer& prefixer, int out_fd) {
 
 }  // namespace
 
-std::string stop_signal_name(int sig) {
-  switch (sig) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGUSR1:
-      return "SIGUSR1";
-    default:
-      return fmt::format("signal {}", sig);
-  }
-}
-
 StopSignals::StopSignals() {
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw Error(fmt::format("pipe(): {}", std::strerror(errno)));
@@ -107,7 +94,7 @@ int StopSignals::take() const {
 
 bool GroupOutcome::all_preempted() const {
   for (int s : statuses)
-    if (s != kExitPreempted) return false;
+    if (s != train::kExitPreempted) return false;
   return !statuses.empty();
 }
 
@@ -119,7 +106,7 @@ std::string GroupOutcome::describe_stop(const std::vector<WorkerProcess>& worker
   for (const auto& [status, ranks] : ranks_by_status) {
     const std::string who =
         fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
-    if (status == kExitPreempted) {
+    if (status == train::kExitPreempted) {
       parts.push_back(fmt::format("{} exited {} (stopped at a checkpoint)", who, status));
     } else {
       parts.push_back(fmt::format("{} ended with {}", who, describe_exit(status)));
@@ -160,11 +147,11 @@ GroupOutcome supervise(std::vector<WorkerProcess>& workers, const SuperviseOptio
         log::warn(
             "chexscale launch: got {}; forwarding it to the workers (SIGKILL in {:g} s unless "
             "they have exited)",
-            stop_signal_name(sig), options.stop_grace.count());
+            train::stop_signal_name(sig), options.stop_grace.count());
         kill_after(options.stop_grace);
       } else {
         log::warn("chexscale launch: got {} again; forwarding it (the workers end at once)",
-                  stop_signal_name(sig));
+                  train::stop_signal_name(sig));
       }
       signal_all(sig);
     }
@@ -186,7 +173,7 @@ GroupOutcome supervise(std::vector<WorkerProcess>& workers, const SuperviseOptio
       const std::optional<int> status = w.poll_exit();
       if (status && outcome.statuses[i] == -1) {
         outcome.statuses[i] = *status;
-        if (*status == kExitPreempted) {
+        if (*status == train::kExitPreempted) {
           // The others stop at the same agreed step; they are killed if they do not.
           outcome.preempted = true;
           kill_after(options.stop_grace);

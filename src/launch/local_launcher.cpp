@@ -110,9 +110,9 @@ void LaunchOptions::validate() const {
     throw UsageError(fmt::format("grace_period {} s must be in [0, {}] seconds",
                                  grace_period.count(), kMaxGracePeriod.count()));
   }
-  if (stop_grace < 1 || stop_grace > kMaxStopGrace) {
-    throw UsageError(
-        fmt::format("stop_grace {} s must be in [1, {}] seconds", stop_grace, kMaxStopGrace));
+  if (stop_grace < 1 || stop_grace > train::kMaxStopGrace) {
+    throw UsageError(fmt::format("stop_grace {} s must be in [1, {}] seconds", stop_grace,
+                                 train::kMaxStopGrace));
   }
   if (max_nnodes > 0 && max_nnodes < nnodes) {
     throw UsageError(fmt::format("max_nnodes {} is less than nnodes {}", max_nnodes, nnodes));
@@ -244,12 +244,12 @@ std::optional<LaunchResult> stopped_result(const GroupOutcome& outcome,
   LaunchResult result;
   result.failed_rank = outcome.failed_rank;
   const std::string what = outcome.describe_stop(workers);
-  const std::string cause =
-      outcome.signal != 0 ? stop_signal_name(outcome.signal) : "a stop signal to the workers";
+  const std::string cause = outcome.signal != 0 ? train::stop_signal_name(outcome.signal)
+                                                : "a stop signal to the workers";
   if (outcome.all_preempted()) {
-    result.exit_code = kExitPreempted;
+    result.exit_code = train::kExitPreempted;
     result.summary = fmt::format("stopped on {}: {}; exit {} (resume with --resume auto)", cause,
-                                 what, kExitPreempted);
+                                 what, train::kExitPreempted);
   } else {
     result.exit_code = outcome.signal != 0 ? 128 + outcome.signal : outcome.failed_status;
     result.summary = fmt::format("stopped on {}: {}", cause, what);
