@@ -101,9 +101,10 @@ void add_worker_options(CLI::App* cmd, LaunchFlags& f) {
                   "resume from their latest checkpoint; unset: PET_MAX_RESTARTS)")
       ->capture_default_str();
   cmd->add_option("--rdzv-timeout", f.rdzv_timeout_s,
-                  "Seconds workers wait for every rank to join (passed as "
-                  "CHEXSCALE_RDZV_TIMEOUT); elastic: also the most a node waits for a round to "
-                  "take it in, or retries a failing rendezvous server")
+                  fmt::format("Seconds workers wait for every rank to join (passed as {}); "
+                              "elastic: also the most a node waits for a round to take it in, "
+                              "or retries a failing rendezvous server",
+                              distributed::kEnvRdzvTimeout))
       ->capture_default_str();
   cmd->add_option("--grace-period", f.grace_period_s,
                   "Seconds between SIGTERM and SIGKILL when stopping the workers after one failed")
@@ -111,9 +112,9 @@ void add_worker_options(CLI::App* cmd, LaunchFlags& f) {
   cmd->add_option(
          "--stop-grace", o.stop_grace,
          fmt::format("Seconds the workers have to checkpoint and exit on a SIGTERM, SIGINT "
-                     "or SIGUSR1 to the launcher (forwarded; passed to them as "
-                     "CHEXSCALE_STOP_GRACE, train's --stop-grace); SIGKILL {} s later",
-                     launch::kStopKillMargin.count()))
+                     "or SIGUSR1 to the launcher (forwarded; passed to them as {}, train's "
+                     "--stop-grace); SIGKILL {} s later",
+                     distributed::kEnvStopGrace, launch::kStopKillMargin.count()))
       ->capture_default_str();
   cmd->add_option("--program", o.program,
                   "Run this executable instead of chexscale (like torchrun --no-python); empty = "

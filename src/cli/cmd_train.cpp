@@ -15,6 +15,7 @@
 #include "common/progress.h"
 #include "common/timeline.h"
 #include "data/batch.h"
+#include "distributed/env.h"
 #include "train/trainer.h"
 
 namespace chexscale::cli {
@@ -233,9 +234,9 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
   registry.add(cmd, [f](const RunContext& run) {
     train::TrainerOptions o = f->resolved();
     o.stop_request = &install_stop_signals(o.stop_grace);
-    if (const char* round = std::getenv("CHEXSCALE_ELASTIC_ROUND")) {  // chexscale launch's
+    if (const char* round = std::getenv(distributed::kEnvElasticRound)) {  // chexscale launch's
       o.membership_round = std::atoi(round);
-      const char* names = std::getenv("CHEXSCALE_ELASTIC_NODES");
+      const char* names = std::getenv(distributed::kEnvElasticNodes);
       std::istringstream nodes(names != nullptr ? names : "");
       for (std::string node; std::getline(nodes, node, ',');)
         o.membership_nodes.push_back(node);

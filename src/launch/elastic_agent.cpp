@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "distributed/dist_options.h"
+#include "distributed/env.h"
 #include "launch/elastic_rendezvous.h"
 #include "launch/group_supervisor.h"
 #include "launch/worker_process.h"
@@ -50,25 +51,20 @@ std::string node_name(const LaunchOptions& o) {
 
 std::map<std::string, std::string> worker_env(const LaunchOptions& o, const Membership& m,
                                               int local_rank) {
-  std::map<std::string, std::string> env = o.extra_env;
-  env["MASTER_ADDR"] = o.master_addr;
-  env["MASTER_PORT"] = std::to_string(o.master_port);
-  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  WorkerPlace place;
+  place.master_port = o.master_port;
+  place.world_size = m.world_size;
+  place.rank = m.rank_offset + local_rank;
+  place.local_rank = local_rank;
+  place.node_rank = m.node_rank;
+  place.attempt = m.round;
+  std::map<std::string, std::string> env = worker_environment(o, place);
+  env[distributed::kEnvUseAgentStore] = "True";
   // The workers' store prefix: the round's number on the server, unique across its jobs.
-  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(m.attempt);
-  env["TORCHELASTIC_RUN_ID"] = o.rdzv_id;
-  env["WORLD_SIZE"] = std::to_string(m.world_size);
-  env["RANK"] = std::to_string(m.rank_offset + local_rank);
-  env["LOCAL_RANK"] = std::to_string(local_rank);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc_per_node);
-  env["GROUP_RANK"] = std::to_string(m.node_rank);
-  env["CHEXSCALE_RESTART_COUNT"] = std::to_string(m.round);
-  env["CHEXSCALE_ELASTIC_ROUND"] = std::to_string(m.round);
-  env["CHEXSCALE_ELASTIC_NODES"] = fmt::format("{}", fmt::join(m.node_names, ","));
-  env["CHEXSCALE_STOP_GRACE"] = std::to_string(o.stop_grace);
-  if (o.worker_rdzv_timeout) {
-    env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(o.worker_rdzv_timeout->count());
-  }
+  env[distributed::kEnvRestartCount] = std::to_string(m.attempt);
+  env[distributed::kEnvRunId] = o.rdzv_id;
+  env[distributed::kEnvElasticRound] = std::to_string(m.round);
+  env[distributed::kEnvElasticNodes] = fmt::format("{}", fmt::join(m.node_names, ","));
   return env;
 }
 

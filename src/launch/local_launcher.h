@@ -107,6 +107,23 @@ LaunchOptions resolve_topology(LaunchOptions options,
 // `what` names the value in the UsageError for anything else.
 void parse_nnodes(const std::string& text, const std::string& what, LaunchOptions& options);
 
+// Where one worker is in its job, for its environment.
+struct WorkerPlace {
+  int master_port = 0;
+  int world_size = 1;
+  int rank = 0;
+  int local_rank = 0;
+  int node_rank = 0;
+  int attempt = 0;  // the group's restarts so far, or the elastic round
+};
+
+// The environment contract of one worker (distributed/env.h's names): options.extra_env plus
+// MASTER_ADDR (options.master_addr), MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE
+// (options.nproc_per_node), GROUP_RANK, CHEXSCALE_RESTART_COUNT, CHEXSCALE_STOP_GRACE and, when
+// options.worker_rdzv_timeout is set, CHEXSCALE_RDZV_TIMEOUT.
+std::map<std::string, std::string> worker_environment(const LaunchOptions& options,
+                                                      const WorkerPlace& place);
+
 // Runs the local group to completion (options already resolved; not elastic()).
 LaunchResult run_local_group(const LaunchOptions& options);
 

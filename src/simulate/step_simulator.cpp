@@ -313,17 +313,12 @@ StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& b
 }  // namespace
 
 void SimulationSettings::validate() const {
-  if (!(bucket_mb > 0) || !(first_bucket_mb > 0)) {
-    throw UsageError(
-        fmt::format("bucket_mb {} and first_bucket_mb {} must be > 0", bucket_mb, first_bucket_mb));
-  }
+  distributed::check_bucket_sizes(bucket_mb, first_bucket_mb);
   if (steps < 1) throw UsageError(fmt::format("steps {} must be >= 1", steps));
   if (cores_per_worker < 0) {
     throw UsageError(fmt::format("cores_per_worker {} must be >= 0", cores_per_worker));
   }
-  if (!(powersgd_min_rate >= 0)) {
-    throw UsageError(fmt::format("powersgd_min_rate {} must be >= 0", powersgd_min_rate));
-  }
+  distributed::check_powersgd_min_rate(powersgd_min_rate);
   wire_mode(*this);
 }
 
