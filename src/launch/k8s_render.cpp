@@ -10,9 +10,12 @@
 
 #include "common/error.h"
 #include "launch/k8s_pod.h"
+#include "train/stop_contract.h"
 
 namespace chexscale::launch {
 namespace {
+
+using train::kMaxStopGrace;  // --stop-grace's bound, which validate() checks
 
 // Pod host names are "<job>-<index>" and objects "<job>-config": leave room under 63 characters.
 constexpr size_t kMaxJobNameLength = 50;
@@ -350,9 +353,9 @@ void K8sRenderOptions::validate() const {
           "' with scheduler volcano: choose one gang scheduler (Kueue's queue or Volcano)");
     }
   }
-  if (stop_grace < 1 || stop_grace > train::kMaxStopGrace) {
+  if (stop_grace < 1 || stop_grace > kMaxStopGrace) {
     throw UsageError(
-        fmt::format("stop_grace {} is not in [1, {}] seconds", stop_grace, train::kMaxStopGrace));
+        fmt::format("stop_grace {} is not in [1, {}] seconds", stop_grace, kMaxStopGrace));
   }
   if (command.empty()) {
     throw UsageError("no worker command: give it after '--', e.g. -- bench --arch densenet121");
