@@ -6,9 +6,13 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/distributed_flags.h"
+#include "cli/option_args.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -75,41 +79,12 @@ void print_sweep(const measure::SweepResult& sweep) {
   }
 }
 
-// The options every run of a sweep gets (the sweep adds label, output and timeline).
-std::vector<std::string> forwarded_args(const BenchFlags& f) {
-  const auto& r = f.run;
-  const auto reducer = f.reducer.resolved();
-  const auto& d = f.dist;
-  const std::vector<std::pair<const char*, std::string>> options{
-      {"--workers", ""},  // each run measures its own job: no sweep inside a sweep
-      {"--arch", r.arch},
-      {"--image-size", std::to_string(r.image_size)},
-      {"--batch-size", std::to_string(r.batch_size)},
-      {"--steps", std::to_string(r.steps)},
-      {"--warmup-steps", std::to_string(r.warmup_steps)},
-      {"--threads", std::to_string(r.threads)},
-      {"--loader-threads", std::to_string(r.loader_threads)},
-      {"--seed", std::to_string(r.seed)},
-      {"--bucket-mb", fmt::format("{}", reducer.bucket_mb)},
-      {"--first-bucket-mb", fmt::format("{}", reducer.first_bucket_mb)},
-      {"--grad-compression", distributed::compression_spec(reducer)},
-      {"--powersgd-start-step", std::to_string(reducer.powersgd_start_step)},
-      {"--powersgd-min-rate", fmt::format("{}", reducer.powersgd_min_rate)},
-      {"--backend", d.backend},
-      {"--device", d.device},
-      {"--amp", f.amp},
-      {"--rdzv-timeout", std::to_string(d.rdzv_timeout_s)},
-      {"--collective-timeout", std::to_string(d.collective_timeout_s)},
-      {"--data", r.data}};
-  std::vector<std::string> args;
-  for (const auto& [name, value] : options)
-    args.insert(args.end(), {name, value});
-  if (!reducer.overlap) args.push_back("--no-overlap");
-  if (r.channels_last) args.push_back("--channels-last");
-  return args;
-}
+// The options only the sweep reads: each run gets its own label, output and timeline from it.
+const std::set<std::string> kSweepOnlyOptions = {"workers", "label",    "out",
+                                                 "json",    "timeline", "profile"};
 
-int run_sweep(const BenchFlags& f) {
+// `cmd` holds the options as given: each run of the sweep gets them again.
+int run_sweep(const BenchFlags& f, const CLI::App& cmd) {
   // Each run of the sweep would refuse the same bad value: refuse it once, before the first.
   measure::ThroughputOptions run = f.run;
   run.reducer = f.reducer.resolved();
@@ -119,7 +94,9 @@ int run_sweep(const BenchFlags& f) {
   measure::SweepOptions s;
   s.executable = "/proc/self/exe";
   s.workers = measure::parse_worker_counts(f.workers);
-  s.bench_args = forwarded_args(f);
+  s.bench_args = {"--workers", ""};  // each run measures its own job: no sweep inside a sweep
+  const std::vector<std::string> given = given_options_as_args(cmd, kSweepOnlyOptions);
+  s.bench_args.insert(s.bench_args.end(), given.begin(), given.end());
   s.out_dir = f.out;
   s.label = f.run.label;
   s.timeline = f.timeline;
@@ -233,11 +210,11 @@ void add_bench_command(CLI::App& app, CommandRegistry& registry) {
                 "Channels-last (NHWC) layout of the model and batches");
   add_reducer_flags(*cmd, f->reducer);
   add_distributed_flags(*cmd, f->dist);
-  registry.add(cmd, [f](const RunContext&) {
+  registry.add(cmd, [f](const RunContext& ctx) {
     if (!f->workers.empty() && !f->profile.empty()) {
       throw UsageError("--profile measures one worker: give it without --workers");
     }
-    return f->workers.empty() ? run_job(*f) : run_sweep(*f);
+    return f->workers.empty() ? run_job(*f) : run_sweep(*f, ctx.cmd);
   });
 }
 

@@ -124,6 +124,20 @@ std::shared_ptr<const data::ImageListSource> open_image_list(const EvalFlags& f,
       f.data.source, f.images, static_cast<int>(image_size), f.data.dataset);
 }
 
+// The rows that are scored: with an image list its labelled ones, combined per study when
+// `per_study`.
+train::SplitOutputs scored_rows(const train::SplitOutputs& out, bool from_list,
+                                const std::vector<std::string>& names,
+                                const std::vector<bool>& labelled, bool per_study) {
+  train::SplitOutputs scored = from_list ? train::select_rows(out, labelled) : out;
+  if (!per_study) return scored;
+  std::vector<std::string> study;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (labelled[i]) study.push_back(train::study_of_image(names[i]));
+  }
+  return train::combine_study_views(scored, study);
+}
+
 // Writes predictions.csv and metrics.json and prints the table (rank 0).
 void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::ExampleSource& source,
             const data::ImageListSource* list, const train::SplitOutputs& out) {
@@ -134,16 +148,10 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
     names.push_back(source.name(index));
     labelled.push_back(list == nullptr || list->labelled(index));
   }
-  train::SplitOutputs scored = list ? train::select_rows(out, labelled) : out;
-  const int64_t labelled_images = scored.logits.size(0);
+  const int64_t labelled_images =
+      list ? std::count(labelled.begin(), labelled.end(), true) : out.logits.size(0);
   const bool per_study = scores_per_study(f, out.label_names, names);
-  if (per_study) {
-    std::vector<std::string> study;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (labelled[i]) study.push_back(train::study_of_image(names[i]));
-    }
-    scored = train::combine_study_views(scored, study);
-  }
+  const train::SplitOutputs scored = scored_rows(out, list != nullptr, names, labelled, per_study);
   std::optional<train::EvalMetrics> metrics;
   if (scored.logits.size(0) > 0) {
     metrics = train::evaluate_outputs(scored, train::BceWithLogitsLoss());
@@ -188,6 +196,40 @@ void report(const EvalFlags& f, const data::LoaderOptions& lo, const data::Examp
              (dir / "metrics.json").string());
 }
 
+// Evaluates the checkpoint on every rank; rank 0 writes and prints the results.
+int run_eval(EvalFlags& f) {
+  if (f.checkpoint.empty()) throw UsageError("eval: --checkpoint is required");
+  if (f.data.source.empty()) throw UsageError("eval: --data is required");
+  if (f.out_dir.empty()) throw UsageError("eval: --out is required");
+  f.data.split = data::parse_split(f.split);
+  f.data.dataset = f.dataset.resolved();
+  auto ctx = distributed::DistContext::init(f.dist.resolved());
+  if (ctx->is_main()) make_dirs(f.out_dir);  // an unwritable --out fails before the work
+  const train::InferenceModel m = train::load_inference_model(f.checkpoint, ctx->device());
+  data::LoaderOptions lo = f.data;
+  lo.image_size = m.image_size;
+  lo.crop_size = m.crop_size;
+  lo.augment = false;
+  lo.shuffle = false;
+  lo.rank = ctx->rank();
+  lo.world_size = ctx->world_size();
+  const auto list = open_image_list(f, m.image_size);
+  data::Loader loader(lo, list);  // a null list: the split of --data
+  if (loader.label_names() != m.label_names) {
+    throw UsageError(fmt::format(
+        "{} predicts other labels ({}) than {} has ({}): evaluate a model on data of its own "
+        "label set",
+        f.checkpoint, fmt::join(m.label_names, ", "), f.data.source,
+        fmt::join(loader.label_names(), ", ")));
+  }
+  const train::SplitOutputs out = train::predict_split(*m.model, loader, ctx.get(), m.device);
+  if (!ctx->is_main()) return 0;
+  const std::shared_ptr<const data::ExampleSource> source =
+      list ? list : std::shared_ptr<const data::ExampleSource>(data::open_example_source(lo));
+  report(f, lo, *source, list.get(), out);
+  return 0;
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app, CommandRegistry& registry) {
@@ -229,38 +271,7 @@ void add_eval_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--split-seed", f->data.split_seed, "As in training: seed of the splits")
       ->capture_default_str();
   add_distributed_flags(*cmd, f->dist);
-  registry.add(cmd, [f](const RunContext&) {
-    if (f->checkpoint.empty()) throw UsageError("eval: --checkpoint is required");
-    if (f->data.source.empty()) throw UsageError("eval: --data is required");
-    if (f->out_dir.empty()) throw UsageError("eval: --out is required");
-    f->data.split = data::parse_split(f->split);
-    f->data.dataset = f->dataset.resolved();
-    auto ctx = distributed::DistContext::init(f->dist.resolved());
-    if (ctx->is_main()) make_dirs(f->out_dir);  // an unwritable --out fails before the work
-    const train::InferenceModel m = train::load_inference_model(f->checkpoint, ctx->device());
-    data::LoaderOptions lo = f->data;
-    lo.image_size = m.image_size;
-    lo.crop_size = m.crop_size;
-    lo.augment = false;
-    lo.shuffle = false;
-    lo.rank = ctx->rank();
-    lo.world_size = ctx->world_size();
-    const auto list = open_image_list(*f, m.image_size);
-    data::Loader loader(lo, list);  // a null list: the split of --data
-    if (loader.label_names() != m.label_names) {
-      throw UsageError(fmt::format(
-          "{} predicts other labels ({}) than {} has ({}): evaluate a model on data of its own "
-          "label set",
-          f->checkpoint, fmt::join(m.label_names, ", "), f->data.source,
-          fmt::join(loader.label_names(), ", ")));
-    }
-    const train::SplitOutputs out = train::predict_split(*m.model, loader, ctx.get(), m.device);
-    if (!ctx->is_main()) return 0;
-    const std::shared_ptr<const data::ExampleSource> source =
-        list ? list : std::shared_ptr<const data::ExampleSource>(data::open_example_source(lo));
-    report(*f, lo, *source, list.get(), out);
-    return 0;
-  });
+  registry.add(cmd, [f](const RunContext&) { return run_eval(*f); });
 }
 
 }  // namespace chexscale::cli

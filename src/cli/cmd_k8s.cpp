@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "launch/k8s_render.h"
 #include "launch/k8s_yaml.h"
+#include "train/stop_contract.h"
 
 namespace chexscale::cli {
 namespace {
@@ -22,7 +23,8 @@ struct RenderFlags {
   std::string out_dir;
 };
 
-void add_render_options(CLI::App* cmd, RenderFlags& f) {
+// The job: its flavour, scheduling, output, names, image, pods and rendezvous.
+void add_job_options(CLI::App* cmd, RenderFlags& f) {
   auto& o = f.options;
   cmd->add_option("--flavor", f.flavor,
                   "indexed-job (batch/v1 Job + headless Service), pytorchjob (Kubeflow), "
@@ -55,6 +57,10 @@ void add_render_options(CLI::App* cmd, RenderFlags& f) {
       ->capture_default_str();
   cmd->add_option("--master-addr", o.master_addr,
                   "Rendezvous host the pods use (default: <job>-0.<job>, rank 0's DNS name)");
+}
+
+// Each pod: resources, volumes, network, placement, user, stopping and the worker command.
+void add_pod_options(CLI::App* cmd, launch::K8sRenderOptions& o) {
   cmd->add_option("--cpu", o.cpu, "CPU request per pod")->capture_default_str();
   cmd->add_option("--memory", o.memory, "Memory request and limit per pod")->capture_default_str();
   cmd->add_option("--shm-size", o.shm_size, "Size of the /dev/shm emptyDir (medium Memory)")
@@ -78,10 +84,10 @@ void add_render_options(CLI::App* cmd, RenderFlags& f) {
   cmd->add_option("--run-as-user", o.run_as_user, "Non-root uid/gid of the container user")
       ->capture_default_str();
   cmd->add_option("--stop-grace", o.stop_grace,
-                  fmt::format("Seconds the workers have to checkpoint and exit 75 on a SIGTERM "
+                  fmt::format("Seconds the workers have to checkpoint and exit {} on a SIGTERM "
                               "(the launcher's --stop-grace); the pods' "
                               "terminationGracePeriodSeconds is {} more",
-                              launch::kPodStopMargin))
+                              train::kExitPreempted, launch::kPodStopMargin))
       ->capture_default_str();
   cmd->add_option("--command,command", o.command,
                   "Worker command after '--': a chexscale subcommand and its options, e.g. "
@@ -128,7 +134,8 @@ void add_k8s_command(CLI::App& app, CommandRegistry& registry) {
       "NetworkPolicy and the --config file as a ConfigMap, with secure defaults.\n"
       "Example: chexscale k8s render --nnodes 2 --out k8s/ -- bench --arch densenet121");
   auto flags = std::make_shared<RenderFlags>();
-  add_render_options(render, *flags);
+  add_job_options(render, *flags);
+  add_pod_options(render, flags->options);
   registry.add(render, [flags](const RunContext& ctx) { return run_render(ctx, *flags); });
 }
 

@@ -15,16 +15,10 @@
 #include "distributed/env.h"
 #include "launch/elastic_agent.h"
 #include "launch/local_launcher.h"
-#include "train/trainer.h"
 
 namespace chexscale::cli {
 
 namespace {
-
-static_assert(launch::kExitPreempted == kExitPreempted, "the launcher reports train's status");
-static_assert(launch::kDefaultStopGrace == train::kDefaultStopGrace &&
-                  launch::kMaxStopGrace == train::kMaxStopGrace,
-              "--stop-grace means the same to launch and train");
 
 // Flags whose values need converting (seconds -> durations).
 struct LaunchFlags {
@@ -54,22 +48,13 @@ void take_torchrun_flags(const RunContext& ctx, const std::map<std::string, std:
   take("rdzv-id", o.rdzv_id, pet.rdzv_id);
 }
 
-}  // namespace
-
-void add_launch_command(CLI::App& app, CommandRegistry& registry) {
-  auto* cmd = app.add_subcommand(
-      "launch",
-      "Run a chexscale subcommand as a data-parallel job on this node:\n"
-      "  chexscale launch --nproc-per-node 2 -- train --data DIR ...\n"
-      "Each worker gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and\n"
-      "MASTER_PORT; for several nodes run one launcher per node with the same --nnodes,\n"
-      "--master-addr and --master-port and its own --node-rank (see docs/bare-metal.md).");
-  auto f = std::make_shared<LaunchFlags>();
-  auto& o = f->options;
+// How many workers and nodes, and the elastic rendezvous of the nodes.
+void add_membership_options(CLI::App* cmd, LaunchFlags& f) {
+  auto& o = f.options;
   cmd->add_option("--nproc-per-node", o.nproc_per_node,
                   "Workers on this node (unset: PET_NPROC_PER_NODE)")
       ->capture_default_str();
-  cmd->add_option("--nnodes", f->nnodes,
+  cmd->add_option("--nnodes", f.nnodes,
                   "Nodes in the job, N or MIN:MAX (elastic: nodes meet at the rendezvous server "
                   "--master-addr:--master-port, see `chexscale rendezvous-server`); -1 = "
                   "PET_NNODES, NNODES or SLURM_NNODES from the environment, else 1")
@@ -81,14 +66,19 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
                   "node of a job gives the same, a new job on a server that ran one gives a new "
                   "one")
       ->capture_default_str();
-  cmd->add_option("--rdzv-last-call", f->last_call_s,
+  cmd->add_option("--rdzv-last-call", f.last_call_s,
                   "Elastic: seconds without a new node, once MIN have joined, before a round "
                   "closes")
       ->capture_default_str();
-  cmd->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
+  cmd->add_option("--heartbeat-timeout", f.heartbeat_timeout_s,
                   "Elastic: seconds of silence after which another node is lost and the round "
                   "restarts without it")
       ->capture_default_str();
+}
+
+// Where this node is in a fixed job and where the rendezvous store is.
+void add_rendezvous_options(CLI::App* cmd, LaunchFlags& f) {
+  auto& o = f.options;
   cmd->add_option("--node-rank", o.node_rank,
                   "This node's index; -1 = PET_NODE_RANK, JOB_COMPLETION_INDEX, SLURM_NODEID or "
                   "NODE_RANK, else 0")
@@ -101,51 +91,76 @@ void add_launch_command(CLI::App& app, CommandRegistry& registry) {
                               "PET_MASTER_PORT, a free port (one node), or MASTER_PORT / {}",
                               distributed::kDefaultMasterPort))
       ->capture_default_str();
+}
+
+// Restarts, timeouts and stopping of the workers, and what they run.
+void add_worker_options(CLI::App* cmd, LaunchFlags& f) {
+  auto& o = f.options;
   cmd->add_option("--max-restarts", o.max_restarts,
                   "Restart the whole local group this many times after a failure (workers "
                   "resume from their latest checkpoint; unset: PET_MAX_RESTARTS)")
       ->capture_default_str();
-  cmd->add_option("--rdzv-timeout", f->rdzv_timeout_s,
-                  "Seconds workers wait for every rank to join (passed as "
-                  "CHEXSCALE_RDZV_TIMEOUT); elastic: also the most a node waits for a round to "
-                  "take it in, or retries a failing rendezvous server")
+  cmd->add_option("--rdzv-timeout", f.rdzv_timeout_s,
+                  fmt::format("Seconds workers wait for every rank to join (passed as {}); "
+                              "elastic: also the most a node waits for a round to take it in, "
+                              "or retries a failing rendezvous server",
+                              distributed::kEnvRdzvTimeout))
       ->capture_default_str();
-  cmd->add_option("--grace-period", f->grace_period_s,
+  cmd->add_option("--grace-period", f.grace_period_s,
                   "Seconds between SIGTERM and SIGKILL when stopping the workers after one failed")
       ->capture_default_str();
   cmd->add_option(
          "--stop-grace", o.stop_grace,
          fmt::format("Seconds the workers have to checkpoint and exit on a SIGTERM, SIGINT "
-                     "or SIGUSR1 to the launcher (forwarded; passed to them as "
-                     "CHEXSCALE_STOP_GRACE, train's --stop-grace); SIGKILL {} s later",
-                     launch::kStopKillMargin.count()))
+                     "or SIGUSR1 to the launcher (forwarded; passed to them as {}, train's "
+                     "--stop-grace); SIGKILL {} s later",
+                     distributed::kEnvStopGrace, launch::kStopKillMargin.count()))
       ->capture_default_str();
   cmd->add_option("--program", o.program,
                   "Run this executable instead of chexscale (like torchrun --no-python); empty = "
                   "chexscale itself");
   cmd->add_option("command", o.args, "The chexscale subcommand and its options, after --")
       ->expected(-1);
-  registry.add(cmd, [f](const RunContext& ctx) {
-    launch::LaunchOptions options = f->options;
-    if (f->nnodes != "-1") launch::parse_nnodes(f->nnodes, "--nnodes", options);
-    options.last_call = std::chrono::duration<double>(f->last_call_s);
-    options.heartbeat_timeout = std::chrono::duration<double>(f->heartbeat_timeout_s);
-    options.grace_period = std::chrono::duration<double>(f->grace_period_s);
-    if (ctx.config.source("rdzv-timeout") != ConfigSource::kDefault) {
-      options.worker_rdzv_timeout = std::chrono::seconds(f->rdzv_timeout_s);
-    }
-    const auto env = distributed::process_environment();
-    take_torchrun_flags(ctx, env, options);
-    options = launch::resolve_topology(options, env);
-    const launch::LaunchResult result =
-        options.elastic() ? launch::run_elastic_group(options) : launch::run_local_group(options);
-    if (result.exit_code == 0) {
-      log::info("chexscale launch: {}", result.summary);
-    } else {
-      fmt::print(stderr, "chexscale launch: {}\n", result.summary);
-    }
-    return result.exit_code;
-  });
+}
+
+// Resolves the options (flags, PET_* variables, the environment) and runs the group.
+int run_launch(const LaunchFlags& f, const RunContext& ctx) {
+  launch::LaunchOptions options = f.options;
+  if (f.nnodes != "-1") launch::parse_nnodes(f.nnodes, "--nnodes", options);
+  options.last_call = std::chrono::duration<double>(f.last_call_s);
+  options.heartbeat_timeout = std::chrono::duration<double>(f.heartbeat_timeout_s);
+  options.grace_period = std::chrono::duration<double>(f.grace_period_s);
+  if (ctx.config.source("rdzv-timeout") != ConfigSource::kDefault) {
+    options.worker_rdzv_timeout = std::chrono::seconds(f.rdzv_timeout_s);
+  }
+  const auto env = distributed::process_environment();
+  take_torchrun_flags(ctx, env, options);
+  options = launch::resolve_topology(options, env);
+  const launch::LaunchResult result =
+      options.elastic() ? launch::run_elastic_group(options) : launch::run_local_group(options);
+  if (result.exit_code == 0) {
+    log::info("chexscale launch: {}", result.summary);
+  } else {
+    fmt::print(stderr, "chexscale launch: {}\n", result.summary);
+  }
+  return result.exit_code;
+}
+
+}  // namespace
+
+void add_launch_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "launch",
+      "Run a chexscale subcommand as a data-parallel job on this node:\n"
+      "  chexscale launch --nproc-per-node 2 -- train --data DIR ...\n"
+      "Each worker gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and\n"
+      "MASTER_PORT; for several nodes run one launcher per node with the same --nnodes,\n"
+      "--master-addr and --master-port and its own --node-rank (see docs/bare-metal.md).");
+  auto f = std::make_shared<LaunchFlags>();
+  add_membership_options(cmd, *f);
+  add_rendezvous_options(cmd, *f);
+  add_worker_options(cmd, *f);
+  registry.add(cmd, [f](const RunContext& ctx) { return run_launch(*f, ctx); });
 }
 
 }  // namespace chexscale::cli

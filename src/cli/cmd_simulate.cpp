@@ -95,14 +95,15 @@ const simulate::NetworkProfile& network(const Networks& networks, const std::str
   return fallback->second;
 }
 
-simulate::SimulationPlan make_plan(const SimulateArgs& args) {
-  if (args.networks.empty()) {
+// The --network profiles by path and element type.
+Networks load_networks(const std::vector<std::string>& specs) {
+  if (specs.empty()) {
     throw UsageError(
         "give at least one --network NAME=PROFILE (from `chexscale commbench "
         "--profile FILE` over that path)");
   }
   Networks networks;
-  for (const std::string& spec : args.networks) {
+  for (const std::string& spec : specs) {
     auto [name, path] = split_spec(spec, "--network", "NAME=PROFILE");
     simulate::NetworkProfile profile = simulate::load_network_profile(path);
     const std::string dtype = profile.dtype;
@@ -110,22 +111,64 @@ simulate::SimulationPlan make_plan(const SimulateArgs& args) {
       throw UsageError(fmt::format("--network {} is given twice with a {} profile", name, dtype));
     }
   }
-  std::vector<std::string> system_specs = args.systems;
-  if (system_specs.empty()) system_specs.push_back("bare-metal=" + networks.begin()->first);
+  return networks;
+}
 
-  std::string default_compute;
-  std::map<std::string, std::string> compute_for;
-  for (const std::string& spec : args.compute) {
-    if (spec.find('=') == std::string::npos) {
-      if (!default_compute.empty()) throw UsageError("--compute PROFILE is given twice");
-      default_compute = spec;
-    } else {
-      auto [system, path] = split_spec(spec, "--compute", "PROFILE or SYSTEM=PROFILE");
-      compute_for[system] = path;
+// The --compute profiles: the one for every system ("" = none) and those of single systems.
+struct ComputeProfiles {
+  std::string all;
+  std::map<std::string, std::string> by_system;
+
+  explicit ComputeProfiles(const std::vector<std::string>& specs) {
+    for (const std::string& spec : specs) {
+      if (spec.find('=') == std::string::npos) {
+        if (!all.empty()) throw UsageError("--compute PROFILE is given twice");
+        all = spec;
+      } else {
+        auto [system, path] = split_spec(spec, "--compute", "PROFILE or SYSTEM=PROFILE");
+        by_system[system] = path;
+      }
     }
   }
 
-  simulate::SimulationPlan plan;
+  const std::string& of(const std::string& system) const {
+    auto it = by_system.find(system);
+    const std::string& path = it != by_system.end() ? it->second : all;
+    if (path.empty()) {
+      throw UsageError(
+          fmt::format("--system {} has no compute profile: give --compute PROFILE "
+                      "(from `chexscale bench --workers 1 --profile FILE`)",
+                      system));
+    }
+    return path;
+  }
+};
+
+// One --system NAME=INTER[,INTRA], its links of the job's wire type and its compute profile;
+// `names` holds the systems' names so far (a name given twice is refused).
+simulate::SystemSpec system_of(const std::string& spec, const Networks& networks,
+                               const ComputeProfiles& compute, const std::string& dtype,
+                               std::set<std::string>& names, std::set<std::string>& warned) {
+  auto [name, paths] = split_spec(spec, "--system",
+                                  "NAME=INTER[,INTRA] (e.g. "
+                                  "kubernetes=overlay,intra-node)");
+  if (!names.insert(name).second) throw UsageError(fmt::format("--system {} is given twice", name));
+  simulate::SystemSpec system;
+  system.name = name;
+  const auto comma = paths.find(',');
+  system.inter_path = paths.substr(0, comma);
+  system.intra_path = comma == std::string::npos ? "" : paths.substr(comma + 1);
+  if (system.intra_path.empty()) {
+    system.intra_path = networks.count("intra-node") != 0 ? "intra-node" : system.inter_path;
+  }
+  system.links.inter_node = network(networks, system.inter_path, dtype, name, warned);
+  system.links.intra_node = network(networks, system.intra_path, dtype, name, warned);
+  system.compute = simulate::load_compute_profile(compute.of(name));
+  return system;
+}
+
+// The sizes and the settings of the simulation, checked.
+void set_sizes_and_settings(const SimulateArgs& args, simulate::SimulationPlan& plan) {
   plan.workers_per_node = args.workers_per_node;
   plan.settings = args.settings;
   plan.settings.overlap = !args.no_overlap;
@@ -138,37 +181,22 @@ simulate::SimulationPlan make_plan(const SimulateArgs& args) {
   std::set<int> sizes(args.nodes.begin(), args.nodes.end());
   if (sizes.empty() || *sizes.begin() < 1) throw UsageError("--nodes: give node counts >= 1");
   plan.nodes.assign(sizes.begin(), sizes.end());
+}
 
+simulate::SimulationPlan make_plan(const SimulateArgs& args) {
+  const Networks networks = load_networks(args.networks);
+  std::vector<std::string> system_specs = args.systems;
+  if (system_specs.empty()) system_specs.push_back("bare-metal=" + networks.begin()->first);
+  const ComputeProfiles compute(args.compute);
+
+  simulate::SimulationPlan plan;
+  set_sizes_and_settings(args, plan);
   std::set<std::string> names, warned;
   const std::string dtype = wire_dtype(plan.settings.compression);
   for (const std::string& spec : system_specs) {
-    auto [name, paths] = split_spec(spec, "--system",
-                                    "NAME=INTER[,INTRA] (e.g. "
-                                    "kubernetes=overlay,intra-node)");
-    if (!names.insert(name).second)
-      throw UsageError(fmt::format("--system {} is given twice", name));
-    simulate::SystemSpec system;
-    system.name = name;
-    const auto comma = paths.find(',');
-    system.inter_path = paths.substr(0, comma);
-    system.intra_path = comma == std::string::npos ? "" : paths.substr(comma + 1);
-    if (system.intra_path.empty()) {
-      system.intra_path = networks.count("intra-node") != 0 ? "intra-node" : system.inter_path;
-    }
-    system.links.inter_node = network(networks, system.inter_path, dtype, name, warned);
-    system.links.intra_node = network(networks, system.intra_path, dtype, name, warned);
-    auto it = compute_for.find(name);
-    const std::string compute = it != compute_for.end() ? it->second : default_compute;
-    if (compute.empty()) {
-      throw UsageError(
-          fmt::format("--system {} has no compute profile: give --compute PROFILE "
-                      "(from `chexscale bench --workers 1 --profile FILE`)",
-                      name));
-    }
-    system.compute = simulate::load_compute_profile(compute);
-    plan.systems.push_back(std::move(system));
+    plan.systems.push_back(system_of(spec, networks, compute, dtype, names, warned));
   }
-  for (const auto& [system, path] : compute_for) {
+  for (const auto& [system, path] : compute.by_system) {
     if (names.count(system) == 0) {
       throw UsageError(
           fmt::format("--compute {}={}: no --system named '{}'", system, path, system));
@@ -224,23 +252,8 @@ int run_simulate(const SimulateArgs& args) {
   return 0;
 }
 
-}  // namespace
-
-void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
-  auto* cmd = app.add_subcommand(
-      "simulate",
-      "Predict a data-parallel job at any size from measured profiles: a one-worker compute\n"
-      "profile (`chexscale bench --workers 1 --profile compute.json`) and one network profile per\n"
-      "path (`chexscale commbench --profile fabric.json` run over that path). Each step is\n"
-      "replayed as the engine runs it: gradients become ready during backward at the profiled\n"
-      "times, fill the reducer's buckets, and each bucket's allreduce (ring or tree, alpha-beta "
-      "on\n"
-      "the slowest link it crosses) queues on the communication channel; communication CPU\n"
-      "competes with compute where a worker has no spare core; each step waits for the slowest\n"
-      "worker. Prints images/s, scaling efficiency, the gap to the first system and the step's\n"
-      "phases; writes simulate.json, the predicted runs as bench.json (for `chexscale report`)\n"
-      "and charts. Model and limits: docs/simulate.md.");
-  auto args = std::make_shared<SimulateArgs>();
+// The measured profiles and the systems made of them.
+void add_profile_options(CLI::App* cmd, SimulateArgs* args) {
   cmd->add_option("--compute", args->compute,
                   "Compute profile for every system, and/or SYSTEM=PROFILE for one system "
                   "(e.g. containers measured apart)")
@@ -256,6 +269,10 @@ void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
                   "within a node (default INTRA: the network named intra-node, else INTER). "
                   "Default: one system bare-metal over the first network. The first system is "
                   "the reference of the gaps");
+}
+
+// The simulated job: sizes, buckets, overlap, compression, algorithm.
+void add_job_options(CLI::App* cmd, SimulateArgs* args) {
   cmd->add_option("--nodes", args->nodes, "Node counts to simulate, e.g. 1,2,4,8,16")
       ->delimiter(',')
       ->capture_default_str();
@@ -278,6 +295,10 @@ void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--algorithm", args->algorithm, "Allreduce algorithm: ring or tree")
       ->capture_default_str();
+}
+
+// The simulation itself and what it writes.
+void add_run_options(CLI::App* cmd, SimulateArgs* args) {
   cmd->add_option("--cores-per-worker", args->settings.cores_per_worker,
                   "Cores each worker has; more than its compute threads leaves spare cores for "
                   "communication (0 = the profile's threads: none spare)")
@@ -294,6 +315,29 @@ void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("!--no-charts", args->charts, "Write no charts (no gnuplot needed)");
   cmd->add_option("--gnuplot", args->gnuplot, "gnuplot program used to draw the charts")
       ->capture_default_str();
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Predict a data-parallel job at any size from measured profiles: a one-worker compute\n"
+      "profile (`chexscale bench --workers 1 --profile compute.json`) and one network profile per\n"
+      "path (`chexscale commbench --profile fabric.json` run over that path). Each step is\n"
+      "replayed as the engine runs it: gradients become ready during backward at the profiled\n"
+      "times, fill the reducer's buckets, and each bucket's allreduce queues on the communication\n"
+      "channel. A ring step costs the slowest link it crosses, read off that path's measured\n"
+      "allreduce times (interpolated between the measured sizes); a tree costs the fitted\n"
+      "latency and bandwidth. Communication CPU competes with compute where a worker has no\n"
+      "spare core; each step waits for the slowest worker. Prints images/s, scaling efficiency, "
+      "the gap to the first system and the step's\n"
+      "phases; writes simulate.json, the predicted runs as bench.json (for `chexscale report`)\n"
+      "and charts. Model and limits: docs/simulate.md.");
+  auto args = std::make_shared<SimulateArgs>();
+  add_profile_options(cmd, args.get());
+  add_job_options(cmd, args.get());
+  add_run_options(cmd, args.get());
   registry.add(cmd, [args](const RunContext&) { return run_simulate(*args); });
 }
 

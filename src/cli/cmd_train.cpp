@@ -15,6 +15,7 @@
 #include "common/progress.h"
 #include "common/timeline.h"
 #include "data/batch.h"
+#include "distributed/env.h"
 #include "train/trainer.h"
 
 namespace chexscale::cli {
@@ -179,7 +180,7 @@ void add_run_flags(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--stop-grace", t.stop_grace,
                  fmt::format("Seconds to stop in on SIGTERM, SIGINT or SIGUSR1 (checkpoint, then "
                              "exit {}; a second signal or the grace running out ends at once)",
-                             kExitPreempted))
+                             train::kExitPreempted))
       ->capture_default_str();
   cmd.add_option("--record-examples", t.record_examples,
                  "Debug: each rank appends the dataset indices of every step it trains to "
@@ -233,9 +234,9 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
   registry.add(cmd, [f](const RunContext& run) {
     train::TrainerOptions o = f->resolved();
     o.stop_request = &install_stop_signals(o.stop_grace);
-    if (const char* round = std::getenv("CHEXSCALE_ELASTIC_ROUND")) {  // chexscale launch's
+    if (const char* round = std::getenv(distributed::kEnvElasticRound)) {  // chexscale launch's
       o.membership_round = std::atoi(round);
-      const char* names = std::getenv("CHEXSCALE_ELASTIC_NODES");
+      const char* names = std::getenv(distributed::kEnvElasticNodes);
       std::istringstream nodes(names != nullptr ? names : "");
       for (std::string node; std::getline(nodes, node, ',');)
         o.membership_nodes.push_back(node);
@@ -265,11 +266,11 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
         fmt::print(stderr,
                    "stopping at step {} on {}: checkpoint written to {}, exit {} (resume with "
                    "--resume auto)\n",
-                   summary.steps, stop_signal_name(summary.stop_signal), summary.last_checkpoint,
-                   kExitPreempted);
+                   summary.steps, train::stop_signal_name(summary.stop_signal),
+                   summary.last_checkpoint, train::kExitPreempted);
       }
       ctx->barrier();  // no worker exits (and gets the others torn down) before that line
-      return kExitPreempted;
+      return train::kExitPreempted;
     }
     if (ctx->is_main()) print_summary(summary, o.out_dir);
     return 0;

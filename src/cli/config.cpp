@@ -179,6 +179,22 @@ void add_results(CLI::Option* opt, const std::vector<std::string>& values,
   }
 }
 
+// The values the config file `file` gives the options of `cmd` (and the commands above it).
+std::map<std::string, YAML::Node> read_config_file(const std::string& file, const CLI::App& root,
+                                                   const CLI::App& cmd) {
+  std::ifstream in(file);
+  if (!in) throw UsageError("cannot read config file " + file);
+  if (std::filesystem::is_directory(file)) throw UsageError("config file " + file + " is a folder");
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw UsageError("config file " + file + " is not valid YAML: " + e.what());
+  }
+  if (doc.IsNull()) return {};
+  return YamlCollector(root, path_of(cmd), file).collect(doc);
+}
+
 }  // namespace
 
 const char* to_string(ConfigSource source) {
@@ -238,23 +254,9 @@ void ConfigLayers::apply(CLI::App& root, CLI::App& cmd,
   } else if (auto it = env.find(env_name_for(kConfigOption)); it != env.end()) {
     config_file_ = it->second;
   }
-  std::map<std::string, YAML::Node> file_values;
-  if (!config_file_.empty()) {
-    std::ifstream in(config_file_);
-    if (!in) throw UsageError("cannot read config file " + config_file_);
-    if (std::filesystem::is_directory(config_file_)) {
-      throw UsageError("config file " + config_file_ + " is a folder");
-    }
-    YAML::Node doc;
-    try {
-      doc = YAML::Load(in);
-    } catch (const YAML::Exception& e) {
-      throw UsageError("config file " + config_file_ + " is not valid YAML: " + e.what());
-    }
-    if (!doc.IsNull()) {
-      file_values = YamlCollector(root, path_of(cmd), config_file_).collect(doc);
-    }
-  }
+  const std::map<std::string, YAML::Node> file_values =
+      config_file_.empty() ? std::map<std::string, YAML::Node>{}
+                           : read_config_file(config_file_, root, cmd);
 
   // The command's options and those of the commands above it (chexscale's --log-level).
   std::vector<CLI::Option*> options = settable_options(cmd);

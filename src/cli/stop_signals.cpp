@@ -56,17 +56,4 @@ const std::atomic<int>& install_stop_signals(int grace_seconds) {
   return g_stop_signal;
 }
 
-std::string stop_signal_name(int signal) {
-  switch (signal) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGUSR1:
-      return "SIGUSR1";
-    default:
-      return "a stop signal";
-  }
-}
-
 }  // namespace chexscale::cli

@@ -27,7 +27,7 @@ struct Convention {
 
 // In precedence order (DESIGN.md). Slurm's local world size needs its own parsing.
 constexpr Convention kConventions[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"torchrun", kEnvRank, kEnvWorldSize, kEnvLocalRank, kEnvLocalWorldSize},
     {"OpenMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
     {"MPICH/PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
@@ -149,7 +149,7 @@ void resolve_local(const Env& env, const Convention& own, RendezvousEnv& out) {
     }
   }
   if (!p.local_world_size) {
-    const auto addr = lookup(env, "MASTER_ADDR");
+    const auto addr = lookup(env, kEnvMasterAddr);
     if (addr && is_loopback(*addr)) {
       p.local_world_size = EnvField<int>{
           out.world_size.value,
@@ -184,14 +184,14 @@ void resolve_local(const Env& env, const Convention& own, RendezvousEnv& out) {
 void detect_ranks(const Env& env, RendezvousEnv& out) {
   // An Indexed Job pod gives its node index; torchrun's RANK (set by a launcher inside the pod)
   // takes precedence over it.
-  if (lookup(env, "JOB_COMPLETION_INDEX") && !lookup(env, "RANK")) {
+  if (lookup(env, "JOB_COMPLETION_INDEX") && !lookup(env, kEnvRank)) {
     const std::string conv = "Kubernetes Indexed Job";
     out.convention = conv;
     out.node_rank = *read_int(env, "JOB_COMPLETION_INDEX");
-    auto [lr, lw] = read_pair(env, "LOCAL_RANK", "LOCAL_WORLD_SIZE", conv);
+    auto [lr, lw] = read_pair(env, kEnvLocalRank, kEnvLocalWorldSize, conv);
     out.local_rank = lr.value_or(EnvField<int>{0, "default: one process per pod"});
     out.local_world_size = lw.value_or(EnvField<int>{1, "default: one process per pod"});
-    if (auto world = read_int(env, "WORLD_SIZE")) {
+    if (auto world = read_int(env, kEnvWorldSize)) {
       out.world_size = *world;
     } else if (auto nnodes = read_int(env, "NNODES")) {
       out.world_size = {nnodes->value * out.local_world_size.value, "NNODES x local world size"};
@@ -232,16 +232,16 @@ void detect_ranks(const Env& env, RendezvousEnv& out) {
 // kept for both: only our ranks read these keys, so it need only be the same on all of them, and
 // it keeps a restarted attempt off the last attempt's keys on any store that outlives it.
 void detect_store(const Env& env, RendezvousEnv& out) {
-  const auto use = lookup(env, "TORCHELASTIC_USE_AGENT_STORE");
+  const auto use = lookup(env, kEnvUseAgentStore);
   if (!use || *use != "True") {
-    out.agent_store = {false, use ? "TORCHELASTIC_USE_AGENT_STORE" : "default: rank 0 serves it"};
+    out.agent_store = {false, use ? kEnvUseAgentStore : "default: rank 0 serves it"};
     out.store_prefix = {"", "default: a new store each attempt"};
     return;
   }
-  out.agent_store = {true, "TORCHELASTIC_USE_AGENT_STORE"};
-  const auto attempt = read_int(env, "TORCHELASTIC_RESTART_COUNT");
+  out.agent_store = {true, kEnvUseAgentStore};
+  const auto attempt = read_int(env, kEnvRestartCount);
   out.store_prefix = {fmt::format("/worker/attempt_{}", attempt ? attempt->value : 0),
-                      attempt ? "TORCHELASTIC_RESTART_COUNT" : "default: the first attempt"};
+                      attempt ? kEnvRestartCount : "default: the first attempt"};
 }
 
 void apply_overrides(const DistOptions& o, RendezvousEnv& out) {
@@ -258,7 +258,7 @@ void apply_overrides(const DistOptions& o, RendezvousEnv& out) {
 
 // The index of this host in the job, where the launcher says it; else derived from the rank.
 EnvField<int> node_rank_of(const Env& env, const RendezvousEnv& e) {
-  if (auto group = read_int(env, "GROUP_RANK"); group && e.convention == "torchrun") return *group;
+  if (auto group = read_int(env, kEnvGroupRank); group && e.convention == "torchrun") return *group;
   if (auto node = read_int(env, "SLURM_NODEID"); node && e.convention == "Slurm") return *node;
   return {e.rank.value / std::max(1, e.local_world_size.value), "derived: rank / local world size"};
 }
@@ -294,7 +294,7 @@ RendezvousEnv detect_environment(const Env& env, const DistOptions& overrides) {
   RendezvousEnv out;
   detect_ranks(env, out);
   detect_store(env, out);
-  if (auto addr = lookup(env, "MASTER_ADDR")) out.master_addr = {*addr, "MASTER_ADDR"};
+  if (auto addr = lookup(env, kEnvMasterAddr)) out.master_addr = {*addr, kEnvMasterAddr};
   if (out.master_addr.value.empty() && out.convention == "Slurm") {
     for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
       if (auto list = lookup(env, name)) {
@@ -303,7 +303,7 @@ RendezvousEnv detect_environment(const Env& env, const DistOptions& overrides) {
       }
     }
   }
-  out.master_port = read_int(env, "MASTER_PORT")
+  out.master_port = read_int(env, kEnvMasterPort)
                         .value_or(EnvField<int>{kDefaultMasterPort, "default: torchrun's port"});
   apply_overrides(overrides, out);
   if (out.node_rank.source.empty()) out.node_rank = node_rank_of(env, out);

@@ -46,6 +46,27 @@ struct RendezvousEnv {
 // torchrun's default rendezvous port.
 inline constexpr int kDefaultMasterPort = 29500;
 
+// The variables a launcher (chexscale launch, torchrun) sets for each worker. torchrun's, which
+// detect_environment() reads:
+inline constexpr const char* kEnvRank = "RANK";
+inline constexpr const char* kEnvWorldSize = "WORLD_SIZE";
+inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
+inline constexpr const char* kEnvLocalWorldSize = "LOCAL_WORLD_SIZE";
+inline constexpr const char* kEnvGroupRank = "GROUP_RANK";  // the node's rank
+inline constexpr const char* kEnvMasterAddr = "MASTER_ADDR";
+inline constexpr const char* kEnvMasterPort = "MASTER_PORT";
+inline constexpr const char* kEnvUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";  // "True"
+inline constexpr const char* kEnvRestartCount = "TORCHELASTIC_RESTART_COUNT";     // store prefix
+inline constexpr const char* kEnvRunId = "TORCHELASTIC_RUN_ID";
+// chexscale launch's own, which `chexscale train` reads: the group's attempt (its restarts, or
+// the elastic round), the elastic round and its nodes' names ("a,b,c"), and the values of
+// train's --stop-grace and --rdzv-timeout (CHEXSCALE_<FLAG>, as every flag's variable).
+inline constexpr const char* kEnvAttempt = "CHEXSCALE_RESTART_COUNT";
+inline constexpr const char* kEnvElasticRound = "CHEXSCALE_ELASTIC_ROUND";
+inline constexpr const char* kEnvElasticNodes = "CHEXSCALE_ELASTIC_NODES";
+inline constexpr const char* kEnvStopGrace = "CHEXSCALE_STOP_GRACE";
+inline constexpr const char* kEnvRdzvTimeout = "CHEXSCALE_RDZV_TIMEOUT";
+
 // Resolves the contract from `env` (normally the process environment) and the explicit overrides
 // in `overrides` (rank, world_size, ..., master_addr, master_port; -1 / "" = not given).
 // A missing local rank or local world size is inferred: from another convention that describes

@@ -20,12 +20,15 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/reducer_defaults.h"
+
 namespace chexscale::distributed {
 
 struct PowerSgdOptions {
-  int rank = 4;           // of each matrix's approximation (at most min(rows, cols))
-  double min_rate = 2.0;  // compress only when rows*cols > min_rate * (rows+cols)*rank
-  uint64_t seed = 0;      // of the first Q, shared by every rank
+  int rank = kDefaultPowerSgdRank;  // of each matrix's approximation (at most min(rows, cols))
+  // Compress only when rows*cols > min_rate * (rows+cols)*rank.
+  double min_rate = kDefaultPowerSgdMinRate;
+  uint64_t seed = 0;  // of the first Q, shared by every rank
 };
 
 // Whether a gradient of `sizes` is compressed at `options`, and at which rank (0 = not).

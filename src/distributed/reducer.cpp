@@ -187,19 +187,14 @@ std::string compression_spec(const ReducerOptions& options) {
 }
 
 void ReducerOptions::validate() const {
-  for (const auto& [name, mb] :
-       {std::pair{"bucket_mb", bucket_mb}, {"first_bucket_mb", first_bucket_mb}}) {
-    if (!(mb > 0)) throw UsageError(fmt::format("{} {} must be > 0", name, mb));
-  }
+  check_bucket_sizes(bucket_mb, first_bucket_mb);
   if (powersgd_rank < 1) {
     throw UsageError(fmt::format("compression powersgd:{}: the rank must be >= 1", powersgd_rank));
   }
   if (powersgd_start_step < 0) {
     throw UsageError(fmt::format("powersgd_start_step {} must be >= 0", powersgd_start_step));
   }
-  if (!(powersgd_min_rate >= 0)) {
-    throw UsageError(fmt::format("powersgd_min_rate {} must be >= 0", powersgd_min_rate));
-  }
+  check_powersgd_min_rate(powersgd_min_rate);
 }
 
 GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "distributed/context.h"
+#include "distributed/reducer_defaults.h"
 
 namespace chexscale {
 class TimelineWriter;  // common/timeline.h: optional Chrome-trace of bucket allreduces
@@ -27,15 +28,6 @@ enum class Compression { kNone, kFp16, kBf16, kPowerSgd };
 
 const char* to_string(Compression compression);        // "none", "fp16", "bf16", "powersgd"
 Compression parse_compression(std::string_view text);  // UsageError naming the valid values
-
-// PowerSGD's defaults (DDP's powerSGD_hook: start step 10, minimum compression rate 2).
-inline constexpr int kDefaultPowerSgdRank = 4;
-inline constexpr int64_t kDefaultPowerSgdStartStep = 10;
-inline constexpr double kDefaultPowerSgdMinRate = 2.0;
-
-// DDP's bucket sizes (c10d's kDefaultBucketBytesCap and kDefaultFirstBucketBytes).
-inline constexpr double kDefaultBucketMb = 25.0;
-inline constexpr double kDefaultFirstBucketMb = 1.0;
 
 struct ReducerOptions {
   double bucket_mb = kDefaultBucketMb;

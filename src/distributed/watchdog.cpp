@@ -106,6 +106,41 @@ std::string CollectiveWatchdog::read_posted_failure() {
   return std::string(bytes.begin(), bytes.end());
 }
 
+namespace {
+
+// What the second look at the other ranks' heartbeats found.
+struct RankFindings {
+  std::vector<int> lost;    // heartbeat stopped
+  std::vector<int> failed;  // posted a failure
+  std::vector<int> exited;  // left the job
+  std::vector<int> behind;  // alive, not at this collective
+};
+
+// "lost rank 2: ...; ranks 3, 4 failed ..."; "" when nothing was found.
+std::string describe(const RankFindings& f) {
+  std::string finding;
+  if (!f.lost.empty()) {
+    finding = fmt::format(
+        "lost rank{} {}: heartbeat stopped (the process died or its host is unreachable)",
+        f.lost.size() > 1 ? "s" : "", fmt::join(f.lost, ", "));
+  }
+  if (!f.failed.empty()) {
+    finding += fmt::format("{}rank{} {} failed (see its own error)", finding.empty() ? "" : "; ",
+                           f.failed.size() > 1 ? "s" : "", fmt::join(f.failed, ", "));
+  }
+  if (!f.exited.empty()) {
+    finding += fmt::format("{}rank{} {} already left the job", finding.empty() ? "" : "; ",
+                           f.exited.size() > 1 ? "s" : "", fmt::join(f.exited, ", "));
+  }
+  if (!f.behind.empty()) {
+    finding += fmt::format("{}ranks that did not arrive: {}", finding.empty() ? "" : "; ",
+                           fmt::join(f.behind, ", "));
+  }
+  return finding;
+}
+
+}  // namespace
+
 std::string CollectiveWatchdog::diagnose(uint64_t seq, const std::string& what,
                                          const std::string& cause, bool timed_out) {
   const std::string head =
@@ -123,41 +158,24 @@ std::string CollectiveWatchdog::diagnose(uint64_t seq, const std::string& what,
     }
     for (int r = 0; r < world_size_; ++r)
       after[r] = read_beat(r);
-    std::vector<int> lost, failed, exited, behind;
+    RankFindings found;
     for (int r = 0; r < world_size_; ++r) {
       if (r == rank_) continue;
       if (after[r].beats == kFailed) {
-        failed.push_back(r);
+        found.failed.push_back(r);
       } else if (after[r].beats == kExited) {
-        exited.push_back(r);
+        found.exited.push_back(r);
       } else if (after[r].beats == before[r].beats) {
-        lost.push_back(r);
+        found.lost.push_back(r);
       } else if (timed_out && after[r].seq < seq) {
-        behind.push_back(r);
+        found.behind.push_back(r);
       }
     }
-    std::string finding;
-    if (!lost.empty()) {
-      finding = fmt::format(
-          "lost rank{} {}: heartbeat stopped (the process died or its host is unreachable)",
-          lost.size() > 1 ? "s" : "", fmt::join(lost, ", "));
-    }
-    if (!failed.empty()) {
-      finding += fmt::format("{}rank{} {} failed (see its own error)", finding.empty() ? "" : "; ",
-                             failed.size() > 1 ? "s" : "", fmt::join(failed, ", "));
-    }
-    if (!exited.empty()) {
-      finding += fmt::format("{}rank{} {} already left the job", finding.empty() ? "" : "; ",
-                             exited.size() > 1 ? "s" : "", fmt::join(exited, ", "));
-    }
-    if (!behind.empty()) {
-      finding += fmt::format("{}ranks that did not arrive: {}", finding.empty() ? "" : "; ",
-                             fmt::join(behind, ", "));
-    }
+    const std::string finding = describe(found);
     if (finding.empty()) {
       return head + "; every rank's heartbeat is alive and has arrived (a network fault?)";
     }
-    if (!lost.empty() || !failed.empty()) {
+    if (!found.lost.empty() || !found.failed.empty()) {
       store_->compareSet(kFailureKey, {},
                          to_bytes(fmt::format("{} (found by rank {})", finding, rank_)));
     }

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "distributed/dist_options.h"
+#include "distributed/env.h"
 #include "launch/elastic_rendezvous.h"
 #include "launch/group_supervisor.h"
 #include "launch/worker_process.h"
@@ -50,25 +51,20 @@ std::string node_name(const LaunchOptions& o) {
 
 std::map<std::string, std::string> worker_env(const LaunchOptions& o, const Membership& m,
                                               int local_rank) {
-  std::map<std::string, std::string> env = o.extra_env;
-  env["MASTER_ADDR"] = o.master_addr;
-  env["MASTER_PORT"] = std::to_string(o.master_port);
-  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  WorkerPlace place;
+  place.master_port = o.master_port;
+  place.world_size = m.world_size;
+  place.rank = m.rank_offset + local_rank;
+  place.local_rank = local_rank;
+  place.node_rank = m.node_rank;
+  place.attempt = m.round;
+  std::map<std::string, std::string> env = worker_environment(o, place);
+  env[distributed::kEnvUseAgentStore] = "True";
   // The workers' store prefix: the round's number on the server, unique across its jobs.
-  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(m.attempt);
-  env["TORCHELASTIC_RUN_ID"] = o.rdzv_id;
-  env["WORLD_SIZE"] = std::to_string(m.world_size);
-  env["RANK"] = std::to_string(m.rank_offset + local_rank);
-  env["LOCAL_RANK"] = std::to_string(local_rank);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc_per_node);
-  env["GROUP_RANK"] = std::to_string(m.node_rank);
-  env["CHEXSCALE_RESTART_COUNT"] = std::to_string(m.round);
-  env["CHEXSCALE_ELASTIC_ROUND"] = std::to_string(m.round);
-  env["CHEXSCALE_ELASTIC_NODES"] = fmt::format("{}", fmt::join(m.node_names, ","));
-  env["CHEXSCALE_STOP_GRACE"] = std::to_string(o.stop_grace);
-  if (o.worker_rdzv_timeout) {
-    env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(o.worker_rdzv_timeout->count());
-  }
+  env[distributed::kEnvRestartCount] = std::to_string(m.attempt);
+  env[distributed::kEnvRunId] = o.rdzv_id;
+  env[distributed::kEnvElasticRound] = std::to_string(m.round);
+  env[distributed::kEnvElasticNodes] = fmt::format("{}", fmt::join(m.node_names, ","));
   return env;
 }
 
@@ -178,15 +174,90 @@ LaunchResult stopped(const GroupOutcome& outcome, const std::vector<WorkerProces
   r.failed_rank = outcome.failed_rank;
   const std::string what = outcome.describe_stop(workers);
   if (outcome.all_preempted()) {
-    r.exit_code = kExitPreempted;
+    r.exit_code = train::kExitPreempted;
     r.summary = fmt::format("stopped on {}: {}; exit {} (resume with --resume auto)", cause, what,
-                            kExitPreempted);
+                            train::kExitPreempted);
   } else {
     r.exit_code = outcome.signal != 0 ? 128 + outcome.signal
                                       : (outcome.failed_status != 0 ? outcome.failed_status : 1);
     r.summary = fmt::format("stopped on {}: {}", cause, what);
   }
   return r;
+}
+
+SuperviseOptions supervise_options(const LaunchOptions& o) {
+  SuperviseOptions supervision;
+  supervision.grace_period = o.grace_period;
+  supervision.stop_grace = std::chrono::seconds(o.stop_grace) + kStopKillMargin;
+  supervision.output_fd = o.output_fd;
+  supervision.error_fd = o.error_fd;
+  return supervision;
+}
+
+std::vector<WorkerProcess> start_round_workers(const LaunchOptions& o, const Membership& m,
+                                               const std::string& program,
+                                               const std::string& name) {
+  log::info(
+      "chexscale launch: round {}: {} node(s) ({}), world size {}; node {} ({}) runs ranks "
+      "{}..{}",
+      m.round, m.nodes(), fmt::join(m.node_names, ", "), m.world_size, m.node_rank, name,
+      m.rank_offset, m.rank_offset + o.nproc_per_node - 1);
+  std::vector<WorkerProcess> workers;
+  for (int local = 0; local < o.nproc_per_node; ++local) {
+    workers.emplace_back(m.rank_offset + local, program, o.args, worker_env(o, m, local));
+  }
+  return workers;
+}
+
+// How this node's group of round `m` ended.
+struct RoundOutcome {
+  const Membership& membership;
+  const std::string& node;  // this node's name
+  const std::vector<WorkerProcess>& workers;
+  const GroupOutcome& group;
+  RoundWatch& watch;  // with the server still reachable
+};
+
+// What the end of a round means for this agent: the result to return (stopped, the job
+// finished, too many failed rounds), or nullopt to join the next round.
+std::optional<LaunchResult> after_round(ElasticRendezvous& rdzv, const LaunchOptions& o,
+                                        const RoundOutcome& round) {
+  const GroupOutcome& outcome = round.group;
+  std::optional<RoundEnd>& end = round.watch.end;
+  if (outcome.signal != 0) {
+    const std::string signal = train::stop_signal_name(outcome.signal);
+    rdzv.end_round({Kind::kStopped, fmt::format("{} to node {}", signal, round.node)});
+    return stopped(outcome, round.workers, signal);
+  }
+  if (!end) end = rdzv.round_end();
+  if (outcome.preempted && (!end || end->kind == Kind::kStopped)) {
+    if (!end) end = rdzv.end_round({Kind::kStopped, "a stop signal to the workers"});
+    return stopped(outcome, round.workers, end->reason);
+  }
+  const Membership& m = round.membership;
+  if (!end && outcome.failed_rank < 0) {
+    rdzv.finish();
+    LaunchResult r;
+    r.summary = fmt::format("all {} worker(s) finished (round {}, {} node(s))", o.nproc_per_node,
+                            m.round, m.nodes());
+    return r;
+  }
+  if (!end) {
+    end = rdzv.end_round({Kind::kFailure, fmt::format("rank {} on node {} ({}) ended with {}",
+                                                      outcome.failed_rank, m.node_rank, round.node,
+                                                      describe_exit(outcome.failed_status))});
+  }
+  if (end->kind == Kind::kStopped) return stopped(outcome, round.workers, end->reason);
+  log::warn("chexscale launch: round {} ended: {}", m.round, end->reason);
+  if (const int failed = rdzv.failed_rounds(); failed > o.max_restarts) {
+    LaunchResult r;
+    r.exit_code = outcome.failed_status != 0 ? outcome.failed_status : 1;
+    r.failed_rank = outcome.failed_rank;
+    r.summary = fmt::format("gave up after {} failed round(s) (--max-restarts {}); the last: {}",
+                            failed, o.max_restarts, end->reason);
+    return r;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -196,81 +267,35 @@ LaunchResult run_elastic_group(const LaunchOptions& o) {
   const std::string name = node_name(o);
   const RoundRules rules = round_rules(o);
   const StopSignals signals;
-  SuperviseOptions supervision;
-  supervision.grace_period = o.grace_period;
-  supervision.stop_grace = std::chrono::seconds(o.stop_grace) + kStopKillMargin;
-  supervision.output_fd = o.output_fd;
-  supervision.error_fd = o.error_fd;
+  SuperviseOptions supervision = supervise_options(o);
   auto rdzv = std::make_unique<ElasticRendezvous>(connect(o, rules.join_timeout), o.rdzv_id, name,
                                                   o.nproc_per_node, rules);
-  LaunchResult result;
+  int attempts = 0;
   std::string lost;  // the store error that ended the last round's watch
   while (true) {
     const std::optional<Membership> m = join_next_round(*rdzv, o, rules, lost);
     lost.clear();
     if (!m) {
-      result.summary = "the job is complete (another node's workers finished it)";
-      return result;
+      LaunchResult done;
+      done.attempts = attempts;
+      done.summary = "the job is complete (another node's workers finished it)";
+      return done;
     }
-    ++result.attempts;
-    log::info(
-        "chexscale launch: round {}: {} node(s) ({}), world size {}; node {} ({}) runs ranks "
-        "{}..{}",
-        m->round, m->nodes(), fmt::join(m->node_names, ", "), m->world_size, m->node_rank, name,
-        m->rank_offset, m->rank_offset + o.nproc_per_node - 1);
-    std::vector<WorkerProcess> workers;
-    for (int local = 0; local < o.nproc_per_node; ++local) {
-      workers.emplace_back(m->rank_offset + local, program, o.args, worker_env(o, *m, local));
-    }
+    ++attempts;
+    std::vector<WorkerProcess> workers = start_round_workers(o, *m, program, name);
     RoundWatch watch;
     supervision.hook = [&] { return watch_round(*rdzv, o, watch); };
     const GroupOutcome outcome = supervise(workers, supervision, signals);
-
     if (!watch.lost.empty()) {
       log::error("chexscale launch: lost the rendezvous server at {}:{} ({}); rejoining",
                  o.master_addr, o.master_port, first_line(watch.lost));
       lost = watch.lost;
       continue;
     }
-    if (outcome.signal != 0) {
-      const std::string cause =
-          fmt::format("{} to node {}", stop_signal_name(outcome.signal), name);
-      rdzv->end_round({Kind::kStopped, cause});
-      LaunchResult r = stopped(outcome, workers, stop_signal_name(outcome.signal));
-      r.attempts = result.attempts;
-      return r;
-    }
-    if (!watch.end) watch.end = rdzv->round_end();
-    if (outcome.preempted && (!watch.end || watch.end->kind == Kind::kStopped)) {
-      if (!watch.end) watch.end = rdzv->end_round({Kind::kStopped, "a stop signal to the workers"});
-      LaunchResult r = stopped(outcome, workers, watch.end->reason);
-      r.attempts = result.attempts;
-      return r;
-    }
-    if (!watch.end && outcome.failed_rank < 0) {
-      rdzv->finish();
-      result.summary = fmt::format("all {} worker(s) finished (round {}, {} node(s))",
-                                   o.nproc_per_node, m->round, m->nodes());
-      return result;
-    }
-    if (!watch.end) {
-      watch.end = rdzv->end_round(
-          {Kind::kFailure, fmt::format("rank {} on node {} ({}) ended with {}", outcome.failed_rank,
-                                       m->node_rank, name, describe_exit(outcome.failed_status))});
-    }
-    if (watch.end->kind == Kind::kStopped) {
-      LaunchResult r = stopped(outcome, workers, watch.end->reason);
-      r.attempts = result.attempts;
-      return r;
-    }
-    log::warn("chexscale launch: round {} ended: {}", m->round, watch.end->reason);
-    if (const int failed = rdzv->failed_rounds(); failed > o.max_restarts) {
-      result.exit_code = outcome.failed_status != 0 ? outcome.failed_status : 1;
-      result.failed_rank = outcome.failed_rank;
-      result.summary =
-          fmt::format("gave up after {} failed round(s) (--max-restarts {}); the last: {}", failed,
-                      o.max_restarts, watch.end->reason);
-      return result;
+    if (std::optional<LaunchResult> r =
+            after_round(*rdzv, o, {*m, name, workers, outcome, watch})) {
+      r->attempts = attempts;
+      return *r;
     }
   }
 }

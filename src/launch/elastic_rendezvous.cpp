@@ -53,6 +53,12 @@ int ElasticRendezvous::counter(const std::string& name, int64_t add) {
   return static_cast<int>(store_->add(key(name), add));
 }
 
+std::optional<int> ElasticRendezvous::round_size(int r) {
+  const std::string size = key(fmt::format("r{}/size", r));
+  if (r < 0 || !store_->check({size})) return std::nullopt;
+  return std::stoi(from_bytes(store_->get(size)));
+}
+
 std::optional<Membership> ElasticRendezvous::join(Clock::time_point deadline) {
   const Membership previous = membership_;
   int waited_in = -1;  // the running round this node counts as waiting in
@@ -65,123 +71,141 @@ std::optional<Membership> ElasticRendezvous::join(Clock::time_point deadline) {
           job_id_, node_name_));
     }
     const int r = counter("round");
-    const std::string round = fmt::format("r{}/", r);
-    if (store_->check({key(round + "size")})) {
-      // Under way (or ending): count as waiting once, so that its nodes open the next round
-      // when it has room; a full one is left alone and this node waits as a spare.
-      const int size = std::stoi(from_bytes(store_->get(key(round + "size"))));
-      const bool full = size >= rules_.max_nodes;
-      if (waited_in != r && !store_->check({key(round + "end_reason")})) {
-        counter(round + "joined", 1);
-        took_part_ = true;
-        waited_in = r;
-        if (full) {
-          log::info(
-              "chexscale launch: round {} is under way with {} node(s), the most --nnodes {}:{} "
-              "allows: node {} waits as a spare to be taken in when the next round opens (a node "
-              "lost), for at most {:g} s (--rdzv-timeout)",
-              r, size, rules_.min_nodes, rules_.max_nodes, node_name_,
-              seconds(std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
-        } else {
-          log::info(
-              "chexscale launch: round {} is under way with {} of at most {} node(s): node {} "
-              "waits for its nodes to open the next round",
-              r, size, rules_.max_nodes, node_name_);
-        }
-      }
-      if (Clock::now() >= deadline) {
-        throw DistError(
-            full ? fmt::format("no round took node {} in within --rdzv-timeout: round {} kept all "
-                               "{} places of --nnodes {}:{} the whole time (no node was lost); "
-                               "start it again later, or allow more nodes",
-                               node_name_, r, size, rules_.min_nodes, rules_.max_nodes)
-                 : fmt::format("no round took node {} in within --rdzv-timeout: round {} ran on "
-                               "with {} of at most {} node(s) and its nodes did not open the "
-                               "next round",
-                               node_name_, r, size, rules_.max_nodes));
-      }
+    if (wait_in_running_round(r, waited_in, deadline)) {
       std::this_thread::sleep_for(milliseconds(100));
       continue;
     }
     // A round opened for a node that waited: a new timeout to close it, as torch gives a node
     // leaving its redundancy list.
     if (waited_in >= 0) deadline = std::max(deadline, Clock::now() + rules_.join_timeout);
+    const std::string round = fmt::format("r{}/", r);
     const int place = counter(round + "joined", 1) - 1;
     took_part_ = true;
     store_->set(key(fmt::format("{}node/{}", round, place)),
                 to_bytes(fmt::format("{} {}", nproc_, node_name_)));
     if (previous.round == r - 1)
       store_->set(key(fmt::format("{}back/{}", round, previous.node_rank)), to_bytes("1"));
-
-    // The previous round's nodes: each is back, finished or silent before the round closes.
-    const std::string before = fmt::format("r{}/", r - 1);
-    int previous_nodes = 0;
-    if (r > 0 && store_->check({key(before + "size")})) {
-      previous_nodes = std::stoi(from_bytes(store_->get(key(before + "size"))));
+    if (!wait_until_closed(r, deadline)) return std::nullopt;
+    if (auto m = admitted(r, place)) {
+      membership_ = *m;
+      seen_.clear();
+      last_beat_ = {};
+      heartbeat();
+      return m;
     }
-    std::map<int, Seen> silent;
-    int last_joined = -1;
-    auto quiet_since = Clock::now();
-    while (true) {
-      if (store_->check({key(round + "size")})) {
-        const int size = std::stoi(from_bytes(store_->get(key(round + "size"))));
-        if (place >= size) break;  // closed just before this node's place: wait for the next
-        Membership m;
-        m.round = r;
-        m.attempt = std::stoi(from_bytes(store_->get(key(round + "attempt"))));
-        m.node_rank = place;
-        for (int i = 0; i < size; ++i) {
-          const std::string entry =
-              from_bytes(store_->get(key(fmt::format("{}node/{}", round, i))));
-          const size_t space = entry.find(' ');
-          const int nproc = std::stoi(entry.substr(0, space));
-          if (i < place) m.rank_offset += nproc;
-          m.world_size += nproc;
-          m.node_names.push_back(entry.substr(space + 1));
-        }
-        membership_ = m;
-        seen_.clear();
-        last_beat_ = {};
-        heartbeat();
-        return m;
-      }
-      const auto now = Clock::now();
-      const int joined = counter(round + "joined");
-      if (joined != last_joined) {
-        last_joined = joined;
-        quiet_since = now;
-      }
-      bool everyone_back = true;
-      for (int i = 0; i < previous_nodes && everyone_back; ++i) {
-        if (store_->check({key(fmt::format("{}back/{}", round, i))}) ||
-            store_->check({key(fmt::format("{}done/{}", before, i))})) {
-          continue;
-        }
-        const int64_t beat = counter(fmt::format("{}hb/{}", before, i));
-        Seen& s = silent[i];
-        if (beat != s.value) s = {beat, now};
-        everyone_back = now - s.changed >= rules_.heartbeat_timeout;
-      }
-      if (joined >= rules_.max_nodes ||
-          (joined >= rules_.min_nodes && now - quiet_since >= rules_.last_call && everyone_back)) {
-        if (counter(round + "close", 1) == 1) {
-          const int64_t attempt = store_->add(kAttemptsKey, 1) - 1;
-          store_->set(key(round + "attempt"), to_bytes(std::to_string(attempt)));
-          store_->set(key(round + "size"),
-                      to_bytes(std::to_string(std::min(joined, rules_.max_nodes))));
-        }
-      }
-      if (finished()) return std::nullopt;
-      if (now >= deadline) {
-        throw DistError(fmt::format(
-            "rendezvous round {} did not close within --rdzv-timeout: {} node(s) joined, at least "
-            "{} needed",
-            r, joined, rules_.min_nodes));
-      }
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    waited_in = r;
+    waited_in = r;  // closed just before this node's place: wait for the next
   }
+}
+
+bool ElasticRendezvous::wait_in_running_round(int r, int& waited_in, TimePoint deadline) {
+  const std::optional<int> size = round_size(r);
+  if (!size) return false;
+  // Under way (or ending): count as waiting once, so that its nodes open the next round when it
+  // has room; a full one is left alone and this node waits as a spare.
+  const bool full = *size >= rules_.max_nodes;
+  const std::string round = fmt::format("r{}/", r);
+  if (waited_in != r && !store_->check({key(round + "end_reason")})) {
+    counter(round + "joined", 1);
+    took_part_ = true;
+    waited_in = r;
+    if (full) {
+      log::info(
+          "chexscale launch: round {} is under way with {} node(s), the most --nnodes {}:{} "
+          "allows: node {} waits as a spare to be taken in when the next round opens (a node "
+          "lost), for at most {:g} s (--rdzv-timeout)",
+          r, *size, rules_.min_nodes, rules_.max_nodes, node_name_,
+          seconds(std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
+    } else {
+      log::info(
+          "chexscale launch: round {} is under way with {} of at most {} node(s): node {} "
+          "waits for its nodes to open the next round",
+          r, *size, rules_.max_nodes, node_name_);
+    }
+  }
+  if (Clock::now() >= deadline) {
+    throw DistError(
+        full ? fmt::format("no round took node {} in within --rdzv-timeout: round {} kept all "
+                           "{} places of --nnodes {}:{} the whole time (no node was lost); "
+                           "start it again later, or allow more nodes",
+                           node_name_, r, *size, rules_.min_nodes, rules_.max_nodes)
+             : fmt::format("no round took node {} in within --rdzv-timeout: round {} ran on "
+                           "with {} of at most {} node(s) and its nodes did not open the "
+                           "next round",
+                           node_name_, r, *size, rules_.max_nodes));
+  }
+  return true;
+}
+
+bool ElasticRendezvous::wait_until_closed(int r, TimePoint deadline) {
+  const std::string round = fmt::format("r{}/", r);
+  // The previous round's nodes: each is back, finished or silent before the round closes.
+  const int previous_nodes = round_size(r - 1).value_or(0);
+  std::map<int, Seen> silent;
+  int last_joined = -1;
+  auto quiet_since = Clock::now();
+  while (!store_->check({key(round + "size")})) {
+    const auto now = Clock::now();
+    const int joined = counter(round + "joined");
+    if (joined != last_joined) {
+      last_joined = joined;
+      quiet_since = now;
+    }
+    const bool everyone_back = previous_round_back(r, previous_nodes, silent, now);
+    if (joined >= rules_.max_nodes ||
+        (joined >= rules_.min_nodes && now - quiet_since >= rules_.last_call && everyone_back)) {
+      if (counter(round + "close", 1) == 1) {
+        const int64_t attempt = store_->add(kAttemptsKey, 1) - 1;
+        store_->set(key(round + "attempt"), to_bytes(std::to_string(attempt)));
+        store_->set(key(round + "size"),
+                    to_bytes(std::to_string(std::min(joined, rules_.max_nodes))));
+      }
+    }
+    if (finished()) return false;
+    if (now >= deadline) {
+      throw DistError(fmt::format(
+          "rendezvous round {} did not close within --rdzv-timeout: {} node(s) joined, at least "
+          "{} needed",
+          r, joined, rules_.min_nodes));
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return true;
+}
+
+bool ElasticRendezvous::previous_round_back(int r, int previous_nodes, std::map<int, Seen>& silent,
+                                            TimePoint now) {
+  const std::string round = fmt::format("r{}/", r);
+  const std::string before = fmt::format("r{}/", r - 1);
+  for (int i = 0; i < previous_nodes; ++i) {
+    if (store_->check({key(fmt::format("{}back/{}", round, i))}) ||
+        store_->check({key(fmt::format("{}done/{}", before, i))})) {
+      continue;
+    }
+    const int64_t beat = counter(fmt::format("{}hb/{}", before, i));
+    Seen& s = silent[i];
+    if (beat != s.value) s = {beat, now};
+    if (now - s.changed < rules_.heartbeat_timeout) return false;
+  }
+  return true;
+}
+
+std::optional<Membership> ElasticRendezvous::admitted(int r, int place) {
+  const std::string round = fmt::format("r{}/", r);
+  const int size = round_size(r).value();
+  if (place >= size) return std::nullopt;
+  Membership m;
+  m.round = r;
+  m.attempt = std::stoi(from_bytes(store_->get(key(round + "attempt"))));
+  m.node_rank = place;
+  for (int i = 0; i < size; ++i) {
+    const std::string entry = from_bytes(store_->get(key(fmt::format("{}node/{}", round, i))));
+    const size_t space = entry.find(' ');
+    const int nproc = std::stoi(entry.substr(0, space));
+    if (i < place) m.rank_offset += nproc;
+    m.world_size += nproc;
+    m.node_names.push_back(entry.substr(space + 1));
+  }
+  return m;
 }
 
 void ElasticRendezvous::heartbeat() {

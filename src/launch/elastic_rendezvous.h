@@ -96,6 +96,20 @@ class ElasticRendezvous {
     int64_t value = -1;
     std::chrono::steady_clock::time_point changed;
   };
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  // Nodes admitted to round r, once it has closed.
+  std::optional<int> round_size(int r);
+  // When round r is under way: counts this node as waiting in it (once, waited_in = r) and
+  // returns true; throws DistError once `deadline` has passed.
+  bool wait_in_running_round(int r, int& waited_in, TimePoint deadline);
+  // Waits until round r closes (true) or the job finishes (false); the node that closes it sets
+  // its size and attempt. Throws DistError once `deadline` has passed.
+  bool wait_until_closed(int r, TimePoint deadline);
+  // Whether every node of round r-1 is back in round r, finished or silent for heartbeat_timeout.
+  bool previous_round_back(int r, int previous_nodes, std::map<int, Seen>& silent, TimePoint now);
+  // The membership of closed round r for the node at `place`; nullopt when it closed without it.
+  std::optional<Membership> admitted(int r, int place);
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::string job_id_;

@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "launch/line_prefixer.h"
-#include "launch/local_launcher.h"
+#include "train/stop_contract.h"
 
 namespace chexscale::launch {
 namespace {
@@ -63,19 +63,6 @@ void relay(int& fd, LinePrefixer& prefixer, int out_fd) {
 
 }  // namespace
 
-std::string stop_signal_name(int sig) {
-  switch (sig) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGUSR1:
-      return "SIGUSR1";
-    default:
-      return fmt::format("signal {}", sig);
-  }
-}
-
 StopSignals::StopSignals() {
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw Error(fmt::format("pipe(): {}", std::strerror(errno)));
@@ -107,7 +94,7 @@ int StopSignals::take() const {
 
 bool GroupOutcome::all_preempted() const {
   for (int s : statuses)
-    if (s != kExitPreempted) return false;
+    if (s != train::kExitPreempted) return false;
   return !statuses.empty();
 }
 
@@ -119,7 +106,7 @@ std::string GroupOutcome::describe_stop(const std::vector<WorkerProcess>& worker
   for (const auto& [status, ranks] : ranks_by_status) {
     const std::string who =
         fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
-    if (status == kExitPreempted) {
+    if (status == train::kExitPreempted) {
       parts.push_back(fmt::format("{} exited {} (stopped at a checkpoint)", who, status));
     } else {
       parts.push_back(fmt::format("{} ended with {}", who, describe_exit(status)));
@@ -129,88 +116,135 @@ std::string GroupOutcome::describe_stop(const std::vector<WorkerProcess>& worker
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
-GroupOutcome supervise(std::vector<WorkerProcess>& workers, const SuperviseOptions& options,
-                       const StopSignals& signals) {
-  std::vector<LinePrefixer> out_prefix, err_prefix;
-  for (const auto& w : workers) {
-    out_prefix.emplace_back(fmt::format("[rank {}] ", w.rank()));
-    err_prefix.emplace_back(fmt::format("[rank {}] ", w.rank()));
+namespace {
+
+// One started group while supervise() runs: its output relays, what has happened so far and the
+// SIGKILL deadline, once the group is asked to end.
+class RunningGroup {
+ public:
+  RunningGroup(std::vector<WorkerProcess>& workers, const SuperviseOptions& options)
+      : workers_(workers), options_(options) {
+    for (const auto& w : workers_) {
+      out_prefix_.emplace_back(fmt::format("[rank {}] ", w.rank()));
+      err_prefix_.emplace_back(fmt::format("[rank {}] ", w.rank()));
+    }
+    outcome_.statuses.assign(workers_.size(), -1);
   }
-  GroupOutcome outcome;
-  outcome.statuses.assign(workers.size(), -1);
-  std::optional<Clock::time_point> kill_at;  // set once the group is asked to end
-  const auto kill_after = [&](std::chrono::duration<double> wait) {
-    const auto at = Clock::now() + std::chrono::duration_cast<Clock::duration>(wait);
-    if (!kill_at || at < *kill_at) kill_at = at;
-  };
-  const auto signal_all = [&](int sig) {
-    for (auto& w : workers)
-      w.signal(sig);
-  };
-  while (true) {
+
+  // Up to 100 ms until a signal or some output arrives.
+  void wait(const StopSignals& signals) const {
     std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
-    for (auto& w : workers) {
+    for (auto& w : workers_) {
       if (w.stdout_fd() >= 0) fds.push_back({w.stdout_fd(), POLLIN, 0});
       if (w.stderr_fd() >= 0) fds.push_back({w.stderr_fd(), POLLIN, 0});
     }
     ::poll(fds.data(), fds.size(), 100);
+  }
+
+  void forward_stop_signals(const StopSignals& signals) {
     for (int sig = signals.take(); sig != 0; sig = signals.take()) {
-      if (outcome.signal == 0) {
-        outcome.signal = sig;
+      if (outcome_.signal == 0) {
+        outcome_.signal = sig;
         log::warn(
             "chexscale launch: got {}; forwarding it to the workers (SIGKILL in {:g} s unless "
             "they have exited)",
-            stop_signal_name(sig), options.stop_grace.count());
-        kill_after(options.stop_grace);
+            train::stop_signal_name(sig), options_.stop_grace.count());
+        kill_after(options_.stop_grace);
       } else {
         log::warn("chexscale launch: got {} again; forwarding it (the workers end at once)",
-                  stop_signal_name(sig));
+                  train::stop_signal_name(sig));
       }
       signal_all(sig);
     }
-    const GroupRequest request = options.hook ? options.hook() : GroupRequest::kNone;
-    if (outcome.request == GroupRequest::kNone && request != GroupRequest::kNone) {
-      outcome.request = request;
-      if (outcome.request == GroupRequest::kStop) {
-        signal_all(SIGTERM);
-        kill_after(options.stop_grace);
-      } else if (outcome.request == GroupRequest::kKill) {
-        signal_all(SIGKILL);
-      }
-    }
-    bool all_done = true;
-    for (size_t i = 0; i < workers.size(); ++i) {
-      WorkerProcess& w = workers[i];
-      relay(w.stdout_fd(), out_prefix[i], options.output_fd);
-      relay(w.stderr_fd(), err_prefix[i], options.error_fd);
-      const std::optional<int> status = w.poll_exit();
-      if (status && outcome.statuses[i] == -1) {
-        outcome.statuses[i] = *status;
-        if (*status == kExitPreempted) {
-          // The others stop at the same agreed step; they are killed if they do not.
-          outcome.preempted = true;
-          kill_after(options.stop_grace);
-        } else if (*status != 0 && outcome.failed_rank < 0) {
-          outcome.failed_rank = w.rank();
-          outcome.failed_status = *status;
-          if (outcome.signal == 0 && outcome.request == GroupRequest::kNone) {
-            log::error(
-                "chexscale launch: rank {} (pid {}) ended with {}; stopping the other workers",
-                w.rank(), w.pid(), describe_exit(*status));
-            signal_all(SIGTERM);
-            kill_after(options.grace_period);
-          }
-        }
-      }
-      all_done = all_done && status.has_value() && w.stdout_fd() < 0 && w.stderr_fd() < 0;
-    }
-    if (all_done) break;
-    if (kill_at && Clock::now() >= *kill_at && !outcome.killed) {
-      outcome.killed = true;
+  }
+
+  // Acts on the hook's first request other than kNone.
+  void ask_hook() {
+    const GroupRequest request = options_.hook ? options_.hook() : GroupRequest::kNone;
+    if (outcome_.request != GroupRequest::kNone || request == GroupRequest::kNone) return;
+    outcome_.request = request;
+    if (request == GroupRequest::kStop) {
+      signal_all(SIGTERM);
+      kill_after(options_.stop_grace);
+    } else if (request == GroupRequest::kKill) {
       signal_all(SIGKILL);
     }
   }
-  return outcome;
+
+  // Relays each worker's output and records its exit; true once all have exited and their output
+  // is drained.
+  bool relay_and_reap() {
+    bool all_done = true;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      WorkerProcess& w = workers_[i];
+      relay(w.stdout_fd(), out_prefix_[i], options_.output_fd);
+      relay(w.stderr_fd(), err_prefix_[i], options_.error_fd);
+      const std::optional<int> status = w.poll_exit();
+      if (status && outcome_.statuses[i] == -1) record_exit(i, *status);
+      all_done = all_done && status.has_value() && w.stdout_fd() < 0 && w.stderr_fd() < 0;
+    }
+    return all_done;
+  }
+
+  void kill_when_due() {
+    if (kill_at_ && Clock::now() >= *kill_at_ && !outcome_.killed) {
+      outcome_.killed = true;
+      signal_all(SIGKILL);
+    }
+  }
+
+  GroupOutcome outcome() const { return outcome_; }
+
+ private:
+  void kill_after(std::chrono::duration<double> wait) {
+    const auto at = Clock::now() + std::chrono::duration_cast<Clock::duration>(wait);
+    if (!kill_at_ || at < *kill_at_) kill_at_ = at;
+  }
+
+  void signal_all(int sig) {
+    for (auto& w : workers_)
+      w.signal(sig);
+  }
+
+  void record_exit(size_t i, int status) {
+    outcome_.statuses[i] = status;
+    const WorkerProcess& w = workers_[i];
+    if (status == train::kExitPreempted) {
+      // The others stop at the same agreed step; they are killed if they do not.
+      outcome_.preempted = true;
+      kill_after(options_.stop_grace);
+    } else if (status != 0 && outcome_.failed_rank < 0) {
+      outcome_.failed_rank = w.rank();
+      outcome_.failed_status = status;
+      if (outcome_.signal == 0 && outcome_.request == GroupRequest::kNone) {
+        log::error("chexscale launch: rank {} (pid {}) ended with {}; stopping the other workers",
+                   w.rank(), w.pid(), describe_exit(status));
+        signal_all(SIGTERM);
+        kill_after(options_.grace_period);
+      }
+    }
+  }
+
+  std::vector<WorkerProcess>& workers_;
+  const SuperviseOptions& options_;
+  std::vector<LinePrefixer> out_prefix_, err_prefix_;
+  GroupOutcome outcome_;
+  std::optional<Clock::time_point> kill_at_;  // set once the group is asked to end
+};
+
+}  // namespace
+
+GroupOutcome supervise(std::vector<WorkerProcess>& workers, const SuperviseOptions& options,
+                       const StopSignals& signals) {
+  RunningGroup group(workers, options);
+  while (true) {
+    group.wait(signals);
+    group.forward_stop_signals(signals);
+    group.ask_hook();
+    if (group.relay_and_reap()) break;
+    group.kill_when_due();
+  }
+  return group.outcome();
 }
 
 }  // namespace chexscale::launch

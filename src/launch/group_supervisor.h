@@ -26,9 +26,6 @@ class StopSignals {
   int take() const;
 };
 
-// "SIGTERM", "SIGINT", "SIGUSR1", else "signal N".
-std::string stop_signal_name(int sig);
-
 // What the caller's hook asks of a running group.
 enum class GroupRequest {
   kNone,

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <regex>
 
-#include "common/enum_parse.h"
 #include "common/error.h"
 #include "launch/k8s_pod.h"
+#include "train/stop_contract.h"
 
 namespace chexscale::launch {
 namespace {
+
+using train::kMaxStopGrace;  // --stop-grace's bound, which validate() checks
 
 // Pod host names are "<job>-<index>" and objects "<job>-config": leave room under 63 characters.
 constexpr size_t kMaxJobNameLength = 50;
@@ -128,17 +130,18 @@ std::vector<std::string> launcher_args(const K8sRenderOptions& o, const std::str
 // fails the Job at once. Rules apply in order, the first match wins: a disrupted pod is retried
 // whatever its status (its workers may have run out of grace).
 K8sObject preemption_failure_policy(const std::string& container) {
-  return {{"rules",
-           {{{"action", "Ignore"},
-             {"onPodConditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}}},
-            {{"action", "Ignore"},
-             {"onExitCodes",
-              {{"containerName", container}, {"operator", "In"}, {"values", {kExitPreempted}}}}},
-            {{"action", "FailJob"},
-             {"onExitCodes",
-              {{"containerName", container},
-               {"operator", "NotIn"},
-               {"values", {0, kExitPreempted}}}}}}}};
+  return {
+      {"rules",
+       {{{"action", "Ignore"},
+         {"onPodConditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}}},
+        {{"action", "Ignore"},
+         {"onExitCodes",
+          {{"containerName", container}, {"operator", "In"}, {"values", {train::kExitPreempted}}}}},
+        {{"action", "FailJob"},
+         {"onExitCodes",
+          {{"containerName", container},
+           {"operator", "NotIn"},
+           {"values", {0, train::kExitPreempted}}}}}}}};
 }
 
 K8sObject indexed_job(const K8sRenderOptions& o) {
@@ -298,66 +301,6 @@ void add_gang_scheduling(const K8sRenderOptions& o, K8sObject& job) {
 }
 
 }  // namespace
-
-const char* to_string(K8sFlavor flavor) {
-  switch (flavor) {
-    case K8sFlavor::kIndexedJob:
-      return "indexed-job";
-    case K8sFlavor::kPyTorchJob:
-      return "pytorchjob";
-    case K8sFlavor::kElasticPyTorchJob:
-      return "pytorchjob-elastic";
-    case K8sFlavor::kTrainJob:
-      return "trainjob";
-  }
-  throw Error("unknown K8sFlavor value");
-}
-
-K8sFlavor parse_k8s_flavor(std::string_view text) {
-  return parse_enum(text, "flavor",
-                    {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob,
-                     K8sFlavor::kTrainJob});
-}
-
-const char* to_string(K8sScheduler scheduler) {
-  switch (scheduler) {
-    case K8sScheduler::kDefault:
-      return "default";
-    case K8sScheduler::kVolcano:
-      return "volcano";
-  }
-  throw Error("unknown K8sScheduler value");
-}
-
-K8sScheduler parse_k8s_scheduler(std::string_view text) {
-  return parse_enum(text, "scheduler", {K8sScheduler::kDefault, K8sScheduler::kVolcano});
-}
-
-const char* to_string(ImagePullPolicy policy) {
-  switch (policy) {
-    case ImagePullPolicy::kAlways:
-      return "Always";
-    case ImagePullPolicy::kIfNotPresent:
-      return "IfNotPresent";
-    case ImagePullPolicy::kNever:
-      return "Never";
-  }
-  throw Error("unknown ImagePullPolicy value");
-}
-
-ImagePullPolicy parse_image_pull_policy(std::string_view text) {
-  return parse_enum(
-      text, "image_pull_policy",
-      {ImagePullPolicy::kAlways, ImagePullPolicy::kIfNotPresent, ImagePullPolicy::kNever});
-}
-
-std::string training_runtime_name(const K8sRenderOptions& o) {
-  return "chexscale-" + o.namespace_name + "-" + o.job_name;
-}
-
-std::string master_address(const K8sRenderOptions& o) {
-  return o.master_addr.empty() ? o.job_name + "-0." + o.job_name : o.master_addr;
-}
 
 void K8sRenderOptions::validate() const {
   static const std::regex dns_label("^[a-z]([-a-z0-9]*[a-z0-9])?$");

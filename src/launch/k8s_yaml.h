@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/k8s_render.h"
+#include "launch/k8s_options.h"
 
 namespace chexscale::launch {
 

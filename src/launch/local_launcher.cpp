@@ -31,20 +31,14 @@ std::optional<int> env_int(const std::map<std::string, std::string>& env, const 
 
 std::map<std::string, std::string> worker_env(const LaunchOptions& o, int local_rank, int port,
                                               int attempt) {
-  std::map<std::string, std::string> env = o.extra_env;
-  env["MASTER_ADDR"] = o.master_addr;
-  env["MASTER_PORT"] = std::to_string(port);
-  env["WORLD_SIZE"] = std::to_string(o.nnodes * o.nproc_per_node);
-  env["RANK"] = std::to_string(o.node_rank * o.nproc_per_node + local_rank);
-  env["LOCAL_RANK"] = std::to_string(local_rank);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc_per_node);
-  env["GROUP_RANK"] = std::to_string(o.node_rank);
-  env["CHEXSCALE_RESTART_COUNT"] = std::to_string(attempt);
-  env["CHEXSCALE_STOP_GRACE"] = std::to_string(o.stop_grace);
-  if (o.worker_rdzv_timeout) {
-    env["CHEXSCALE_RDZV_TIMEOUT"] = std::to_string(o.worker_rdzv_timeout->count());
-  }
-  return env;
+  WorkerPlace place;
+  place.master_port = port;
+  place.world_size = o.nnodes * o.nproc_per_node;
+  place.rank = o.node_rank * o.nproc_per_node + local_rank;
+  place.local_rank = local_rank;
+  place.node_rank = o.node_rank;
+  place.attempt = attempt;
+  return worker_environment(o, place);
 }
 
 void resolve_fixed_topology(LaunchOptions& o, const std::map<std::string, std::string>& env) {
@@ -53,7 +47,7 @@ void resolve_fixed_topology(LaunchOptions& o, const std::map<std::string, std::s
         fmt::format("node_rank {} must be in [0, `nnodes` {})", o.node_rank, o.nnodes));
   }
   if (o.master_addr.empty()) {
-    auto addr = env.find("MASTER_ADDR");
+    auto addr = env.find(distributed::kEnvMasterAddr);
     auto nodes = env.find("SLURM_JOB_NODELIST");
     if (addr != env.end() && !addr->second.empty()) {
       o.master_addr = addr->second;
@@ -67,7 +61,8 @@ void resolve_fixed_topology(LaunchOptions& o, const std::map<std::string, std::s
     }
   }
   if (o.master_port == 0 && o.nnodes > 1) {
-    o.master_port = env_int(env, "MASTER_PORT").value_or(distributed::kDefaultMasterPort);
+    o.master_port =
+        env_int(env, distributed::kEnvMasterPort).value_or(distributed::kDefaultMasterPort);
   }
 }
 
@@ -75,7 +70,7 @@ void resolve_elastic_topology(LaunchOptions& o, const std::map<std::string, std:
   // The rendezvous server's address: flags, PET_RDZV_ENDPOINT (taken by the caller) or
   // MASTER_ADDR / MASTER_PORT; never a guess, as no node of an elastic job is special.
   if (o.master_addr.empty()) {
-    auto addr = env.find("MASTER_ADDR");
+    auto addr = env.find(distributed::kEnvMasterAddr);
     if (addr == env.end() || addr->second.empty()) {
       throw UsageError(fmt::format(
           "master_addr is needed for an elastic job (--nnodes {}:{}): the host of `chexscale "
@@ -85,7 +80,8 @@ void resolve_elastic_topology(LaunchOptions& o, const std::map<std::string, std:
     o.master_addr = addr->second;
   }
   if (o.master_port == 0) {
-    o.master_port = env_int(env, "MASTER_PORT").value_or(distributed::kDefaultMasterPort);
+    o.master_port =
+        env_int(env, distributed::kEnvMasterPort).value_or(distributed::kDefaultMasterPort);
   }
   o.node_rank = -1;
 }
@@ -110,9 +106,9 @@ void LaunchOptions::validate() const {
     throw UsageError(fmt::format("grace_period {} s must be in [0, {}] seconds",
                                  grace_period.count(), kMaxGracePeriod.count()));
   }
-  if (stop_grace < 1 || stop_grace > kMaxStopGrace) {
-    throw UsageError(
-        fmt::format("stop_grace {} s must be in [1, {}] seconds", stop_grace, kMaxStopGrace));
+  if (stop_grace < 1 || stop_grace > train::kMaxStopGrace) {
+    throw UsageError(fmt::format("stop_grace {} s must be in [1, {}] seconds", stop_grace,
+                                 train::kMaxStopGrace));
   }
   if (max_nnodes > 0 && max_nnodes < nnodes) {
     throw UsageError(fmt::format("max_nnodes {} is less than nnodes {}", max_nnodes, nnodes));
@@ -244,12 +240,12 @@ std::optional<LaunchResult> stopped_result(const GroupOutcome& outcome,
   LaunchResult result;
   result.failed_rank = outcome.failed_rank;
   const std::string what = outcome.describe_stop(workers);
-  const std::string cause =
-      outcome.signal != 0 ? stop_signal_name(outcome.signal) : "a stop signal to the workers";
+  const std::string cause = outcome.signal != 0 ? train::stop_signal_name(outcome.signal)
+                                                : "a stop signal to the workers";
   if (outcome.all_preempted()) {
-    result.exit_code = kExitPreempted;
+    result.exit_code = train::kExitPreempted;
     result.summary = fmt::format("stopped on {}: {}; exit {} (resume with --resume auto)", cause,
-                                 what, kExitPreempted);
+                                 what, train::kExitPreempted);
   } else {
     result.exit_code = outcome.signal != 0 ? 128 + outcome.signal : outcome.failed_status;
     result.summary = fmt::format("stopped on {}: {}", cause, what);
@@ -258,6 +254,24 @@ std::optional<LaunchResult> stopped_result(const GroupOutcome& outcome,
 }
 
 }  // namespace
+
+std::map<std::string, std::string> worker_environment(const LaunchOptions& o,
+                                                      const WorkerPlace& place) {
+  std::map<std::string, std::string> env = o.extra_env;
+  env[distributed::kEnvMasterAddr] = o.master_addr;
+  env[distributed::kEnvMasterPort] = std::to_string(place.master_port);
+  env[distributed::kEnvWorldSize] = std::to_string(place.world_size);
+  env[distributed::kEnvRank] = std::to_string(place.rank);
+  env[distributed::kEnvLocalRank] = std::to_string(place.local_rank);
+  env[distributed::kEnvLocalWorldSize] = std::to_string(o.nproc_per_node);
+  env[distributed::kEnvGroupRank] = std::to_string(place.node_rank);
+  env[distributed::kEnvAttempt] = std::to_string(place.attempt);
+  env[distributed::kEnvStopGrace] = std::to_string(o.stop_grace);
+  if (o.worker_rdzv_timeout) {
+    env[distributed::kEnvRdzvTimeout] = std::to_string(o.worker_rdzv_timeout->count());
+  }
+  return env;
+}
 
 LaunchResult run_local_group(const LaunchOptions& options) {
   const std::string program = options.program.empty() ? "/proc/self/exe" : options.program;

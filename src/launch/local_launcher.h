@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "train/stop_contract.h"
+
 namespace chexscale::launch {
 
 // Seconds between SIGTERM and SIGKILL when tearing the workers down after one failed.
@@ -19,12 +21,6 @@ inline constexpr std::chrono::duration<double> kMaxGracePeriod{3600.0};
 // Each worker is a whole process (LibTorch loaded, two pipes): a count above this is a typo, not a
 // job (the largest nodes have 8-16 GPUs or a few hundred cores), and would flood the node.
 inline constexpr int kMaxProcPerNode = 1024;
-// `chexscale train`'s status for "stopped at a checkpoint on request, resume me" (EX_TEMPFAIL),
-// and its --stop-grace default and bound: a forwarded stop signal gives the workers this long to
-// checkpoint and exit (cmd_launch.cpp checks that they equal train's).
-inline constexpr int kExitPreempted = 75;
-inline constexpr int kDefaultStopGrace = 25;
-inline constexpr int kMaxStopGrace = 3600;
 // After a forwarded stop signal the launcher kills the workers this long after their own
 // --stop-grace deadline, so that a worker ending on its own deadline removes its partial files.
 inline constexpr std::chrono::seconds kStopKillMargin{1};
@@ -53,7 +49,7 @@ struct LaunchOptions {
   std::chrono::duration<double> grace_period = kDefaultGracePeriod;
   // Seconds a forwarded SIGTERM/SIGINT/SIGUSR1 gives the workers (passed to them as
   // CHEXSCALE_STOP_GRACE, train's --stop-grace); then they are killed.
-  int stop_grace = kDefaultStopGrace;
+  int stop_grace = train::kDefaultStopGrace;
   // The workers' rendezvous timeout, passed as CHEXSCALE_RDZV_TIMEOUT; nullopt: their own.
   std::optional<std::chrono::seconds> worker_rdzv_timeout;
   std::string program;                           // "": this executable (/proc/self/exe)
@@ -72,8 +68,8 @@ struct LaunchOptions {
 };
 
 struct LaunchResult {
-  // 0; kExitPreempted when every worker stopped with it (a forwarded stop signal, or one that
-  // reached the workers); 128 + a forwarded signal when some worker did not; else the first
+  // 0; train::kExitPreempted when every worker stopped with it (a forwarded stop signal, or one
+  // that reached the workers); 128 + a forwarded signal when some worker did not; else the first
   // failed worker's status.
   int exit_code = 0;
   int failed_rank = -1;  // global rank of the first worker that failed
@@ -110,6 +106,23 @@ LaunchOptions resolve_topology(LaunchOptions options,
 // "N" or torchrun's "MIN:MAX" into options.nnodes and options.max_nnodes (0 for "N" or "N:N");
 // `what` names the value in the UsageError for anything else.
 void parse_nnodes(const std::string& text, const std::string& what, LaunchOptions& options);
+
+// Where one worker is in its job, for its environment.
+struct WorkerPlace {
+  int master_port = 0;
+  int world_size = 1;
+  int rank = 0;
+  int local_rank = 0;
+  int node_rank = 0;
+  int attempt = 0;  // the group's restarts so far, or the elastic round
+};
+
+// The environment contract of one worker (distributed/env.h's names): options.extra_env plus
+// MASTER_ADDR (options.master_addr), MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE
+// (options.nproc_per_node), GROUP_RANK, CHEXSCALE_RESTART_COUNT, CHEXSCALE_STOP_GRACE and, when
+// options.worker_rdzv_timeout is set, CHEXSCALE_RDZV_TIMEOUT.
+std::map<std::string, std::string> worker_environment(const LaunchOptions& options,
+                                                      const WorkerPlace& place);
 
 // Runs the local group to completion (options already resolved; not elastic()).
 LaunchResult run_local_group(const LaunchOptions& options);

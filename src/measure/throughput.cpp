@@ -188,6 +188,55 @@ ThroughputJob::ThroughputJob(std::shared_ptr<distributed::DistContext> ctx,
 
 ThroughputJob::~ThroughputJob() = default;
 
+namespace {
+
+// A gradient hook on a parameter, to remove after the run.
+using ReadyHook = std::pair<torch::Tensor, unsigned>;
+
+// Records each parameter's size and shape in `log` and hooks it so that its gradient's ready
+// time lands in ready_now[i] (which must outlive the hooks).
+std::vector<ReadyHook> add_ready_hooks(const std::vector<torch::Tensor>& params,
+                                       GradientReadyLog& log, std::vector<int64_t>& ready_now) {
+  std::vector<ReadyHook> hooks;
+  ready_now.assign(params.size(), 0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    log.parameter_bytes.push_back(params[i].numel() *
+                                  static_cast<int64_t>(params[i].element_size()));
+    log.parameter_shapes.push_back(params[i].sizes().vec());
+    hooks.emplace_back(params[i], params[i].register_hook([&ready_now, i](const torch::Tensor&) {
+      ready_now[i] = now_micros();
+    }));
+  }
+  return hooks;
+}
+
+// What a run of `options` on `ctx` was, for its bench.json.
+report::BenchConfig bench_config(const ThroughputOptions& options,
+                                 const distributed::DistContext& ctx, int64_t warmup_steps,
+                                 int64_t steps) {
+  report::BenchConfig config;
+  config.label = options.label;
+  config.arch = options.arch;
+  config.image_size = options.image_size;
+  config.batch_per_worker = options.batch_size;
+  config.world_size = ctx.world_size();
+  config.nnodes = std::max(1, ctx.world_size() / std::max(1, ctx.local_world_size()));
+  config.backend = ctx.backend();
+  config.overlap = options.reducer.overlap;
+  config.compression = distributed::compression_spec(options.reducer);
+  config.bucket_mb = options.reducer.bucket_mb;
+  config.data = options.data.empty() ? "synthetic" : options.data;
+  config.threads_per_worker = options.threads;
+  config.device = ctx.device().is_cuda() ? "cuda" : "cpu";
+  config.amp = train::to_string(options.amp);
+  config.channels_last = options.channels_last;
+  config.warmup_steps = warmup_steps;
+  config.steps = steps;
+  return config;
+}
+
+}  // namespace
+
 report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reducer_options,
                                        int64_t warmup_steps, int64_t steps,
                                        TimelineWriter* timeline, const StepProgress& progress,
@@ -211,21 +260,12 @@ report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reduce
   step_options.channels_last = options.channels_last;
   train::TrainStep step(s.model, *s.optimizer, train::BceWithLogitsLoss(), reducer.get(),
                         step_options);
-  std::vector<int64_t> ready_now;  // the current step's gradient-ready times (ready_log only)
-  std::vector<std::pair<torch::Tensor, unsigned>> ready_hooks;  // removed after the run
+  std::vector<int64_t> ready_now;      // the current step's gradient-ready times (ready_log only)
+  std::vector<ReadyHook> ready_hooks;  // removed after the run
   if (ready_log != nullptr) {
     CHX_CHECK(ctx.world_size() == 1, "gradient-ready times are profiled on one worker, not {}",
               ctx.world_size());
-    const std::vector<torch::Tensor> params = s.model->parameters();
-    ready_now.assign(params.size(), 0);
-    for (size_t i = 0; i < params.size(); ++i) {
-      ready_log->parameter_bytes.push_back(params[i].numel() *
-                                           static_cast<int64_t>(params[i].element_size()));
-      ready_log->parameter_shapes.push_back(params[i].sizes().vec());
-      ready_hooks.emplace_back(
-          params[i], params[i].register_hook(
-                         [&ready_now, i](const torch::Tensor&) { ready_now[i] = now_micros(); }));
-    }
+    ready_hooks = add_ready_hooks(s.model->parameters(), *ready_log, ready_now);
   }
 
   const int64_t total_steps = warmup_steps + steps;
@@ -257,24 +297,7 @@ report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reduce
   for (auto& [param, hook] : ready_hooks)
     param.remove_hook(hook);
 
-  report::BenchConfig config;
-  config.label = options.label;
-  config.arch = options.arch;
-  config.image_size = options.image_size;
-  config.batch_per_worker = options.batch_size;
-  config.world_size = ctx.world_size();
-  config.nnodes = std::max(1, ctx.world_size() / std::max(1, ctx.local_world_size()));
-  config.backend = ctx.backend();
-  config.overlap = options.reducer.overlap;
-  config.compression = distributed::compression_spec(options.reducer);
-  config.bucket_mb = options.reducer.bucket_mb;
-  config.data = options.data.empty() ? "synthetic" : options.data;
-  config.threads_per_worker = options.threads;
-  config.device = ctx.device().is_cuda() ? "cuda" : "cpu";
-  config.amp = train::to_string(options.amp);
-  config.channels_last = options.channels_last;
-  config.warmup_steps = warmup_steps;
-  config.steps = steps;
+  const report::BenchConfig config = bench_config(options, ctx, warmup_steps, steps);
   return bench_document(config, gather_measurements(ctx, elapsed_s, timed));
 }
 

@@ -237,23 +237,24 @@ class Parser {
     return v;
   }
 
-  void step(uint8_t op) {
+  // Protocol and frame headers, marks, tuples, lists and dicts; false for any other opcode.
+  bool framing_or_container_op(uint8_t op) {
     switch (op) {
       case 0x80:  // PROTO
         if (byte() > 4) malformed("pickle protocol above 4");
-        return;
+        return true;
       case 0x95:  // FRAME
         take(8);
-        return;
+        return true;
       case '(':
         marks_.push_back(stack_.size());
-        return;
+        return true;
       case ')':
         stack_.push_back(tuple({}));
-        return;
+        return true;
       case 't':
         stack_.push_back(tuple(pop_to_mark()));
-        return;
+        return true;
       case 0x85:
       case 0x86:
       case 0x87: {
@@ -261,57 +262,65 @@ class Parser {
         for (auto it = items.rbegin(); it != items.rend(); ++it)
           *it = pop();
         stack_.push_back(tuple(std::move(items)));
-        return;
+        return true;
       }
       case ']':
         stack_.push_back(make(Value::Kind::kList));
-        return;
+        return true;
       case 'a': {
         ValuePtr item = pop();
         container(Value::Kind::kList, "APPEND").items.push_back(item);
-        return;
+        return true;
       }
       case 'e': {
         std::vector<ValuePtr> items = pop_to_mark();
         Value& list = container(Value::Kind::kList, "APPENDS");
         list.items.insert(list.items.end(), items.begin(), items.end());
-        return;
+        return true;
       }
       case '}':
         stack_.push_back(make(Value::Kind::kDict));
-        return;
+        return true;
       case 's': {
         ValuePtr value = pop();
         ValuePtr key = pop();
         set_items({key, value});
-        return;
+        return true;
       }
       case 'u':
         set_items(pop_to_mark());
-        return;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // None, booleans, integers, floats and strings; false for any other opcode.
+  bool scalar_op(uint8_t op) {
+    switch (op) {
       case 'N':
         stack_.push_back(make(Value::Kind::kNone));
-        return;
+        return true;
       case 0x88:
       case 0x89:
         stack_.push_back(make_int(op == 0x88 ? 1 : 0, Value::Kind::kBool));
-        return;
+        return true;
       case 'J':
         stack_.push_back(make_int(static_cast<int32_t>(little(4))));
-        return;
+        return true;
       case 'K':
         stack_.push_back(make_int(static_cast<int64_t>(little(1))));
-        return;
+        return true;
       case 'M':
         stack_.push_back(make_int(static_cast<int64_t>(little(2))));
-        return;
+        return true;
       case 0x8a: {  // LONG1: n little-endian two's-complement bytes
         const std::size_t n = byte();
         if (n > 8) malformed("integer wider than 64 bits");
         uint64_t v = n == 0 ? 0 : little(n);
         if (n > 0 && n < 8 && (v >> (8 * n - 1)) != 0) v |= ~uint64_t{0} << (8 * n);
         stack_.push_back(make_int(static_cast<int64_t>(v)));
-        return;
+        return true;
       }
       case 'G': {  // BINFLOAT, big-endian
         const uint8_t* p = take(8);
@@ -321,22 +330,30 @@ class Parser {
         ValuePtr v = make(Value::Kind::kFloat);
         std::memcpy(&v->real, &bits, sizeof bits);
         stack_.push_back(v);
-        return;
+        return true;
       }
       case 'X':  // BINUNICODE
       case 'T':  // BINSTRING
       case 'B':  // BINBYTES
         stack_.push_back(make_string(bytes(little(4))));
-        return;
+        return true;
       case 0x8c:  // SHORT_BINUNICODE
       case 'U':   // SHORT_BINSTRING
       case 'C':   // SHORT_BINBYTES
         stack_.push_back(make_string(bytes(byte())));
-        return;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Globals, the memo, calls (REDUCE, BUILD), persistent ids and POP; false for any other opcode.
+  bool object_op(uint8_t op) {
+    switch (op) {
       case 'c': {
         const std::string module = line();
         stack_.push_back(global(module, line()));
-        return;
+        return true;
       }
       case 0x93: {  // STACK_GLOBAL
         ValuePtr name = pop();
@@ -345,29 +362,29 @@ class Parser {
           malformed("STACK_GLOBAL of non-strings");
         }
         stack_.push_back(global(module->text, name->text));
-        return;
+        return true;
       }
       case 'q':
         put(byte());
-        return;
+        return true;
       case 'r':
         put(little(4));
-        return;
+        return true;
       case 0x94:  // MEMOIZE
         put(memo_.size());
-        return;
+        return true;
       case 'h':
         stack_.push_back(get(byte()));
-        return;
+        return true;
       case 'j':
         stack_.push_back(get(little(4)));
-        return;
+        return true;
       case 'R':
       case 0x81: {  // REDUCE, NEWOBJ
         ValuePtr args = pop();
         ValuePtr callable = pop();
         stack_.push_back(call(callable, args));
-        return;
+        return true;
       }
       case 'b': {  // BUILD: an OrderedDict's attributes (_metadata) or a tensor's; not kept
         pop();
@@ -375,17 +392,23 @@ class Parser {
         if (kind != Value::Kind::kDict && kind != Value::Kind::kTensor) {
           malformed(fmt::format("BUILD of a {}", type_name(*top())));
         }
-        return;
+        return true;
       }
       case 'Q':
         stack_.push_back(persistent(pop()));
-        return;
+        return true;
       case '0':
         pop();
-        return;
+        return true;
+
       default:
-        malformed(fmt::format("unsupported opcode 0x{:02x} at byte {}", op, pos_ - 1));
+        return false;
     }
+  }
+
+  void step(uint8_t op) {
+    if (framing_or_container_op(op) || scalar_op(op) || object_op(op)) return;
+    malformed(fmt::format("unsupported opcode 0x{:02x} at byte {}", op, pos_ - 1));
   }
 
   const uint8_t* data_;

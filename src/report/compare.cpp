@@ -173,6 +173,63 @@ void check_sets(const std::vector<ResultSet>& sets) {
   }
 }
 
+// Refuses runs that must match and differ (unless forced); notes what was forced, what should
+// match and differs, and runs without a step breakdown.
+void add_mismatch_notes(const std::vector<ResultSet>& sets, const CompareOptions& options,
+                        Comparison& cmp) {
+  const auto mismatches = find_differences(sets, kMustMatch, std::size(kMustMatch));
+  if (!mismatches.empty() && !options.force) {
+    std::string msg = "the runs are not comparable:";
+    for (const auto& m : mismatches)
+      msg += "\n  " + m;
+    throw UsageError(msg + "\n(use --force to compare them anyway)");
+  }
+  cmp.forced = !mismatches.empty();
+  for (const auto& m : mismatches)
+    cmp.notes.push_back("forced: " + m);
+  for (const auto& d : find_differences(sets, kShouldMatch, std::size(kShouldMatch))) {
+    cmp.notes.push_back(d);
+  }
+  for (const auto& set : sets) {
+    for (const auto& run : set.runs) {
+      if (!run.has_breakdown) {
+        cmp.notes.push_back(fmt::format(
+            "{} ({}) has no step breakdown: its step time is all 'other'", set.label, run.file));
+      }
+    }
+  }
+}
+
+// Set i's runs against those of its reference with the same worker count, and its line of the
+// variants' gaps (a note instead when they have no worker count in common).
+void compare_with_reference(const std::vector<ResultSet>& sets, size_t i, Comparison& cmp) {
+  SetComparison& sc = cmp.sets[i];
+  const size_t ref_index = find_reference(sets, i);
+  const SetComparison& ref = cmp.sets[ref_index];
+  sc.reference = ref.label;
+  const RunComparison* last_common = nullptr;
+  const RunComparison* last_common_ref = nullptr;
+  for (auto& rc : sc.runs) {
+    for (const auto& rr : ref.runs) {
+      if (rr.workers != rc.workers) continue;
+      rc.gap_split = subtract(rc.split, rr.split);
+      rc.round_gaps = paired_round_gaps(sets[ref_index].rounds_with(rc.workers),
+                                        sets[i].rounds_with(rc.workers));
+      rc.gap_pct = rc.round_gaps.empty() ? gap_percent(rr.images_per_sec, rc.images_per_sec)
+                                         : round_gap_spread(rc.round_gaps).median;
+      last_common = &rc;
+      last_common_ref = &rr;
+    }
+  }
+  if (last_common == nullptr) {
+    cmp.notes.push_back(
+        fmt::format("{}: no worker count in common with its reference {}", sc.label, ref.label));
+    return;
+  }
+  cmp.variant_gaps.push_back(variant_gap(sc, ref, *last_common, *last_common_ref,
+                                         has_breakdowns(sets[i], sets[ref_index])));
+}
+
 }  // namespace
 
 PhaseSplit split_phases(const StepTimes& t) {
@@ -198,42 +255,10 @@ double phase_value(const PhaseSplit& s, int phase) {
   }
 }
 
-double gap_percent(double reference_images_per_sec, double images_per_sec) {
-  CHX_CHECK(reference_images_per_sec > 0, "reference throughput {}", reference_images_per_sec);
-  return 100.0 * (reference_images_per_sec - images_per_sec) / reference_images_per_sec;
-}
-
-double scaling_efficiency(double images_per_sec_n, int workers, double images_per_sec_n0,
-                          int workers_n0) {
-  CHX_CHECK(workers > 0 && workers_n0 > 0 && images_per_sec_n0 > 0, "workers {}/{} T(N0) {}",
-            workers, workers_n0, images_per_sec_n0);
-  return images_per_sec_n * workers_n0 / (workers * images_per_sec_n0);
-}
-
 Comparison compare_result_sets(const std::vector<ResultSet>& sets, const CompareOptions& options) {
   check_sets(sets);
   Comparison cmp;
-  const auto mismatches = find_differences(sets, kMustMatch, std::size(kMustMatch));
-  if (!mismatches.empty() && !options.force) {
-    std::string msg = "the runs are not comparable:";
-    for (const auto& m : mismatches)
-      msg += "\n  " + m;
-    throw UsageError(msg + "\n(use --force to compare them anyway)");
-  }
-  cmp.forced = !mismatches.empty();
-  for (const auto& m : mismatches)
-    cmp.notes.push_back("forced: " + m);
-  for (const auto& d : find_differences(sets, kShouldMatch, std::size(kShouldMatch))) {
-    cmp.notes.push_back(d);
-  }
-  for (const auto& set : sets) {
-    for (const auto& run : set.runs) {
-      if (!run.has_breakdown) {
-        cmp.notes.push_back(fmt::format(
-            "{} ({}) has no step breakdown: its step time is all 'other'", set.label, run.file));
-      }
-    }
-  }
+  add_mismatch_notes(sets, options, cmp);
   const BenchRun& first = sets.front().runs.front();
   cmp.baseline = sets.front().label;
   cmp.arch = first.arch;
@@ -244,31 +269,7 @@ Comparison compare_result_sets(const std::vector<ResultSet>& sets, const Compare
   for (const auto& set : sets)
     cmp.sets.push_back(describe_set(set));
   for (size_t i = 1; i < sets.size(); ++i) {
-    SetComparison& sc = cmp.sets[i];
-    const size_t ref_index = find_reference(sets, i);
-    const SetComparison& ref = cmp.sets[ref_index];
-    sc.reference = ref.label;
-    const RunComparison* last_common = nullptr;
-    const RunComparison* last_common_ref = nullptr;
-    for (auto& rc : sc.runs) {
-      for (const auto& rr : ref.runs) {
-        if (rr.workers != rc.workers) continue;
-        rc.gap_split = subtract(rc.split, rr.split);
-        rc.round_gaps = paired_round_gaps(sets[ref_index].rounds_with(rc.workers),
-                                          sets[i].rounds_with(rc.workers));
-        rc.gap_pct = rc.round_gaps.empty() ? gap_percent(rr.images_per_sec, rc.images_per_sec)
-                                           : round_gap_spread(rc.round_gaps).median;
-        last_common = &rc;
-        last_common_ref = &rr;
-      }
-    }
-    if (last_common == nullptr) {
-      cmp.notes.push_back(
-          fmt::format("{}: no worker count in common with its reference {}", sc.label, ref.label));
-      continue;
-    }
-    cmp.variant_gaps.push_back(variant_gap(sc, ref, *last_common, *last_common_ref,
-                                           has_breakdowns(sets[i], sets[ref_index])));
+    compare_with_reference(sets, i, cmp);
   }
   return cmp;
 }

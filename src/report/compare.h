@@ -9,6 +9,7 @@
 #include "common/step_times.h"
 #include "report/result_set.h"
 #include "report/rounds.h"
+#include "report/throughput_ratios.h"
 
 namespace chexscale::report {
 
@@ -26,15 +27,6 @@ PhaseSplit split_phases(const StepTimes& t);
 // Named phases of a PhaseSplit, in chart order, for tables and JSON keys.
 inline constexpr const char* kPhaseNames[] = {"compute", "data_wait", "comm_exposed", "other"};
 double phase_value(const PhaseSplit& s, int phase);
-
-// gap % = 100 x (reference images/s - this images/s) / reference images/s: the share of the
-// reference's throughput this system loses (positive: slower than the reference).
-double gap_percent(double reference_images_per_sec, double images_per_sec);
-
-// Scaling efficiency T(N) x N0 / (N x T(N0)) against the smallest worker count N0 of a set:
-// T(N) / (N x T(1)) when the set has a 1-worker run (as sweep.json computes it).
-double scaling_efficiency(double images_per_sec_n, int workers, double images_per_sec_n0,
-                          int workers_n0);
 
 struct RunComparison {
   int workers = 0;

@@ -5,15 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "report/bench_result.h"
+#include "report/bench_run.h"
 
 namespace chexscale::report {
-
-// One bench.json (schema chexscale.bench/1): one worker count of one system, and where it was read.
-struct BenchRun : BenchResult {
-  std::string file;  // where it was read from
-  int round = 0;     // K of a bench-w<N>-r<K>.json file (one round of several); 0 for a single run
-};
 
 // The runs of one system, one per worker count, sorted by worker count. A label has the form
 // SYSTEM[/VARIANT], e.g. "kubernetes/fp16"; variants of the baseline system are the references.

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "report/compare.h"
+#include "report/throughput_ratios.h"
 
 namespace chexscale::report {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "report/result_set.h"
+#include "report/bench_run.h"
 
 namespace chexscale::report {
 

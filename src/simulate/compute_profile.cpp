@@ -25,6 +25,28 @@ double non_negative(const nlohmann::json& j, const char* name, const std::string
   return v;
 }
 
+// One entry of "parameters" (`at` names it in errors); its gradient is ready within backward.
+GradientReady gradient_ready_from_json(const nlohmann::json& j, const std::string& at,
+                                       double backward_s) {
+  GradientReady g;
+  g.bytes = get_field<int64_t>(j, "bytes", at);
+  g.ready_s = get_field<double>(j, "ready_s", at);
+  if (g.bytes < 1) throw DataError(fmt::format("{}: bytes {} must be >= 1", at, g.bytes));
+  if (!(g.ready_s >= 0 && g.ready_s <= backward_s * 1.05)) {
+    throw DataError(
+        fmt::format("{}: ready_s {} is outside backward's [0, {}] s", at, g.ready_s, backward_s));
+  }
+  g.shape = get_optional<std::vector<int64_t>>(j, "shape", at, {});
+  int64_t numel = g.shape.empty() ? 0 : 1;
+  for (int64_t s : g.shape)
+    numel *= s;
+  if (!g.shape.empty() && (numel < 1 || g.bytes % numel != 0)) {
+    throw DataError(
+        fmt::format("{}: shape of {} elements does not hold {} bytes", at, numel, g.bytes));
+  }
+  return g;
+}
+
 }  // namespace
 
 int64_t ComputeProfile::gradient_bytes() const {
@@ -112,24 +134,8 @@ ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::str
     throw DataError(fmt::format("{}: 'parameters' must be a non-empty array", file));
   }
   for (size_t i = 0; i < params.size(); ++i) {
-    const std::string at = fmt::format("{}: parameters[{}]", file, i);
-    GradientReady g;
-    g.bytes = get_field<int64_t>(params[i], "bytes", at);
-    g.ready_s = get_field<double>(params[i], "ready_s", at);
-    if (g.bytes < 1) throw DataError(fmt::format("{}: bytes {} must be >= 1", at, g.bytes));
-    if (!(g.ready_s >= 0 && g.ready_s <= p.backward_s * 1.05)) {
-      throw DataError(fmt::format("{}: ready_s {} is outside backward's [0, {}] s", at, g.ready_s,
-                                  p.backward_s));
-    }
-    g.shape = get_optional<std::vector<int64_t>>(params[i], "shape", at, {});
-    int64_t numel = g.shape.empty() ? 0 : 1;
-    for (int64_t s : g.shape)
-      numel *= s;
-    if (!g.shape.empty() && (numel < 1 || g.bytes % numel != 0)) {
-      throw DataError(
-          fmt::format("{}: shape of {} elements does not hold {} bytes", at, numel, g.bytes));
-    }
-    p.parameters.push_back(g);
+    p.parameters.push_back(gradient_ready_from_json(
+        params[i], fmt::format("{}: parameters[{}]", file, i), p.backward_s));
   }
   p.powersgd_flops_per_s = non_negative(j, "powersgd_flops_per_s", file);
   if (j.contains("gradient_passes_s")) {

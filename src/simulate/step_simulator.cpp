@@ -188,22 +188,42 @@ struct Interval {
   }
 };
 
-Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s, double pace,
-              double compute_end, double shared_until, int threads) {
+// The communication channel of a step: transfers queue on it in launch order.
+struct Channel {
+  int threads = 1;          // the compute threads a transfer shares cores with
+  double shared_until = 0;  // until then, it does (backward's end without a spare core)
+  double free_at = 0;       // the end of the last transfer sent
   std::vector<Interval> sent;
-  std::vector<double> first_end(buckets.size(), 0), final_end(buckets.size(), 0);
-  double channel_free = 0;
-  const auto send = [&](double at, const Transfer& t) {
+
+  // Queues `t` from `at`; returns when it ends.
+  double send(double at, const Transfer& t) {
     Interval i;
-    i.start = std::max(at, channel_free);
+    i.start = std::max(at, free_at);
     i.comm_s = t.comm_s;
     i.cpu = t.cpu_s;
     if (t.comm_s > 0) i.slow = (threads + std::min(1.0, t.cpu_s / t.comm_s)) / threads;
     i.shared_until = shared_until;
-    channel_free = i.end();
+    free_at = i.end();
     sent.push_back(i);
-    return channel_free;
-  };
+    return free_at;
+  }
+
+  // Communication CPU seconds spent by time `at`.
+  double cpu_by(double at) const {
+    double cpu = 0;
+    for (const Interval& i : sent) {
+      if (i.comm_s > 0) cpu += i.cpu * i.work_by(at) / i.comm_s;
+    }
+    return cpu;
+  }
+};
+
+Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s, double pace,
+              double compute_end, double shared_until, int threads) {
+  std::vector<double> first_end(buckets.size(), 0), final_end(buckets.size(), 0);
+  Channel channel;
+  channel.threads = threads;
+  channel.shared_until = shared_until;
   Replay r;
   double thread = s.overlap ? 0 : compute_end;  // where the backward thread is
   double held = 0;                              // how long PowerSGD has held backward up
@@ -216,7 +236,7 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
       thread = std::max(thread, first_end[next_second]) + b.second_compute_s;
       held += thread - before;
       r.compute_s += b.second_compute_s;
-      final_end[next_second] = send(thread, b.second);
+      final_end[next_second] = channel.send(thread, b.second);
     }
   };
   for (size_t k = 0; k < buckets.size(); ++k) {
@@ -226,13 +246,13 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
     if (!b.powersgd) {
       thread += b.launch_compute_s;
       held += b.launch_compute_s;
-      final_end[k] = send(thread, b.first);
+      final_end[k] = channel.send(thread, b.first);
       continue;
     }
     thread += b.first_compute_s;
     held += b.first_compute_s;
     r.compute_s += b.first_compute_s;
-    first_end[k] = send(thread, b.first);
+    first_end[k] = channel.send(thread, b.first);
     issue_seconds_before(k);
   }
   r.held = s.overlap ? held : 0;
@@ -248,10 +268,8 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
       thread += buckets[k].after_compute_s;
     }
   }
-  r.done = std::max(thread, channel_free);
-  for (const Interval& i : sent) {
-    if (i.comm_s > 0) r.cpu_in_backward += i.cpu * i.work_by(r.backward_end) / i.comm_s;
-  }
+  r.done = std::max(thread, channel.free_at);
+  r.cpu_in_backward = channel.cpu_by(r.backward_end);
   return r;
 }
 
@@ -295,17 +313,12 @@ StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& b
 }  // namespace
 
 void SimulationSettings::validate() const {
-  if (!(bucket_mb > 0) || !(first_bucket_mb > 0)) {
-    throw UsageError(
-        fmt::format("bucket_mb {} and first_bucket_mb {} must be > 0", bucket_mb, first_bucket_mb));
-  }
+  distributed::check_bucket_sizes(bucket_mb, first_bucket_mb);
   if (steps < 1) throw UsageError(fmt::format("steps {} must be >= 1", steps));
   if (cores_per_worker < 0) {
     throw UsageError(fmt::format("cores_per_worker {} must be >= 0", cores_per_worker));
   }
-  if (!(powersgd_min_rate >= 0)) {
-    throw UsageError(fmt::format("powersgd_min_rate {} must be >= 0", powersgd_min_rate));
-  }
+  distributed::check_powersgd_min_rate(powersgd_min_rate);
   wire_mode(*this);
 }
 

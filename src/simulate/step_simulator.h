@@ -13,18 +13,19 @@
 #include <vector>
 
 #include "common/step_times.h"
+#include "distributed/reducer_defaults.h"
 #include "simulate/collective_cost.h"
 #include "simulate/compute_profile.h"
 
 namespace chexscale::simulate {
 
 struct SimulationSettings {
-  double bucket_mb = 25.0;  // the reducer's defaults (distributed::kDefaultBucketMb)
-  double first_bucket_mb = 1.0;
+  double bucket_mb = distributed::kDefaultBucketMb;  // the reducer's defaults
+  double first_bucket_mb = distributed::kDefaultFirstBucketMb;
   bool overlap = true;
   // none | fp16 | bf16 | powersgd[:RANK], as the reducer's --grad-compression reads it.
   std::string compression = "none";
-  double powersgd_min_rate = 2.0;  // the reducer's kDefaultPowerSgdMinRate
+  double powersgd_min_rate = distributed::kDefaultPowerSgdMinRate;
   Algorithm algorithm = Algorithm::kRing;
   int cores_per_worker = 0;  // 0: the profile's threads (no spare core for communication)
   bool stragglers = true;    // each step waits for the slowest of n draws from step_spread

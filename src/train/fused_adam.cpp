@@ -43,6 +43,27 @@ void tensor_update(torch::Tensor& p, torch::Tensor grad, torch::optim::AdamParam
   p.addcdiv_(state.exp_avg(), denom, -o.lr() / bias1);
 }
 
+// The fused loop over a dense float CPU tensor, on LibTorch's threads.
+void fused_update(torch::Tensor& p, const torch::Tensor& grad, torch::optim::AdamParamState& state,
+                  const torch::optim::AdamOptions& o, double bias1, double bias2) {
+  const auto [beta1, beta2] = o.betas();
+  const AdamScalars s{static_cast<float>(beta1),
+                      static_cast<float>(1 - beta1),
+                      static_cast<float>(beta2),
+                      static_cast<float>(1 - beta2),
+                      static_cast<float>(std::sqrt(bias2)),
+                      static_cast<float>(o.eps()),
+                      static_cast<float>(-o.lr() / bias1),
+                      static_cast<float>(o.weight_decay())};
+  float* pd = p.data_ptr<float>();
+  const float* gd = grad.data_ptr<float>();
+  float* md = state.exp_avg().data_ptr<float>();
+  float* vd = state.exp_avg_sq().data_ptr<float>();
+  at::parallel_for(0, p.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    adam_update_float(pd + begin, gd + begin, md + begin, vd + begin, end - begin, s);
+  });
+}
+
 }  // namespace
 
 FusedAdam::FusedAdam(const std::vector<torch::Tensor>& params, torch::optim::AdamOptions options)
@@ -90,21 +111,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
         lists.exp_avg_sqs.push_back(state.exp_avg_sq());
         continue;
       }
-      const AdamScalars s{static_cast<float>(beta1),
-                          static_cast<float>(1 - beta1),
-                          static_cast<float>(beta2),
-                          static_cast<float>(1 - beta2),
-                          static_cast<float>(std::sqrt(bias2)),
-                          static_cast<float>(o.eps()),
-                          static_cast<float>(-o.lr() / bias1),
-                          static_cast<float>(o.weight_decay())};
-      float* pd = p.data_ptr<float>();
-      const float* gd = grad.data_ptr<float>();
-      float* md = state.exp_avg().data_ptr<float>();
-      float* vd = state.exp_avg_sq().data_ptr<float>();
-      at::parallel_for(0, p.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-        adam_update_float(pd + begin, gd + begin, md + begin, vd + begin, end - begin, s);
-      });
+      fused_update(p, grad, state, o, bias1, bias2);
     }
     const auto [beta1, beta2] = o.betas();
     for (auto& [step, lists] : by_step)

@@ -18,6 +18,7 @@
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/step.h"
+#include "train/stop_contract.h"
 
 namespace chexscale::train {
 
@@ -32,11 +33,6 @@ struct ResumeFrom {
 // "" (afresh), "auto" (the newest checkpoint) or a manifest's path; parse_resume's inverse.
 std::string to_string(const ResumeFrom& resume);
 ResumeFrom parse_resume(std::string_view text);
-
-// Seconds from a stop signal to the exit (--stop-grace): under Kubernetes' default 30 s
-// terminationGracePeriodSeconds.
-constexpr int kDefaultStopGrace = 25;
-constexpr int kMaxStopGrace = 3600;
 
 struct TrainerOptions {
   models::ModelOptions model;

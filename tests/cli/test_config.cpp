@@ -4,7 +4,9 @@
 #include <fstream>
 
 #include "cli/config.h"
+#include "cli/option_args.h"
 #include "common/error.h"
+#include "distributed/env.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::cli {
@@ -42,6 +44,40 @@ struct Fixture {
 
 TEST(Config, EnvName) {
   EXPECT_EQ(env_name_for("bucket-mb"), "CHEXSCALE_BUCKET_MB");
+}
+
+// The launcher passes train's --stop-grace and --rdzv-timeout in these variables; the worker
+// reads them as those flags' variables.
+TEST(Config, LauncherVariablesAreTrainFlagVariables) {
+  EXPECT_EQ(env_name_for("stop-grace"), distributed::kEnvStopGrace);
+  EXPECT_EQ(env_name_for("rdzv-timeout"), distributed::kEnvRdzvTimeout);
+}
+
+// What a sweep gives each of its runs again: every option with a value, from whichever layer,
+// in declaration order; defaults, the excluded options and --config are left out.
+TEST(Config, GivenOptionsAsArgsRepeatsEveryLayer) {
+  test_util::TempDir dir;
+  const std::string file = dir.write("run.yaml", "workers: [1, 2]\n");
+  Fixture f;
+  f.parse({"train", "--no-overlap", "--config", file, "--batch-size", "4"});
+  std::map<std::string, std::string> env{{"CHEXSCALE_LR", "0.25"}};
+  ConfigLayers layers;
+  layers.apply(f.root, *f.train, &env);
+  EXPECT_EQ(given_options_as_args(*f.train, {}),
+            (std::vector<std::string>{"--batch-size", "4", "--lr", "0.25", "--no-overlap",
+                                      "--workers", "1", "--workers", "2"}));
+  EXPECT_EQ(given_options_as_args(*f.train, {"workers", "lr"}),
+            (std::vector<std::string>{"--batch-size", "4", "--no-overlap"}));
+  // Re-parsed, the arguments give the same values.
+  Fixture again;
+  std::vector<std::string> args{"train"};
+  const auto given = given_options_as_args(*f.train, {});
+  args.insert(args.end(), given.begin(), given.end());
+  again.parse(args);
+  EXPECT_EQ(again.batch, 4);
+  EXPECT_DOUBLE_EQ(again.lr, 0.25);
+  EXPECT_TRUE(again.no_overlap);
+  EXPECT_EQ(again.workers, (std::vector<int>{1, 2}));
 }
 
 TEST(Config, FlagBeatsEnvBeatsFileBeatsDefault) {

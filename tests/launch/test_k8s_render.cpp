@@ -501,8 +501,8 @@ void expect_preemption_policy(const YAML::Node& job_spec, const std::string& con
   EXPECT_EQ(job_spec["backoffLimit"].as<int>(), 0);
   EXPECT_EQ(job_spec["template"]["spec"]["restartPolicy"].as<std::string>(), "Never");
   const auto policy = job_spec["podFailurePolicy"];
-  EXPECT_EQ(failure_action(policy, container, {kExitPreempted, false}), "Ignore");
-  EXPECT_EQ(failure_action(policy, container, {kExitPreempted, true}), "Ignore");
+  EXPECT_EQ(failure_action(policy, container, {train::kExitPreempted, false}), "Ignore");
+  EXPECT_EQ(failure_action(policy, container, {train::kExitPreempted, true}), "Ignore");
   EXPECT_EQ(failure_action(policy, container, {137, true}), "Ignore");  // killed after the grace
   EXPECT_EQ(failure_action(policy, container, {1, true}), "Ignore");
   EXPECT_EQ(failure_action(policy, container, {1, false}), "FailJob");
@@ -525,12 +525,12 @@ void expect_stop_grace(const YAML::Node& pod_spec, int stop_grace) {
 }
 
 TEST(K8sRender, PreemptedPodsStopWithinTheGraceAndComeBackWithoutSpendingBackoff) {
-  for (int stop_grace : {kDefaultStopGrace, 60}) {
+  for (int stop_grace : {train::kDefaultStopGrace, 60}) {
     auto o = base_options();
     o.stop_grace = stop_grace;
     o.command = {"train", "--data", "/data"};
     SCOPED_TRACE("stop_grace " + std::to_string(stop_grace));
-    EXPECT_EQ(kDefaultStopGrace + kPodStopMargin, 30);  // Kubernetes' own default
+    EXPECT_EQ(train::kDefaultStopGrace + kPodStopMargin, 30);  // Kubernetes' own default
 
     const auto job = find_kind(render_yaml(o), "Job");
     expect_preemption_policy(job["spec"], kWorkerContainer);

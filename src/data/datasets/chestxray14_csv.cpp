@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <optional>
 #include <unordered_set>
 
 #include "common/atomic_file.h"
@@ -19,80 +20,111 @@ int find_column(const std::vector<std::string>& header, std::string_view name) {
   return -1;
 }
 
+// The lines of a text, trimmed, with their 1-based numbers.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : text_(text) {}
+  bool next(std::string_view* line) {
+    if (pos_ >= text_.size()) return false;
+    const size_t nl = text_.find('\n', pos_);
+    const size_t end = nl == std::string_view::npos ? text_.size() : nl;
+    *line = trim_field(text_.substr(pos_, end - pos_));
+    pos_ = end + 1;
+    ++number_;
+    return true;
+  }
+  int64_t number() const { return number_; }  // of the line last read
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int64_t number_ = 0;
+};
+
+// Where the header puts the columns read, and how many values a row has.
+struct Columns {
+  int image = -1;
+  int labels = -1;
+  int patient = -1;
+  size_t expected = 0;
+};
+
+Columns read_header(Lines& lines, const std::string& file, DataIssues& issues) {
+  std::string_view header_line;
+  if (!lines.next(&header_line) || header_line.empty()) issues.fail(file, 1, "empty CSV file");
+  std::vector<std::string> header = split_csv_line(header_line);
+  // The 2017 file ends the header and every row with a comma: one empty trailing field.
+  if (!header.empty() && header.back().empty()) header.pop_back();
+  Columns c;
+  c.image = find_column(header, "Image Index");
+  c.labels = find_column(header, "Finding Labels");
+  c.patient = find_column(header, "Patient ID");
+  for (const auto& [col, name] :
+       {std::pair{c.image, "Image Index"}, std::pair{c.labels, "Finding Labels"},
+        std::pair{c.patient, "Patient ID"}}) {
+    if (col < 0) {
+      issues.fail(file, 1, fmt::format("missing column '{}' in header '{}'", name, header_line));
+    }
+  }
+  c.expected = header.size();
+  return c;
+}
+
+// One row's record; nullopt (with a warning naming the line) for a row that cannot be one.
+std::optional<CsvRecord> parse_row(std::string_view line, int64_t line_no, const Columns& c,
+                                   const std::string& file, DataIssues& issues) {
+  std::vector<std::string> fields = split_csv_line(line);
+  if (fields.size() == c.expected + 1 && fields.back().empty()) fields.pop_back();
+  if (fields.size() != c.expected) {
+    issues.warn(file, line_no,
+                fmt::format("expected {} values, found {}: '{}'", c.expected, fields.size(), line));
+    return std::nullopt;
+  }
+  CsvRecord rec;
+  rec.line = line_no;
+  rec.image = std::string(trim_field(fields[c.image]));
+  if (rec.image.empty()) {
+    issues.warn(file, line_no, "empty image name");
+    return std::nullopt;
+  }
+  std::string bad;
+  const std::string_view labels_text = trim_field(fields[c.labels]);
+  const auto labels = parse_finding_labels(labels_text, &bad);
+  if (!labels) {
+    issues.warn(file, line_no,
+                fmt::format("unknown label '{}' in '{}' ({})", bad, labels_text, rec.image));
+    return std::nullopt;
+  }
+  rec.labels = *labels;
+  const std::string_view pid = trim_field(fields[c.patient]);
+  const auto [end, ec] = std::from_chars(pid.data(), pid.data() + pid.size(), rec.patient_id);
+  if (ec != std::errc() || end != pid.data() + pid.size() || pid.empty() || rec.patient_id < 0) {
+    issues.warn(file, line_no, fmt::format("bad patient id '{}' ({})", pid, rec.image));
+    return std::nullopt;
+  }
+  return rec;
+}
+
 }  // namespace
 
 std::vector<CsvRecord> parse_data_entry_csv(std::string_view text, const std::string& file,
                                             DataIssues& issues) {
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // BOM
-  size_t pos = 0;
-  int64_t line_no = 0;
-  auto next_line = [&](std::string_view* line) {
-    if (pos >= text.size()) return false;
-    const size_t nl = text.find('\n', pos);
-    const size_t end = nl == std::string_view::npos ? text.size() : nl;
-    *line = trim_field(text.substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    return true;
-  };
-
-  std::string_view header_line;
-  if (!next_line(&header_line) || header_line.empty()) issues.fail(file, 1, "empty CSV file");
-  std::vector<std::string> header = split_csv_line(header_line);
-  // The 2017 file ends the header and every row with a comma: one empty trailing field.
-  const bool trailing_comma = !header.empty() && header.back().empty();
-  if (trailing_comma) header.pop_back();
-  const int image_col = find_column(header, "Image Index");
-  const int labels_col = find_column(header, "Finding Labels");
-  const int patient_col = find_column(header, "Patient ID");
-  for (const auto& [col, name] :
-       {std::pair{image_col, "Image Index"}, std::pair{labels_col, "Finding Labels"},
-        std::pair{patient_col, "Patient ID"}}) {
-    if (col < 0) {
-      issues.fail(file, 1, fmt::format("missing column '{}' in header '{}'", name, header_line));
-    }
-  }
-  const size_t expected = header.size();
-
+  Lines lines(text);
+  const Columns columns = read_header(lines, file, issues);
   std::vector<CsvRecord> records;
   std::unordered_set<std::string> seen;
   std::string_view line;
-  while (next_line(&line)) {
+  while (lines.next(&line)) {
     if (line.empty()) continue;
-    std::vector<std::string> fields = split_csv_line(line);
-    if (fields.size() == expected + 1 && fields.back().empty()) fields.pop_back();
-    if (fields.size() != expected) {
-      issues.warn(file, line_no,
-                  fmt::format("expected {} values, found {}: '{}'", expected, fields.size(), line));
+    std::optional<CsvRecord> rec = parse_row(line, lines.number(), columns, file, issues);
+    if (!rec) continue;
+    if (!seen.insert(rec->image).second) {
+      issues.warn(file, lines.number(),
+                  fmt::format("duplicate image name '{}' (first kept)", rec->image));
       continue;
     }
-    CsvRecord rec;
-    rec.line = line_no;
-    rec.image = std::string(trim_field(fields[image_col]));
-    if (rec.image.empty()) {
-      issues.warn(file, line_no, "empty image name");
-      continue;
-    }
-    std::string bad;
-    const std::string_view labels_text = trim_field(fields[labels_col]);
-    const auto labels = parse_finding_labels(labels_text, &bad);
-    if (!labels) {
-      issues.warn(file, line_no,
-                  fmt::format("unknown label '{}' in '{}' ({})", bad, labels_text, rec.image));
-      continue;
-    }
-    rec.labels = *labels;
-    const std::string_view pid = trim_field(fields[patient_col]);
-    const auto [end, ec] = std::from_chars(pid.data(), pid.data() + pid.size(), rec.patient_id);
-    if (ec != std::errc() || end != pid.data() + pid.size() || pid.empty() || rec.patient_id < 0) {
-      issues.warn(file, line_no, fmt::format("bad patient id '{}' ({})", pid, rec.image));
-      continue;
-    }
-    if (!seen.insert(rec.image).second) {
-      issues.warn(file, line_no, fmt::format("duplicate image name '{}' (first kept)", rec.image));
-      continue;
-    }
-    records.push_back(std::move(rec));
+    records.push_back(std::move(*rec));
   }
   return records;
 }

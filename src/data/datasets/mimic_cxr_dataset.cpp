@@ -18,39 +18,59 @@ bool mimic_frontal_view(const std::string& view_position) {
   return view_position == "PA" || view_position == "AP";
 }
 
-std::vector<Example> index_mimic_cxr(const std::string& dir, const DatasetOptions& options,
-                                     const SplitOptions& split_options, DataIssues& issues) {
-  const fs::path labels_csv = fs::path(dir) / kMimicLabelsCsv;
-  const fs::path split_csv = fs::path(dir) / kMimicSplitCsv;
-  const fs::path metadata_csv = fs::path(dir) / kMimicMetadataCsv;
-  if (!fs::exists(labels_csv)) {
+namespace {
+
+// The CSV files of a MIMIC-CXR-JPG folder: the labels, and the split or the metadata (or both).
+struct MimicFiles {
+  fs::path labels_csv;
+  fs::path split_csv;
+  fs::path metadata_csv;
+  bool have_split = false;
+  bool have_metadata = false;
+};
+
+// Throws DataError naming what is missing for `options`.
+MimicFiles find_mimic_files(const std::string& dir, const DatasetOptions& options) {
+  MimicFiles f;
+  f.labels_csv = fs::path(dir) / kMimicLabelsCsv;
+  f.split_csv = fs::path(dir) / kMimicSplitCsv;
+  f.metadata_csv = fs::path(dir) / kMimicMetadataCsv;
+  if (!fs::exists(f.labels_csv)) {
     throw DataError(
         fmt::format("{}: no {}: not a MIMIC-CXR-JPG folder (decompress the .csv.gz "
                     "files first)",
                     dir, kMimicLabelsCsv));
   }
-  const bool have_split = fs::exists(split_csv);
-  const bool have_metadata = fs::exists(metadata_csv);
-  if (!have_split && !have_metadata) {
+  f.have_split = fs::exists(f.split_csv);
+  f.have_metadata = fs::exists(f.metadata_csv);
+  if (!f.have_split && !f.have_metadata) {
     throw DataError(fmt::format("{}: neither {} nor {}: no list of images", dir, kMimicSplitCsv,
                                 kMimicMetadataCsv));
   }
-  if (options.views == ViewFilter::kFrontal && !have_metadata) {
+  if (options.views == ViewFilter::kFrontal && !f.have_metadata) {
     throw DataError(fmt::format("{}: --views frontal needs {} (its ViewPosition column)", dir,
                                 kMimicMetadataCsv));
   }
+  return f;
+}
+
+}  // namespace
+
+std::vector<Example> index_mimic_cxr(const std::string& dir, const DatasetOptions& options,
+                                     const SplitOptions& split_options, DataIssues& issues) {
+  const MimicFiles f = find_mimic_files(dir, options);
   const auto studies =
-      parse_mimic_labels_csv(read_file(labels_csv.string()), labels_csv.string(), issues);
+      parse_mimic_labels_csv(read_file(f.labels_csv.string()), f.labels_csv.string(), issues);
   std::vector<MimicImage> images;
   std::unordered_map<std::string, std::string> views;
-  if (have_metadata) {
-    views = parse_mimic_metadata_csv(read_file(metadata_csv.string()), metadata_csv.string(),
-                                     issues, have_split ? nullptr : &images);
+  if (f.have_metadata) {
+    views = parse_mimic_metadata_csv(read_file(f.metadata_csv.string()), f.metadata_csv.string(),
+                                     issues, f.have_split ? nullptr : &images);
   }
-  std::string images_csv = metadata_csv.string();
-  if (have_split) {
-    images = parse_mimic_split_csv(read_file(split_csv.string()), split_csv.string(), issues);
-    images_csv = split_csv.string();
+  std::string images_csv = f.metadata_csv.string();
+  if (f.have_split) {
+    images = parse_mimic_split_csv(read_file(f.split_csv.string()), f.split_csv.string(), issues);
+    images_csv = f.split_csv.string();
   } else {
     log::info("{}: no {}; random split by subject", dir, kMimicSplitCsv);
     std::vector<int64_t> subjects;

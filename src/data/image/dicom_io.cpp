@@ -241,26 +241,18 @@ void decode_dicom_gray(const uint8_t* data, size_t size, const std::string& name
   }
 }
 
-void write_dicom_gray(const std::string& path, const uint16_t* stored, int width, int height,
-                      const DicomWriteOptions& o) {
-  init_dcmtk();
-  CHX_CHECK(o.bits_stored >= 8 && o.bits_stored <= 16, "bits stored {}", o.bits_stored);
-  if (o.compression == DicomCompression::kJpegBaseline && o.bits_stored != 8) {
-    throw Error(
-        fmt::format("{}: JPEG baseline DICOM holds 8 bits stored, not {}", path, o.bits_stored));
-  }
-  const int allocated = o.bits_stored == 8 ? 8 : 16;
-  CHX_CHECK(width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide, "DICOM {}x{}",
-            width, height);
-  DcmFileFormat file;
-  DcmDataset* ds = file.getDataset();
+namespace {
+
+// The elements of an X-ray image of `width` x `height` samples, without its pixel data.
+void put_image_elements(DcmDataset& ds, int width, int height, int allocated,
+                        const DicomWriteOptions& o) {
   char uid[100];
   const auto put = [&](const DcmTagKey& tag, const std::string& value) {
-    CHX_CHECK(ds->putAndInsertString(tag, value.c_str()).good(), "DICOM element {}",
+    CHX_CHECK(ds.putAndInsertString(tag, value.c_str()).good(), "DICOM element {}",
               DcmTag(tag).getTagName());
   };
   const auto put16 = [&](const DcmTagKey& tag, int value) {
-    CHX_CHECK(ds->putAndInsertUint16(tag, static_cast<Uint16>(value)).good(), "DICOM element {}",
+    CHX_CHECK(ds.putAndInsertUint16(tag, static_cast<Uint16>(value)).good(), "DICOM element {}",
               DcmTag(tag).getTagName());
   };
   put(DCM_SOPClassUID, UID_DigitalXRayImageStorageForPresentation);
@@ -284,6 +276,24 @@ void write_dicom_gray(const std::string& path, const uint16_t* stored, int width
     put(DCM_WindowCenter, fmt::format("{:g}", o.window_center));
     put(DCM_WindowWidth, fmt::format("{:g}", o.window_width));
   }
+}
+
+}  // namespace
+
+void write_dicom_gray(const std::string& path, const uint16_t* stored, int width, int height,
+                      const DicomWriteOptions& o) {
+  init_dcmtk();
+  CHX_CHECK(o.bits_stored >= 8 && o.bits_stored <= 16, "bits stored {}", o.bits_stored);
+  if (o.compression == DicomCompression::kJpegBaseline && o.bits_stored != 8) {
+    throw Error(
+        fmt::format("{}: JPEG baseline DICOM holds 8 bits stored, not {}", path, o.bits_stored));
+  }
+  const int allocated = o.bits_stored == 8 ? 8 : 16;
+  CHX_CHECK(width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide, "DICOM {}x{}",
+            width, height);
+  DcmFileFormat file;
+  DcmDataset* ds = file.getDataset();
+  put_image_elements(*ds, width, height, allocated, o);
   const size_t npix = static_cast<size_t>(width) * height;
   for (size_t i = 0; i < npix; ++i) {
     CHX_CHECK(stored[i] <= max_sample(o.bits_stored), "stored value {} over {} bits", stored[i],

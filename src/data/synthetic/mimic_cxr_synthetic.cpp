@@ -34,15 +34,11 @@ const std::vector<std::string>& mimic_label_columns() {
   return columns;
 }
 
-}  // namespace
-
-SynthResult write_synthetic_mimic_cxr(const SynthOptions& opt) {
-  refuse_existing_files(opt.out_dir, {kMimicLabelsCsv, kMimicSplitCsv, kMimicMetadataCsv, "files"});
-  const int64_t patients = synth_patient_count(opt);
-  const std::vector<int64_t> per_patient = synth_images_per_patient(opt, patients);
-  // Image k of a subject: study k / 2, a frontal view (even k) or the study's lateral view.
+// Image k of a subject: study k / 2, a frontal view (even k) or the study's lateral view.
+// `line` holds k, the image's index in its subject's images.
+std::vector<MimicImage> synthetic_images(const SynthOptions& opt, int64_t patients,
+                                         const std::vector<int64_t>& per_patient) {
   std::vector<MimicImage> images;
-  std::vector<int64_t> subject_of;
   for (int64_t p = 0; p < patients; ++p) {
     for (int64_t k = 0; k < per_patient[static_cast<size_t>(p)]; ++k) {
       MimicImage im;
@@ -53,34 +49,75 @@ SynthResult write_synthetic_mimic_cxr(const SynthOptions& opt) {
       const uint64_t b = id.next();
       im.dicom_id = fmt::format("{:08x}-{:08x}-{:08x}-{:08x}-{:08x}", a >> 32, a & 0xFFFFFFFF,
                                 b >> 32, b & 0xFFFFFFFF, id.next() >> 32);
-      im.line = k;  // the image's index in its study's images
+      im.line = k;
       images.push_back(im);
-      subject_of.push_back(im.subject_id);
     }
   }
-  const std::vector<Split> splits = random_patient_splits(subject_of, SplitOptions{});
-  // Labels per study, balanced over the studies (their first images); the lateral copies them.
+  return images;
+}
+
+bool is_lateral(const MimicImage& im) {
+  return im.line % 2 == 1;
+}
+
+// Each image's labels and uncertain labels: per study, balanced over the studies (their first
+// images); the lateral copies them.
+struct ImageLabels {
+  std::vector<LabelBits> labels;
+  std::vector<LabelBits> uncertain;
+};
+
+ImageLabels study_labels(const std::vector<MimicImage>& images, const std::vector<Split>& splits,
+                         uint64_t seed) {
   std::vector<size_t> first_of_study;
   std::vector<Split> study_splits;
   for (size_t i = 0; i < images.size(); ++i) {
-    if (images[i].line % 2 == 0) {
+    if (!is_lateral(images[i])) {
       first_of_study.push_back(i);
       study_splits.push_back(splits[i]);
     }
   }
-  const std::vector<LabelBits> study_labels = balanced_split_labels(study_splits, opt.seed);
-  const std::vector<LabelBits> study_uncertain = synthetic_uncertain(study_labels, study_splits);
-  std::vector<LabelBits> labels(images.size());
-  std::vector<LabelBits> uncertain(images.size());
+  const std::vector<LabelBits> per_study = balanced_split_labels(study_splits, seed);
+  const std::vector<LabelBits> uncertain = synthetic_uncertain(per_study, study_splits);
+  ImageLabels out{std::vector<LabelBits>(images.size()), std::vector<LabelBits>(images.size())};
   for (size_t s = 0; s < first_of_study.size(); ++s) {
     const size_t i = first_of_study[s];
-    labels[i] = study_labels[s];
-    uncertain[i] = study_uncertain[s];
-    if (i + 1 < images.size() && images[i + 1].line % 2 == 1) {
-      labels[i + 1] = labels[i];
-      uncertain[i + 1] = uncertain[i];
+    out.labels[i] = per_study[s];
+    out.uncertain[i] = uncertain[s];
+    if (i + 1 < images.size() && is_lateral(images[i + 1])) {
+      out.labels[i + 1] = out.labels[i];
+      out.uncertain[i + 1] = out.uncertain[i];
     }
   }
+  return out;
+}
+
+// The labeler CSV's row of image i's study: -1.0 uncertain, 1.0 positive, else 0.0 or blank.
+std::string labels_row(const MimicImage& im, size_t i, const ImageLabels& l) {
+  const auto& names = chexpert_label_set().labels;
+  std::string row = fmt::format("{},{}", im.subject_id, im.study_id);
+  for (const std::string& column : mimic_label_columns()) {
+    const int c = static_cast<int>(std::find(names.begin(), names.end(), column) - names.begin());
+    row += has_label(l.uncertain[i], c)       ? ",-1.0"
+           : has_label(l.labels[i], c)        ? ",1.0"
+           : (i + static_cast<size_t>(c)) % 2 ? ",0.0"
+                                              : ",";
+  }
+  return row + "\n";
+}
+
+}  // namespace
+
+SynthResult write_synthetic_mimic_cxr(const SynthOptions& opt) {
+  refuse_existing_files(opt.out_dir, {kMimicLabelsCsv, kMimicSplitCsv, kMimicMetadataCsv, "files"});
+  const int64_t patients = synth_patient_count(opt);
+  const std::vector<MimicImage> images =
+      synthetic_images(opt, patients, synth_images_per_patient(opt, patients));
+  std::vector<int64_t> subject_of;
+  for (const MimicImage& im : images)
+    subject_of.push_back(im.subject_id);
+  const std::vector<Split> splits = random_patient_splits(subject_of, SplitOptions{});
+  const ImageLabels labels = study_labels(images, splits, opt.seed);
 
   std::string labels_csv = "subject_id,study_id";
   for (const std::string& name : mimic_label_columns())
@@ -91,23 +128,11 @@ SynthResult write_synthetic_mimic_cxr(const SynthOptions& opt) {
       "dicom_id,subject_id,study_id,PerformedProcedureStepDescription,ViewPosition,Rows,Columns,"
       "StudyDate,StudyTime,ProcedureCodeSequence_CodeMeaning,ViewCodeSequence_CodeMeaning,"
       "PatientOrientationCodeSequence_CodeMeaning\n";
-  const auto& names = chexpert_label_set().labels;
   std::vector<std::string> paths;
   for (size_t i = 0; i < images.size(); ++i) {
     const MimicImage& im = images[i];
-    const bool lateral = im.line % 2 == 1;
-    if (!lateral) {
-      std::string row = fmt::format("{},{}", im.subject_id, im.study_id);
-      for (const std::string& column : mimic_label_columns()) {
-        const int c =
-            static_cast<int>(std::find(names.begin(), names.end(), column) - names.begin());
-        row += has_label(uncertain[i], c)         ? ",-1.0"
-               : has_label(labels[i], c)          ? ",1.0"
-               : (i + static_cast<size_t>(c)) % 2 ? ",0.0"
-                                                  : ",";
-      }
-      labels_csv += row + "\n";
-    }
+    const bool lateral = is_lateral(im);
+    if (!lateral) labels_csv += labels_row(im, i, labels);
     const char* split = splits[i] == Split::kTrain ? "train"
                         : splits[i] == Split::kVal ? "validate"
                                                    : "test";
@@ -120,12 +145,12 @@ SynthResult write_synthetic_mimic_cxr(const SynthOptions& opt) {
         lateral ? "lateral" : "postero-anterior");
     paths.push_back(mimic_image_path(im));
   }
-  const int64_t bytes = write_synthetic_images(paths, labels, opt, SynthImageFormat::kJpeg);
+  const int64_t bytes = write_synthetic_images(paths, labels.labels, opt, SynthImageFormat::kJpeg);
   const fs::path out(opt.out_dir);
   write_file_atomic((out / kMimicSplitCsv).string(), split_csv);
   write_file_atomic((out / kMimicMetadataCsv).string(), metadata_csv);
   write_file_atomic((out / kMimicLabelsCsv).string(), labels_csv);  // last: marks completion
-  return synth_result(labels, patients, bytes, DatasetKind::kMimicCxr);
+  return synth_result(labels.labels, patients, bytes, DatasetKind::kMimicCxr);
 }
 
 }  // namespace chexscale::data
