@@ -10,7 +10,7 @@ CTEST_FLAGS ?=
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps deps-image build demo test test-only image test-image bench format format-check \
+.PHONY: all deps deps-image build demo test test-suite image test-image bench format format-check \
   lint clean
 
 all: build
@@ -30,8 +30,15 @@ demo: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target chexscale
 	@bash scripts/demo.sh $(BUILD_DIR)
 
-# A skipped test is not a passing test: the run fails if ctest reports any.
-test: build format-check
+# The tests need root (network namespaces, tmpfs mounts, Slurm daemons): make test checks that
+# first, before installing or building anything, then runs test-suite.
+test:
+	@sh scripts/require-root.sh
+	@$(MAKE) --no-print-directory test-suite
+
+# Builds, checks formatting and runs every test. A skipped test is not a passing test: the run
+# fails if ctest reports any.
+test-suite: build format-check
 	@sh scripts/check-test-room.sh
 	@set -o pipefail; cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS) 2>&1 | tee ctest.log
 	@if grep -q '(Skipped)' $(BUILD_DIR)/ctest.log; then \
