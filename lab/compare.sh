@@ -14,13 +14,14 @@
 #   --arch A --image-size S --batch B --steps K --warmup W --threads T
 #                         the bench workload          [resnet18, 64, 8, 10, 2, 1]
 #   --variants LIST       comma list of engine variants, each run on both systems:
-#                         naive (--no-overlap), overlap (the default engine),
-#                         fp16 (overlap + fp16 gradients), bucket<MB> (overlap + --bucket-mb MB),
-#                         powersgd<R> (overlap + PowerSGD of rank R, compressing from the last
+#                         naive (--no-overlap), overlapped (the default engine: allreduces
+#                         overlapping backward), fp16 (overlapped + fp16 gradients), bucket<MB>
+#                         (overlapped + --bucket-mb MB), powersgd<R> (overlapped + PowerSGD of
+#                         rank R, compressing from the last
 #                         warm-up step on: --powersgd-start-step W-1), A+B combines them (fp16+bucket5),
 #                         hostnet (pods on the host network: the node namespaces; first
 #                         variant's engine; k8s only); at least one engine variant
-#                                                              [naive,overlap,fp16,hostnet]
+#                                                           [naive,overlapped,fp16,hostnet]
 #   --pods MODE           how the Kubernetes sets run their pods: processes (bare processes in
 #                         the pod namespaces) or containers (`podman run --network ns:...` of the
 #                         image; needs podman or docker and the image)              [processes]
@@ -38,8 +39,8 @@
 #   --peer                also run the PyTorch DDP peer (bench/peer/ddp_bench.py, one rank per
 #                         node) on both systems: sets bare-metal/pytorch-ddp, kubernetes/pytorch-ddp
 #   --peer-variants LIST  the engine variants the peer runs (DDP's own bucket_cap_mb, fp16_compress_hook
-#                         and powerSGD_hook; not naive): overlap is set <system>/pytorch-ddp, any
-#                         other V <system>/pytorch-ddp-V                              [overlap]
+#                         and powerSGD_hook; not naive): overlapped is set <system>/pytorch-ddp,
+#                         any other V <system>/pytorch-ddp-V                       [overlapped]
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
 # Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab).
 set -euo pipefail
@@ -52,9 +53,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/cpu.sh"
 
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
-variants="naive,overlap,fp16,hostnet" fabric_rate="" overlay_rate="" pods=processes image=""
+variants="naive,overlapped,fp16,hostnet" fabric_rate="" overlay_rate="" pods=processes image=""
 out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
-peer_variants=overlap
+peer_variants=overlapped
 invocation="lab/compare.sh $*"  # for README.txt; the option loop below consumes "$@"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -84,7 +85,7 @@ done
 
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || lab_die "--rounds must be a whole number >= 1, not '$rounds'"
 tr , '\n' <<<"$variants" | grep -qvx hostnet ||
-  lab_die "--variants '$variants' has no engine variant (naive, overlap, ...): hostnet runs the first one's engine and is compared with its bare-metal set"
+  lab_die "--variants '$variants' has no engine variant (naive, overlapped, ...): hostnet runs the first one's engine and is compared with its bare-metal set"
 case "$pods" in
   processes) [ -z "$image" ] || lab_die "--image needs --pods containers" ;;
   containers)
@@ -131,13 +132,13 @@ variant_flags() {
   for part in "${parts[@]}"; do
     case "$part" in
       naive) engine_flags+=(--no-overlap) ;;
-      overlap) ;;
+      overlapped) ;;
       fp16) engine_flags+=(--grad-compression fp16) ;;
       bucket[0-9]*) engine_flags+=(--bucket-mb "${part#bucket}") ;;
       powersgd[0-9]*)
         [ "$warmup" -ge 3 ] || lab_die "variant '$part' needs --warmup 3 or more (DDP's powerSGD_hook starts at step 2 at the earliest)"
         engine_flags+=(--grad-compression "powersgd:${part#powersgd}" --powersgd-start-step $((warmup - 1))) ;;
-      *) lab_die "unknown variant '$part' (naive, overlap, fp16, bucket<MB>, powersgd<R>, A+B, hostnet)" ;;
+      *) lab_die "unknown variant '$part' (naive, overlapped, fp16, bucket<MB>, powersgd<R>, A+B, hostnet)" ;;
     esac
   done
   echo "${engine_flags[*]}"
@@ -371,7 +372,7 @@ for v in "${peer_variant_list[@]}"; do
   variant_flags "$v" >/dev/null
 done
 # The peer's result set of engine variant V.
-peer_set() { if [ "$1" = overlap ]; then echo pytorch-ddp; else echo "pytorch-ddp-$1"; fi; }
+peer_set() { if [ "$1" = overlapped ]; then echo pytorch-ddp; else echo "pytorch-ddp-$1"; fi; }
 first_engine=""
 for v in "${variant_list[@]}"; do
   [ "$v" = hostnet ] && continue
@@ -403,6 +404,45 @@ for ((round = 1; round <= rounds; round++)); do
   fi
 done
 
+# How the report names a set, so that a reader sees at a glance which path the gradients took and
+# which engine sent them: NETWORK/ENGINE, shown as "bare metal · fabric · overlapped allreduce".
+# The folders keep the short names (sets/bare-metal-overlapped).
+network_title() {
+  case "$1" in
+    bare-metal) echo "bare metal · fabric" ;;
+    kubernetes) echo "Kubernetes · flannel overlay" ;;
+    hostnet) echo "Kubernetes · host network" ;;
+  esac
+}
+engine_title() {
+  local part parts title=""
+  IFS=+ read -r -a parts <<<"$1"
+  for part in "${parts[@]}"; do
+    [ -z "$title" ] || title+=" + "
+    case "$part" in
+      naive) title+="naive allreduce" ;;
+      overlapped) title+="overlapped allreduce" ;;
+      fp16) title+="fp16 gradients" ;;
+      bucket*) title+="${part#bucket} MiB buckets" ;;
+      powersgd*) title+="PowerSGD rank ${part#powersgd}" ;;
+    esac
+  done
+  echo "$title"
+}
+# The report's argument for the set of SYSTEM (bare-metal, kubernetes) and V (an engine variant,
+# hostnet, pytorch-ddp[-V]): NAME=FOLDER.
+report_set() {
+  local system="$1" v="$2" network engine
+  network=$(network_title "$system")
+  case "$v" in
+    hostnet) network=$(network_title hostnet) engine=$(engine_title "$first_engine") ;;
+    pytorch-ddp) engine="PyTorch DDP" ;;
+    pytorch-ddp-*) engine="PyTorch DDP + $(engine_title "${v#pytorch-ddp-}")" ;;
+    *) engine=$(engine_title "$v") ;;
+  esac
+  echo "$network/$engine=$out/sets/$system-$v"
+}
+
 report_args=()
 for v in "${variant_list[@]}"; do
   if [ "$v" = hostnet ]; then
@@ -413,25 +453,25 @@ for v in "${variant_list[@]}"; do
   fi
 done
 # The first engine variant's bare-metal set is the baseline (report's first set).
-report_args+=("bare-metal/$first_engine=$out/sets/bare-metal-$first_engine")
+report_args+=("$(report_set bare-metal "$first_engine")")
 for v in "${variant_list[@]}"; do
   [ "$v" = hostnet ] && continue
-  [ "$v" = "$first_engine" ] || report_args+=("bare-metal/$v=$out/sets/bare-metal-$v")
-  report_args+=("kubernetes/$v=$out/sets/kubernetes-$v")
+  [ "$v" = "$first_engine" ] || report_args+=("$(report_set bare-metal "$v")")
+  report_args+=("$(report_set kubernetes "$v")")
 done
-[[ ",$variants," == *,hostnet,* ]] && report_args+=("kubernetes/hostnet=$out/sets/kubernetes-hostnet")
+[[ ",$variants," == *,hostnet,* ]] && report_args+=("$(report_set kubernetes hostnet)")
 if [ "$peer" = 1 ]; then
   for v in "${peer_variant_list[@]}"; do
-    [ "$v" = overlap ] || for system in bare-metal kubernetes; do
+    [ "$v" = overlapped ] || for system in bare-metal kubernetes; do
       copy_single "$system/pytorch-ddp" "$system/$(peer_set "$v")"
     done
   done
   for system in bare-metal kubernetes; do
     for v in "${peer_variant_list[@]}"; do
-      report_args+=("$system/$(peer_set "$v")=$out/sets/$system-$(peer_set "$v")")
+      report_args+=("$(report_set "$system" "$(peer_set "$v")")")
     done
   done
 fi
-echo "$bin report ${report_args[*]} --out $out/report" >>"$commands_log"
+echo "$bin report $(printf "'%s' " "${report_args[@]}")--out $out/report" >>"$commands_log"
 "$bin" report "${report_args[@]}" --out "$out/report"
 say "done: $out/report/report.md"

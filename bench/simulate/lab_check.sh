@@ -8,8 +8,8 @@
 #   --archs LIST        models                                        [densenet121,resnet50]
 #   --caps LIST         comma list of FABRIC/OVERLAY rate pairs (lab/cluster.sh rates; "-" for
 #                       uncapped)                          [-/-,1gbit/250mbit,2gbit/500mbit]
-#   --variants LIST     engine variants of lab/compare.sh that the simulator has: naive, overlap,
-#                       fp16                                          [naive,overlap,fp16]
+#   --variants LIST     engine variants of lab/compare.sh that the simulator has: naive, overlapped,
+#                       fp16                                          [naive,overlapped,fp16]
 #   --image-size S --batch B --steps K --warmup W
 #                       the bench workload (one thread per worker)          [64, 8, 10, 2]
 #   --out DIR           profiles/, lab/ (compare.sh's results), sim/, check.tsv, check.md
@@ -34,7 +34,7 @@ lab="$here/../../lab"
 # shellcheck source=lab/lib.sh
 . "$lab/lib.sh"
 
-archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlap,fp16
+archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlapped,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
 predict_only=0
 invocation="bench/simulate/lab_check.sh $*"
@@ -65,9 +65,9 @@ command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
 sim_flags() {
   case "$1" in
     naive) echo --no-overlap ;;
-    overlap) echo ;;
+    overlapped) echo ;;
     fp16) echo --grad-compression fp16 ;;
-    *) lab_die "variant '$1': the check runs naive, overlap and fp16" ;;
+    *) lab_die "variant '$1': the check runs naive, overlapped and fp16" ;;
   esac
 }
 IFS=, read -r -a arch_list <<<"$archs"

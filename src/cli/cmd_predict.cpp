@@ -1,6 +1,6 @@
 // `chexscale predict`: one X-ray's probabilities (one per label of the model's data set) (a table
-// or JSON) and, with --cam, the class activation map of the chosen or most probable pathology
-// blended over the image as a PNG.
+// or JSON) and, with --cam, a PNG of the X-ray beside the class activation map of the chosen or
+// most probable pathology, titled with its name and probability.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +11,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "train/cam.h"
+#include "train/cam_figure.h"
 #include "train/inference.h"
 
 namespace chexscale::cli {
@@ -38,7 +39,9 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
       "--image", f->image,
       "The X-ray: PNG (8 or 16-bit), JPEG or DICOM (by content), any size, gray or colour");
   cmd->add_flag("--json", f->json, "Print JSON instead of a table");
-  cmd->add_option("--cam", f->cam, "Write the class activation map over the X-ray to this PNG");
+  cmd->add_option("--cam", f->cam,
+                  "Write a PNG of the X-ray and its class activation map side by side (each at "
+                  "least 512 px), titled with the pathology and its probability");
   cmd->add_option("--class", f->cam_class,
                   "Pathology of the map (e.g. Cardiomegaly); default: the most probable");
   registry.add(cmd, [f](const RunContext&) {
@@ -63,9 +66,10 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
     // printed (no JSON naming a file that was never made).
     if (!f->cam.empty()) {
       const torch::Tensor map = train::image_activation_map(m, image, cam_class);
-      const auto rgb = train::blend_heatmap(image.original, map);
-      write_file_atomic(
-          f->cam, data::encode_png_rgb(rgb.data(), image.original.width, image.original.height));
+      const train::RgbCanvas figure = train::cam_figure(image.original, map, class_name(cam_class),
+                                                        probs[cam_class].item<double>());
+      write_file_atomic(f->cam,
+                        data::encode_png_rgb(figure.pixels.data(), figure.width, figure.height));
     }
     if (f->json) {
       nlohmann::json doc = {{"image", f->image}, {"checkpoint", f->checkpoint}};

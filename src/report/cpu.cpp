@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -288,26 +289,38 @@ CpuAccounting account_cpu(const std::vector<ResultSet>& sets, const Comparison& 
 
 std::string format_cpu_terminal(const CpuAccounting& cpu) {
   if (cpu.rows.empty()) return "";
+  // The first column names a row; it is as wide as the longest name, at least 36.
+  std::vector<std::string> row_names;
+  std::vector<std::string> delta_names;
+  size_t width = 36;
+  for (const auto& r : cpu.rows) {
+    row_names.push_back(fmt::format("{} ({}, {})", r.label, r.workers, r.rounds));
+    width = std::max(width, label_width(row_names.back()));
+  }
+  for (const auto& d : cpu.deltas) {
+    delta_names.push_back(
+        fmt::format("{} - {} ({}, {})", d.label, d.reference, d.workers, d.rounds));
+    width = std::max(width, label_width(delta_names.back()));
+  }
   std::string out = fmt::format(
       "\nCPU time per timed step, ms over all CPUs, medians over rounds (kernel = system + irq + "
-      "softirq; run = the run's own processes; definitions in report.md):\n  {:<36}",
-      "set (workers, rounds)");
+      "softirq; run = the run's own processes; definitions in report.md):\n  {:<{}}",
+      "set (workers, rounds)", width);
   for (const auto& c : kColumns)
     out += fmt::format(" {:>9}", c.title);
-  for (const auto& r : cpu.rows) {
-    out += fmt::format("\n  {:<36}", fmt::format("{} ({}, {})", r.label, r.workers, r.rounds));
+  for (size_t i = 0; i < cpu.rows.size(); ++i) {
+    out += fmt::format("\n  {:<{}}", row_names[i], width);
     for (const auto& c : kColumns)
-      out += fmt::format(" {:>9}", cell(c, r.per_step, false));
+      out += fmt::format(" {:>9}", cell(c, cpu.rows[i].per_step, false));
   }
   out += "\n";
   if (!cpu.deltas.empty()) {
     out += "Each set minus its reference (medians of the per-round differences, round K - K):\n";
   }
-  for (const auto& d : cpu.deltas) {
-    out += fmt::format("  {:<36}",
-                       fmt::format("{} - {} ({}, {})", d.label, d.reference, d.workers, d.rounds));
+  for (size_t i = 0; i < cpu.deltas.size(); ++i) {
+    out += fmt::format("  {:<{}}", delta_names[i], width);
     for (const auto& c : kColumns)
-      out += fmt::format(" {:>9}", cell(c, d.delta, true));
+      out += fmt::format(" {:>9}", cell(c, cpu.deltas[i].delta, true));
     out += "\n";
   }
   for (const auto& n : cpu.notes)

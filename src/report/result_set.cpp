@@ -130,6 +130,16 @@ std::vector<BenchRun> ResultSet::rounds_with(int workers) const {
   return out;
 }
 
+std::string label_of(const std::string& system, const std::string& variant) {
+  return variant.empty() ? system : system + " \u00b7 " + variant;
+}
+
+size_t label_width(const std::string& label) {
+  return static_cast<size_t>(std::count_if(label.begin(), label.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U;
+  }));
+}
+
 BenchRun parse_bench_json(const std::string& text, const std::string& file) {
   try {
     return parse_bench_object(json::parse(text), file);
@@ -141,10 +151,10 @@ BenchRun parse_bench_json(const std::string& text, const std::string& file) {
 ResultSet load_result_set(const std::string& label, const std::string& path) {
   if (label.empty()) throw UsageError(fmt::format("result set '{}' has an empty label", path));
   ResultSet set;
-  set.label = label;
   const auto slash = label.find('/');
   set.system = label.substr(0, slash);
   set.variant = slash == std::string::npos ? "" : label.substr(slash + 1);
+  set.label = label_of(set.system, set.variant);
   set.source = path;
   if (fs::is_directory(path)) {
     summarise_rounds(set, load_directory(path));

@@ -9,12 +9,13 @@
 
 namespace chexscale::report {
 
-// The runs of one system, one per worker count, sorted by worker count. A label has the form
+// The runs of one system, one per worker count, sorted by worker count. A label is given as
 // SYSTEM[/VARIANT], e.g. "kubernetes/fp16"; variants of the baseline system are the references.
+// The report names the set "SYSTEM · VARIANT" (label_of), e.g. "kubernetes · fp16".
 // A worker count measured in rounds (bench-w<N>-r<K>.json) has its median run in `runs` and every
 // round in `round_runs`.
 struct ResultSet {
-  std::string label;
+  std::string label;  // label_of(system, variant)
   std::string system;
   std::string variant;  // "" when the label has no "/VARIANT"
   std::string source;   // the directory or file given
@@ -26,6 +27,12 @@ struct ResultSet {
   // The rounds of the worker count `workers` (empty when it was measured once).
   std::vector<BenchRun> rounds_with(int workers) const;
 };
+
+// The name a report shows for a set: "SYSTEM · VARIANT", or SYSTEM without a variant.
+std::string label_of(const std::string& system, const std::string& variant);
+
+// Terminal columns a name takes: its characters (UTF-8 code points), not its bytes.
+size_t label_width(const std::string& label);
 
 // Parses one bench.json text; `file` names it in errors (DataError).
 BenchRun parse_bench_json(const std::string& text, const std::string& file);

@@ -29,8 +29,10 @@ std::string opt_fixed(const std::optional<double>& v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : "-";
 }
 
+// The engine's settings in words: whether the allreduces overlap backward, then compression and
+// bucket size ("overlapped allreduce, fp16, bucket 5 MB").
 std::string config_of(const SetComparison& s) {
-  std::string out = s.overlap ? "overlap" : "no overlap";
+  std::string out = s.overlap ? "overlapped allreduce" : "allreduce after backward";
   if (!s.compression.empty() && s.compression != "none") out += ", " + s.compression;
   if (s.bucket_mb > 0) out += fmt::format(", bucket {:g} MB", s.bucket_mb);
   return out;
@@ -223,6 +225,14 @@ std::string markdown_step_breakdown(const Comparison& cmp) {
   return md + fmt::format("\n![per-step breakdown]({}.svg)\n", kBreakdownChart);
 }
 
+// Terminal columns for set names: the longest set or reference name, at least 18.
+size_t name_column(const Comparison& cmp) {
+  size_t width = 18;
+  for (const auto& s : cmp.sets)
+    width = std::max({width, label_width(s.label), label_width(s.reference)});
+  return width;
+}
+
 std::string markdown_notes(const Comparison& cmp) {
   if (cmp.notes.empty()) return "";
   std::string md = "\n## Notes\n\n";
@@ -235,15 +245,17 @@ std::string markdown_notes(const Comparison& cmp) {
 
 std::string format_terminal_report(const Comparison& cmp) {
   std::string out = fmt::format("chexscale report: {}\n\n", header_line(cmp));
-  out += fmt::format("{:<24} {:>7} {:>5} {:>10} {:>10} {:>10}  {:<18} {:>8}\n", "set", "workers",
-                     "nodes", "images/s", "per worker", "efficiency", "reference", "gap");
+  const size_t name = name_column(cmp);
+  out +=
+      fmt::format("{:<{}} {:>7} {:>5} {:>10} {:>10} {:>10}  {:<{}} {:>8}\n", "set", name, "workers",
+                  "nodes", "images/s", "per worker", "efficiency", "reference", name, "gap");
   for (const auto& s : cmp.sets) {
     for (const auto& r : s.runs) {
       const std::string gap = r.gap_pct ? fmt::format("{:+.1f} %", *r.gap_pct) : "-";
-      out += fmt::format("{:<24} {:>7} {:>5} {:>10.2f} {:>10.2f} {:>10}  {:<18} {:>8}\n", s.label,
-                         r.workers, r.nnodes, r.images_per_sec, r.images_per_sec_per_worker,
+      out += fmt::format("{:<{}} {:>7} {:>5} {:>10.2f} {:>10.2f} {:>10}  {:<{}} {:>8}\n", s.label,
+                         name, r.workers, r.nnodes, r.images_per_sec, r.images_per_sec_per_worker,
                          fmt::format("{:.3f}", r.efficiency),
-                         s.reference.empty() ? "-" : s.reference, gap);
+                         s.reference.empty() ? "-" : s.reference, name, gap);
     }
   }
   if (!cmp.variant_gaps.empty()) {
@@ -251,8 +263,8 @@ std::string format_terminal_report(const Comparison& cmp) {
         "\nGap of each set at its largest worker count (+ = slower than the reference), and "
         "where the step time went (vs the reference):\n";
     for (const auto& g : cmp.variant_gaps) {
-      out += fmt::format("  {:<24} vs {:<18} {} workers: gap {:+.1f} %; {}; {}{}\n", g.label,
-                         g.reference, g.workers, g.gap_pct, attribution_text(g.gap_split),
+      out += fmt::format("  {:<{}} vs {:<{}} {} workers: gap {:+.1f} %; {}; {}{}\n", g.label, name,
+                         g.reference, name, g.workers, g.gap_pct, attribution_text(g.gap_split),
                          explanation(g),
                          g.comm_penalty_pct ? fmt::format("; exposed communication {:+.1f} % of "
                                                           "the reference's step",
@@ -270,11 +282,11 @@ std::string format_terminal_report(const Comparison& cmp) {
       rounds_header = true;
     }
     out += fmt::format(
-        "  {:<24} vs {:<18} {} workers, {} rounds: gap median {}, per round {}; exposed "
+        "  {:<{}} vs {:<{}} {} workers, {} rounds: gap median {}, per round {}; exposed "
         "communication median {}, per round {}\n",
-        s.label, s.reference, r.workers, r.round_gaps.size(), spread_text(r.round_gaps, false),
-        per_round(r.round_gaps, false), spread_text(r.round_gaps, true),
-        per_round(r.round_gaps, true));
+        s.label, name, s.reference, name, r.workers, r.round_gaps.size(),
+        spread_text(r.round_gaps, false), per_round(r.round_gaps, false),
+        spread_text(r.round_gaps, true), per_round(r.round_gaps, true));
   });
   for (const auto& n : cmp.notes)
     out += "note: " + n + "\n";

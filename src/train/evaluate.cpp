@@ -155,8 +155,10 @@ std::string predictions_csv(const std::vector<std::string>& names, const SplitOu
     csv += names[i];
     const float* p = probs[static_cast<int64_t>(i)].data_ptr<float>();
     const float* y = labels[static_cast<int64_t>(i)].data_ptr<float>();
+    // 9 significant digits name every float32 exactly: the file ranks (and scores) as the
+    // probabilities metrics.json was computed from, without ties that rounding would make.
     for (int64_t c = 0; c < classes; ++c)
-      csv += fmt::format(",{:.6f}", p[c]);
+      csv += fmt::format(",{:.9g}", p[c]);
     const bool known = labelled.empty() || labelled[i];
     for (int64_t c = 0; c < classes; ++c) {
       csv += known && !std::isnan(y[c]) ? fmt::format(",{}", static_cast<int>(y[c]))

@@ -54,7 +54,8 @@ SplitOutputs combine_study_views(const SplitOutputs& outputs,
                                  const std::vector<std::string>& study);
 
 // predictions.csv: "image", then prob_<label> x C, then label_<label> x C (the names of
-// outputs.label_names), a row per example; names[i] is the image of row i. A label that is not
+// outputs.label_names), a row per example; names[i] is the image of row i. A probability has 9
+// significant digits ("{:.9g}"), so it reads back as the float32 it was. A label that is not
 // known, and every label of a row with labelled[i] false, is an empty cell (an empty `labelled`
 // means every row is labelled).
 std::string predictions_csv(const std::vector<std::string>& names, const SplitOutputs& outputs,

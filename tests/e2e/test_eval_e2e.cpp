@@ -1,6 +1,7 @@
 // `chexscale eval` end to end beyond a split: an explicit list of images (labelled by the CSV or
 // not; metrics over the labelled ones only; clear errors naming the list's file and line),
-// ten-crop evaluation checked against the ten crops cut by hand with tensor operations, and
+// ten-crop evaluation checked against the ten crops cut by hand with tensor operations,
+// predictions.csv's AUROC recomputed by an independent script against metrics.json, and
 // `predict` on the same X-ray as PNG, 16-bit PNG and DICOM.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "data/batch.h"
@@ -37,8 +39,9 @@ constexpr int kCropSize = 32;
 
 // A ResNet-18 checkpoint as training writes it, without training: eval needs only the model.
 // BatchNorm's running statistics are set from a few synthetic images so that the outputs in
-// eval mode are moderate (neither 0 nor 1) and depend visibly on the crop.
-std::string make_checkpoint(const std::string& dir) {
+// eval mode are moderate (neither 0 nor 1) and depend visibly on the crop; a head_bias of -12
+// pushes every probability to about 1e-5 instead, where 6 decimals would tie most of them.
+std::string make_checkpoint(const std::string& dir, float head_bias = 0) {
   torch::manual_seed(11);
   models::ModelOptions options;
   options.arch = "resnet18";
@@ -48,6 +51,7 @@ std::string make_checkpoint(const std::string& dir) {
     model->train();
     for (int i = 0; i < 10; ++i)
       model->forward(torch::randn({8, 3, kCropSize, kCropSize}));
+    if (head_bias != 0) model->head()->bias.fill_(head_bias);
   }
   std::vector<models::NamedTensor> tensors;
   for (const auto& t : models::state_dict(*model))
@@ -269,6 +273,50 @@ TEST_F(EvalE2E, ListWithEveryClassDefinedPrintsNoNaNote) {
   EXPECT_NE(r.output.find("Cardiomegaly"), std::string::npos) << r.output;
 }
 
+// predictions.csv reproduces metrics.json: the AUROC recomputed from the file by an independent
+// script (every positive-negative pair, numpy) equals eval's, class by class, on probabilities
+// near 1e-5 that a 6-decimal file would tie.
+TEST_F(EvalE2E, PredictionsCsvReproducesTheMetricsAuroc) {
+  const EvalData& d = *data_;
+  const std::string ckpt = make_checkpoint(tmp.path() + "/ckpt", -12.0f);
+  std::vector<std::string> names;
+  for (const auto& rec : d.records)
+    names.push_back(rec.image);
+  const auto r =
+      run_chexscale(fmt::format("eval --checkpoint {} --data {} --images {} --out {}/eval", ckpt,
+                                d.dir, write_list(tmp.path() + "/all.txt", names), tmp.path()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string csv = tmp.path() + "/eval/predictions.csv";
+  // The premise: rounded to 6 decimals, distinct probabilities of a class would tie.
+  const auto rows = read_predictions(csv);
+  size_t hidden_by_rounding = 0;
+  for (int c = 0; c < data::kNumPathologies; ++c) {
+    std::set<float> exact;
+    std::set<std::string> rounded;
+    for (const auto& [name, cells] : rows) {
+      exact.insert(std::stof(cells.at(c)));
+      rounded.insert(fmt::format("{:.6f}", std::stof(cells.at(c))));
+    }
+    hidden_by_rounding += exact.size() - rounded.size();
+  }
+  ASSERT_GT(hidden_by_rounding, 100u) << "the probabilities are not small enough to test ties";
+
+  const auto py = test_util::run_process(
+      {{"/usr/bin/python3", test_util::source_dir() + "/tests/e2e/auroc_from_predictions.py",
+        csv}});
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  const auto recomputed = nlohmann::json::parse(py.output);
+  const auto metrics =
+      nlohmann::json::parse(test_util::file_contents(tmp.path() + "/eval/metrics.json"))
+          .at("auroc");
+  ASSERT_EQ(recomputed.at("per_class").size(), metrics.at("per_class").size());
+  for (const auto& [name, v] : metrics.at("per_class").items()) {
+    ASSERT_FALSE(v.is_null()) << name << ": every class has positives and negatives here";
+    EXPECT_NEAR(recomputed.at("per_class").at(name).get<double>(), v.get<double>(), 1e-6) << name;
+  }
+  EXPECT_NEAR(recomputed.at("mean").get<double>(), metrics.at("mean").get<double>(), 1e-6);
+}
+
 TEST_F(EvalE2E, BadListsAreClearErrors) {
   const EvalData& d = *data_;
   const std::string& ckpt = checkpoint_;
@@ -343,7 +391,7 @@ TEST_F(EvalE2E, TenCropAveragesTheTenCropsAndDiffersFromTheCentreCrop) {
     const auto by_hand_centre = probabilities_by_hand(m, png, false);
     const auto eval_ten = probabilities(ten_rows.at(name));
     const auto eval_centre = probabilities(centre_rows.at(name));
-    // predictions.csv holds 6 decimals.
+    // The same float32 arithmetic in other batches: equal to the last bits or so.
     EXPECT_LT((eval_ten - by_hand_ten).abs().max().item<double>(), 2e-6) << name;
     EXPECT_LT((eval_centre - by_hand_centre).abs().max().item<double>(), 2e-6) << name;
     EXPECT_GT((eval_ten - eval_centre).abs().max().item<double>(), 1e-3) << name;

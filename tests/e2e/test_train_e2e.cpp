@@ -88,7 +88,8 @@ TEST(TrainE2E, LearnsSyntheticDataEvaluatesAndLooksWhereThePathologyIs) {
     }
   }
 
-  // predict + CAM on an image with one known pathology: right size, hot where it was drawn.
+  // predict + CAM on an image with one known pathology: the figure's size, its title band
+  // written on, the map's panel unlike the X-ray's, and a map hot where the pathology was drawn.
   const int cls = 1;  // Cardiomegaly
   data::GrayImage img = data::render_synthetic_image(data::LabelBits(1U << cls), kSize, 99);
   const std::string png = dir.path() + "/one.png";
@@ -104,8 +105,22 @@ TEST(TrainE2E, LearnsSyntheticDataEvaluatesAndLooksWhereThePathologyIs) {
   data::GrayImage cam_png;
   std::vector<uint8_t> buffer;
   data::read_image(dir.path() + "/cam.png", cam_png, buffer);
-  EXPECT_EQ(cam_png.width, kSize);
-  EXPECT_EQ(cam_png.height, kSize);
+  // 64 px scaled 8x to 512 px panels, side by side with 8 px between, bands of 48 and 32 rows.
+  ASSERT_EQ(cam_png.width, 2 * 512 + 8);
+  ASSERT_EQ(cam_png.height, 48 + 512 + 32);
+  const auto luma = [&](int x, int y) { return cam_png.pixels[y * cam_png.width + x]; };
+  int title_pixels = 0;
+  for (int y = 0; y < 48; ++y) {
+    for (int x = 0; x < cam_png.width; ++x)
+      title_pixels += luma(x, y) == 255 ? 1 : 0;
+  }
+  EXPECT_GT(title_pixels, 500) << "no title written above the panels";
+  int differing = 0;
+  for (int y = 48; y < 48 + 512; ++y) {
+    for (int x = 0; x < 512; ++x)
+      differing += luma(x, y) != luma(x + 512 + 8, y) ? 1 : 0;
+  }
+  EXPECT_GT(differing, 512 * 512 / 10) << "the map's panel is the X-ray's";
 
   const train::InferenceModel m = train::load_inference_model(best);
   const auto prepared = train::prepare_image(png, m.image_size, m.crop_size);

@@ -36,6 +36,14 @@ class LabCompare : public LabTest {
   }
 };
 
+// The report's names of lab/compare.sh's sets: system and network, then the engine.
+const std::string kBareNaive = "bare metal \u00b7 fabric \u00b7 naive allreduce";
+const std::string kPodsNaive = "Kubernetes \u00b7 flannel overlay \u00b7 naive allreduce";
+const std::string kHostnetNaive = "Kubernetes \u00b7 host network \u00b7 naive allreduce";
+const std::string kBareDdp = "bare metal \u00b7 fabric \u00b7 PyTorch DDP";
+const std::string kPodsDdp = "Kubernetes \u00b7 flannel overlay \u00b7 PyTorch DDP";
+const std::string kPodsOverlapped = "Kubernetes \u00b7 flannel overlay \u00b7 overlapped allreduce";
+
 json load(const std::string& path) {
   return json::parse(read_file(path));
 }
@@ -118,17 +126,16 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   std::map<std::string, json> bench;  // "label/wN" -> bench.json
   for (const auto& set : report.at("sets")) {
     const std::string label = set.at("label");
-    std::string set_dir = label;
-    std::replace(set_dir.begin(), set_dir.end(), '/', '-');
+    const std::string set_dir = set.at("source");  // out/sets/<system>-<variant>
     for (const auto& run : set.at("runs")) {
       const int w = run.at("workers");
-      const json b = load(out + "/sets/" + set_dir + "/bench-w" + std::to_string(w) + ".json");
+      const json b = load(set_dir + "/bench-w" + std::to_string(w) + ".json");
       EXPECT_EQ(b.at("world_size"), w);
       EXPECT_EQ(b.at("arch"), "resnet18");
       EXPECT_DOUBLE_EQ(run.at("images_per_sec").get<double>(),
                        b.at("images_per_sec").get<double>());
       bench[label + "/w" + std::to_string(w)] = b;
-      expect_sane_cpu(out, out + "/sets/" + set_dir + "/cpu-w" + std::to_string(w) + ".json", b);
+      expect_sane_cpu(out, set_dir + "/cpu-w" + std::to_string(w) + ".json", b);
     }
   }
   ASSERT_EQ(bench.size(), 10u) << report.dump(2);
@@ -142,8 +149,8 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   EXPECT_EQ(cpu_report.at("rows").size(), 10u) << cpu_report.dump(2);
   bool k8s_delta = false;
   for (const auto& d : cpu_report.at("deltas")) {
-    if (d.at("label") == "kubernetes/naive" && d.at("workers") == 2) {
-      k8s_delta = d.at("reference") == "bare-metal/naive";
+    if (d.at("label") == kPodsNaive && d.at("workers") == 2) {
+      k8s_delta = d.at("reference") == kBareNaive;
     }
   }
   EXPECT_TRUE(k8s_delta) << cpu_report.dump(2);
@@ -151,14 +158,14 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   const auto ips = [&](const std::string& key) {
     return bench.at(key).at("images_per_sec").get<double>();
   };
-  EXPECT_EQ(bench.at("bare-metal/naive/w2").at("nnodes"), 2);
-  EXPECT_EQ(bench.at("kubernetes/naive/w2").at("nnodes"), 2);
-  EXPECT_EQ(bench.at("kubernetes/naive/w2").at("overlap"), false);
-  EXPECT_EQ(bench.at("kubernetes/hostnet/w2").at("overlap"), false);  // the first variant's engine
+  EXPECT_EQ(bench.at(kBareNaive + "/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at(kPodsNaive + "/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at(kPodsNaive + "/w2").at("overlap"), false);
+  EXPECT_EQ(bench.at(kHostnetNaive + "/w2").at("overlap"), false);  // the first variant's engine
   // The PyTorch DDP peer ran as a 2-node job on both systems, every rank to its end.
-  EXPECT_EQ(bench.at("bare-metal/pytorch-ddp/w2").at("nnodes"), 2);
-  EXPECT_EQ(bench.at("kubernetes/pytorch-ddp/w2").at("nnodes"), 2);
-  EXPECT_EQ(bench.at("kubernetes/pytorch-ddp/w2").at("backend"), "gloo");
+  EXPECT_EQ(bench.at(kBareDdp + "/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at(kPodsDdp + "/w2").at("nnodes"), 2);
+  EXPECT_EQ(bench.at(kPodsDdp + "/w2").at("backend"), "gloo");
   for (const char* log : {"bare-metal-pytorch-ddp-w2-node1", "kubernetes-pytorch-ddp-w2-node1"}) {
     EXPECT_NE(read_file(out + "/logs/" + log + ".log").find("ddp_bench rank 1: done"),
               std::string::npos)
@@ -167,22 +174,23 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
 
   // Gaps and efficiencies recomputed from the bench files.
   const json& sets = report.at("sets");
-  ASSERT_EQ(sets.at(0).at("label"), "bare-metal/naive");
-  ASSERT_EQ(sets.at(1).at("label"), "kubernetes/naive");
-  ASSERT_EQ(sets.at(2).at("label"), "kubernetes/hostnet");
-  const double bm2 = ips("bare-metal/naive/w2");
-  EXPECT_NEAR(sets[0]["runs"][1]["efficiency"].get<double>(),
-              bm2 / (2 * ips("bare-metal/naive/w1")), 1e-9);
+  ASSERT_EQ(sets.at(0).at("label"), kBareNaive);
+  ASSERT_EQ(sets.at(1).at("label"), kPodsNaive);
+  ASSERT_EQ(sets.at(2).at("label"), kHostnetNaive);
+  EXPECT_EQ(sets.at(2).at("source"), out + "/sets/kubernetes-hostnet");
+  const double bm2 = ips(kBareNaive + "/w2");
+  EXPECT_NEAR(sets[0]["runs"][1]["efficiency"].get<double>(), bm2 / (2 * ips(kBareNaive + "/w1")),
+              1e-9);
   EXPECT_NEAR(sets[1]["runs"][1]["gap_pct"].get<double>(),
-              100 * (bm2 - ips("kubernetes/naive/w2")) / bm2, 1e-9);
+              100 * (bm2 - ips(kPodsNaive + "/w2")) / bm2, 1e-9);
   EXPECT_NEAR(sets[2]["runs"][1]["gap_pct"].get<double>(),
-              100 * (bm2 - ips("kubernetes/hostnet/w2")) / bm2, 1e-9);
-  EXPECT_EQ(sets[2].at("reference"), "bare-metal/naive");
+              100 * (bm2 - ips(kHostnetNaive + "/w2")) / bm2, 1e-9);
+  EXPECT_EQ(sets[2].at("reference"), kBareNaive);
   EXPECT_EQ(report.at("variant_gaps").size(), 4u);
   for (const char* chart : {"throughput.png", "breakdown.png"}) {
     EXPECT_EQ(read_file(out + "/report/" + chart).substr(1, 3), "PNG") << chart;
   }
-  EXPECT_NE(read_file(out + "/report/report.md").find("kubernetes/hostnet"), std::string::npos);
+  EXPECT_NE(read_file(out + "/report/report.md").find(kHostnetNaive), std::string::npos);
 
   // Which path each run took: resnet18's gradients are ~45 MB a step, so a run that sent them
   // through the overlay shows megabytes on flannel.1; bare metal and host network show none.
@@ -260,7 +268,7 @@ TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
   const std::string out = dir.path() + "/rounds";
   // Eight timed steps: the CPU accounting samples every 0.2 s, and two steps of this tiny model
   // (under 0.1 s) could fall between two samples on a busy machine, reading as no CPU at all.
-  const ProcessResult r = compare("--steps 8 --variants overlap --rounds 2", out);
+  const ProcessResult r = compare("--steps 8 --variants overlapped --rounds 2", out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   const auto ips = [&](const std::string& set, int workers, int round) {
@@ -270,8 +278,9 @@ TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
     expect_sane_cpu(out, out + "/sets/" + set + "/cpu-w" + suffix, b);
     return b.at("images_per_sec").get<double>();
   };
-  EXPECT_FALSE(std::filesystem::exists(out + "/sets/kubernetes-overlap/bench-w2.json"));
-  EXPECT_NE(read_file(out + "/README.txt").find("--variants overlap --rounds 2"), std::string::npos)
+  EXPECT_FALSE(std::filesystem::exists(out + "/sets/kubernetes-overlapped/bench-w2.json"));
+  EXPECT_NE(read_file(out + "/README.txt").find("--variants overlapped --rounds 2"),
+            std::string::npos)
       << "README.txt does not record the command line";
 
   // Order of the runs: commands.txt lists every command as it was started.
@@ -282,16 +291,16 @@ TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
     return at;
   };
   EXPECT_LT(started("bare-metal-single-w1-r1"), started("kubernetes-single-w1-r1"));
-  EXPECT_LT(started("bare-metal-overlap-w2-r1"), started("kubernetes-overlap-w2-r1"));
-  EXPECT_LT(started("kubernetes-overlap-w2-r1"), started("kubernetes-single-w1-r2"));
+  EXPECT_LT(started("bare-metal-overlapped-w2-r1"), started("kubernetes-overlapped-w2-r1"));
+  EXPECT_LT(started("kubernetes-overlapped-w2-r1"), started("kubernetes-single-w1-r2"));
   EXPECT_LT(started("kubernetes-single-w1-r2"), started("bare-metal-single-w1-r2"));
-  EXPECT_LT(started("kubernetes-overlap-w2-r2"), started("bare-metal-overlap-w2-r2"));
+  EXPECT_LT(started("kubernetes-overlapped-w2-r2"), started("bare-metal-overlapped-w2-r2"));
 
   const json report = load(out + "/report/report.json");
   const json& k8s = report.at("sets").at(1);
-  ASSERT_EQ(k8s.at("label"), "kubernetes/overlap");
+  ASSERT_EQ(k8s.at("label"), kPodsOverlapped);
   for (int workers : {1, 2}) {
-    const std::string set = workers == 1 ? "single" : "overlap";
+    const std::string set = workers == 1 ? "single" : "overlapped";
     const json& run = k8s.at("runs").at(workers - 1);
     ASSERT_EQ(run.at("workers"), workers);
     EXPECT_EQ(run.at("rounds"), 2);
@@ -317,7 +326,8 @@ TEST_F(LabCompare, RoundsAlternateTheSystemsAndReportMedianGaps) {
     EXPECT_EQ(d.at("rounds"), 2) << d.dump();  // round K paired with round K
   }
   const auto t = traffic(out + "/traffic.tsv");
-  EXPECT_GT(t.at("kubernetes-overlap-w2-r2/1").second, 20'000'000) << "overlay unused in round 2";
+  EXPECT_GT(t.at("kubernetes-overlapped-w2-r2/1").second, 20'000'000)
+      << "overlay unused in round 2";
 }
 
 }  // namespace

@@ -86,9 +86,10 @@ jq -e '.world_size == 2 and .arch == "resnet18" and .steps == 8' "$cmp/sets/kube
 pass "CPU accounting of every run found its workers' processes"
 
 report="$cmp/report/report.json"
-jq -e '[.sets[].label] == ["bare-metal/naive", "kubernetes/naive", "kubernetes/hostnet"]' "$report" \
-  >/dev/null || fail "the report's sets: $(jq -c '[.sets[].label]' "$report")"
-jq -e '.sets[2].reference == "bare-metal/naive"' "$report" >/dev/null ||
+jq -e '[.sets[].label] == ["bare metal · fabric · naive allreduce",
+  "Kubernetes · flannel overlay · naive allreduce", "Kubernetes · host network · naive allreduce"]' \
+  "$report" >/dev/null || fail "the report's sets: $(jq -c '[.sets[].label]' "$report")"
+jq -e '.sets[2].reference == "bare metal · fabric · naive allreduce"' "$report" >/dev/null ||
   fail "the host-network containers are not compared with the bare-metal processes"
 pass "the report compares the containers (overlay, host network) with the bare-metal processes"
 echo "test-lab-containers: all $checks checks passed ($image)"

@@ -29,7 +29,7 @@ TEST_F(LabSimulate, TwoCappedConfigurationsArePredictedWithinTenPercent) {
   const ProcessResult r =
       run_shell(env() + " bash " + source_dir() +
                 "/bench/simulate/lab_check.sh --archs densenet121 --caps 1gbit/250mbit "
-                "--variants naive,overlap --steps 8 --warmup 2 --bin " +
+                "--variants naive,overlapped --steps 8 --warmup 2 --bin " +
                 chexscale_bin() + " --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(namespaces().empty()) << "lab_check.sh left its lab up";

@@ -96,7 +96,7 @@ TEST(ReportCompare, VariantsAreComparedWithTheBaselineSystemOfTheSameVariant) {
                           {});
   EXPECT_EQ(cmp.sets[1].reference, "bare-metal");
   EXPECT_EQ(cmp.sets[2].reference, "bare-metal");
-  EXPECT_EQ(cmp.sets[3].reference, "bare-metal/fp16");
+  EXPECT_EQ(cmp.sets[3].reference, "bare-metal · fp16");
   EXPECT_EQ(cmp.sets[4].reference, "bare-metal");
   ASSERT_EQ(cmp.variant_gaps.size(), 4u);
   EXPECT_NEAR(cmp.variant_gaps[0].gap_pct, 10.0, 1e-9);

@@ -120,7 +120,7 @@ TEST(ReportCpu, RowsAreMediansOverRounds) {
   const CpuAccounting cpu = accounted(accounted_sets(dir));
   ASSERT_EQ(cpu.rows.size(), 2u);
   const CpuRow& bm = cpu.rows[0];
-  EXPECT_EQ(bm.label, "bare-metal/fp16");
+  EXPECT_EQ(bm.label, "bare-metal · fp16");
   EXPECT_EQ(bm.workers, 2);
   EXPECT_EQ(bm.rounds, 2);
   EXPECT_EQ(bm.cpus, 2);
@@ -139,8 +139,8 @@ TEST(ReportCpu, DeltasPairRoundsAndTakeMedians) {
   const CpuAccounting cpu = accounted(accounted_sets(dir));
   ASSERT_EQ(cpu.deltas.size(), 1u);
   const CpuDelta& d = cpu.deltas[0];
-  EXPECT_EQ(d.label, "kubernetes/fp16");
-  EXPECT_EQ(d.reference, "bare-metal/fp16");
+  EXPECT_EQ(d.label, "kubernetes · fp16");
+  EXPECT_EQ(d.reference, "bare-metal · fp16");
   EXPECT_EQ(d.workers, 2);
   EXPECT_EQ(d.rounds, 2);  // round 3 has no bare-metal partner
   EXPECT_NEAR(d.delta.kernel, (0.16 + 0.19) / 2, 1e-12);
@@ -160,11 +160,11 @@ TEST(ReportCpu, SectionsInTextMarkdownAndJson) {
   EXPECT_NE(md.find("## CPU time per step"), std::string::npos) << md;
   // Columns step, compute, user, nice, kernel, softirq: +100.0, +50.0, +50.0, +0.0, +175.0,
   // +110.0 ms.
-  EXPECT_NE(md.find("| kubernetes/fp16 | bare-metal/fp16 | 2 | 2 | +100.0 | +50.0 | +50.0 | "
+  EXPECT_NE(md.find("| kubernetes · fp16 | bare-metal · fp16 | 2 | 2 | +100.0 | +50.0 | +50.0 | "
                     "+0.0 | +175.0 | +110.0 |"),
             std::string::npos)
       << md;
-  EXPECT_NE(format_cpu_terminal(cpu).find("kubernetes/fp16 - bare-metal/fp16 (2, 2)"),
+  EXPECT_NE(format_cpu_terminal(cpu).find("kubernetes · fp16 - bare-metal · fp16 (2, 2)"),
             std::string::npos)
       << format_cpu_terminal(cpu);
   const json j = json::parse(add_cpu_to_json_report(R"({"schema": "x"})", cpu));

@@ -42,10 +42,25 @@ TEST(ReportResultSet, LabelSplitsIntoSystemAndVariant) {
   TempDir dir;
   const std::string path = write_bench(dir, "k", BenchSpec{});
   const ResultSet set = load_result_set_spec("kubernetes/fp16=" + path);
-  EXPECT_EQ(set.label, "kubernetes/fp16");
+  EXPECT_EQ(set.label, "kubernetes \u00b7 fp16");
   EXPECT_EQ(set.system, "kubernetes");
   EXPECT_EQ(set.variant, "fp16");
   EXPECT_EQ(set.source, path);
+}
+
+// lab/compare.sh's names: NETWORK/ENGINE, shown with the middle dot between them; the terminal
+// width of a name counts its characters, not its bytes (the dot is two bytes of UTF-8).
+TEST(ReportResultSet, LabNamesReadAsSystemNetworkAndEngine) {
+  TempDir dir;
+  const std::string path = write_bench(dir, "k", BenchSpec{});
+  const ResultSet set =
+      load_result_set_spec("Kubernetes \u00b7 flannel overlay/overlapped allreduce=" + path);
+  EXPECT_EQ(set.label, "Kubernetes \u00b7 flannel overlay \u00b7 overlapped allreduce");
+  EXPECT_EQ(set.system, "Kubernetes \u00b7 flannel overlay");
+  EXPECT_EQ(set.variant, "overlapped allreduce");
+  EXPECT_EQ(label_width(set.label), 51u);
+  EXPECT_EQ(set.label.size(), 53u);
+  EXPECT_EQ(label_width("bare-metal"), 10u);
 }
 
 TEST(ReportResultSet, SweepJsonWithObjectsOrFileNames) {

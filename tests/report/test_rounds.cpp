@@ -90,7 +90,7 @@ TEST(ReportRounds, GapIsTheMedianOfGapsPairedByRound) {
 
   ASSERT_EQ(cmp.variant_gaps.size(), 1u);
   const VariantGap& g = cmp.variant_gaps[0];
-  EXPECT_EQ(g.reference, "bare-metal/fp16");
+  EXPECT_EQ(g.reference, "bare-metal · fp16");
   EXPECT_NEAR(g.gap_pct, 5.0, 1e-9);
   ASSERT_TRUE(g.gap_spread.has_value());
   EXPECT_NEAR(g.gap_spread->min, 2.0, 1e-9);
@@ -137,7 +137,7 @@ TEST(ReportRounds, MarkdownTerminalAndJsonListEveryRound) {
   const Comparison cmp = compare_result_sets(drifting_rounds(dir), {});
   const std::string md = format_markdown_report(cmp);
   EXPECT_NE(md.find("## Rounds"), std::string::npos) << md;
-  EXPECT_NE(md.find("| kubernetes/fp16 | bare-metal/fp16 | 2 | 3 | +50.0 +5.0 +2.0 | "
+  EXPECT_NE(md.find("| kubernetes · fp16 | bare-metal · fp16 | 2 | 3 | +50.0 +5.0 +2.0 | "
                     "+5.0 % (+2.0 .. +50.0) |"),
             std::string::npos)
       << md;

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+#include <string>
+
 #include "report/compare.h"
 #include "report/comparison_fixture.h"
 #include "report/text.h"
@@ -41,6 +44,36 @@ TEST(ReportText, TableAndMarkdownStateTheGap) {
   EXPECT_NE(md.find("| kubernetes | 2 | 2 | 17.48 | 8.74 | 0.874 | +8.0 % |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("throughput.svg"), std::string::npos);
+  // The engine in words: "overlap" would read as the overlay network beside it.
+  EXPECT_NE(md.find("| kubernetes | overlapped allreduce | gloo | bare-metal |"), std::string::npos)
+      << md;
+}
+
+// Names longer than the columns used to be (lab/compare.sh's) keep the table aligned: every row's
+// reference starts in the header's "reference" column, counted in characters.
+TEST(ReportText, LongSetNamesKeepTheColumnsAligned) {
+  TempDir dir;
+  auto sets = bare_metal_and_kubernetes(dir);
+  sets[0] = load_result_set("bare metal \u00b7 fabric/naive allreduce", sets[0].source);
+  sets[1] = load_result_set("Kubernetes \u00b7 flannel overlay/naive allreduce", sets[1].source);
+  const std::string table = format_terminal_report(compare_result_sets(sets, {}));
+  const auto column_of = [](const std::string& line, const std::string& what) {
+    const size_t at = line.find(what);
+    return at == std::string::npos ? std::string::npos : label_width(line.substr(0, at));
+  };
+  std::istringstream lines(table);
+  std::string line;
+  size_t header = std::string::npos;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("set ", 0) == 0) header = column_of(line, "reference");
+    if (line.rfind("Kubernetes", 0) == 0) {
+      ASSERT_NE(header, std::string::npos) << table;
+      EXPECT_EQ(column_of(line, "bare metal"), header) << table;
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, 2) << table;
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 // Per-study scoring (evaluate.h): the study of an image name, and the combination of a study's
-// views into one row -- the maximum probability, the study's labels -- checked by hand.
+// views into one row -- the maximum probability, the study's labels -- checked by hand; and
+// predictions.csv's probabilities, which read back as the very float32 values they were.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -65,6 +69,33 @@ TEST(Evaluate, StudiesMustMatchTheRows) {
   out.indices = torch::tensor({0, 1}, torch::kInt64);
   out.label_names = {"Edema"};
   EXPECT_ANY_THROW(combine_study_views(out, {"only one"}));
+}
+
+// Probabilities that 6 decimals would tie (two about 1.7e-5, one float32 step of the logit
+// apart) or round to 0 or 1 read back exactly: the file ranks the examples as metrics.json did.
+TEST(Evaluate, PredictionsCsvProbabilitiesReadBackExactly) {
+  SplitOutputs out;
+  out.logits =
+      torch::tensor({-11.0f, std::nextafter(-11.0f, 0.0f), 0.0f, 16.0f, -69.0f}).view({-1, 1});
+  out.labels = torch::tensor({0.0f, 1.0f, 0.0f, 1.0f, 0.0f}).view({-1, 1});
+  out.indices = torch::arange(5, torch::kInt64);
+  out.label_names = {"Edema"};
+  const auto written = torch::sigmoid(out.logits).view(-1);
+  // The premise: distinct float32 probabilities that print alike with 6 decimals.
+  ASSERT_NE(written[0].item<float>(), written[1].item<float>());
+  ASSERT_EQ(fmt::format("{:.6f}", written[0].item<float>()),
+            fmt::format("{:.6f}", written[1].item<float>()));
+  std::istringstream csv(predictions_csv({"a", "b", "c", "d", "e"}, out));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "image,prob_Edema,label_Edema");
+  for (int64_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(std::getline(csv, line));
+    const size_t first = line.find(',');
+    const size_t second = line.find(',', first + 1);
+    const std::string cell = line.substr(first + 1, second - first - 1);
+    EXPECT_EQ(std::strtof(cell.c_str(), nullptr), written[i].item<float>()) << line;
+  }
 }
 
 }  // namespace
