@@ -22,8 +22,10 @@ namespace chexscale::distributed {
 namespace {
 
 constexpr int kRankBlock = 4;  // ranks one pass over a row of M computes at once
-constexpr int kRowBlock = 4;   // rows of M project_back() and approximate() read at once
-constexpr int kPairRows = 2;   // rows of M feedback_and_project() reads at once
+// Rows of M each pass reads at once, so that each load of a Q entry serves that many rows.
+constexpr int kProjectRows = 2;      // feedback_and_project()
+constexpr int kProjectBackRows = 8;  // project_back()
+constexpr int kApproximateRows = 4;  // approximate()
 
 template <typename T>
 struct Simd {
@@ -68,10 +70,10 @@ CHX_INLINE void dots(const T* m, const T* qt, MatrixShape s, T* out) {
   typename Simd<T>::Vec acc[kRows][kRanks] = {};
   int64_t j = 0;
   for (; j + Simd<T>::kLanes <= s.cols; j += Simd<T>::kLanes) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int k = 0; k < kRanks; ++k) {
       const typename Simd<T>::Vec q = load(qt + k * s.cols + j);
-#pragma GCC unroll 2
+#pragma GCC unroll 8
       for (int b = 0; b < kRows; ++b)
         acc[b][k] += load(m + b * s.cols + j) * q;
     }
@@ -92,10 +94,18 @@ CHX_INLINE void project_rows(const T* m, const T* qt, MatrixShape s, T* p) {
   for (int64_t k = 0; k < s.rank; k += kRankBlock) {
     const T* q = qt + k * s.cols;
     switch (std::min<int64_t>(kRankBlock, s.rank - k)) {
-      case 1: dots<T, kRows, 1>(m, q, s, p + k); break;
-      case 2: dots<T, kRows, 2>(m, q, s, p + k); break;
-      case 3: dots<T, kRows, 3>(m, q, s, p + k); break;
-      default: dots<T, kRows, 4>(m, q, s, p + k); break;
+      case 1:
+        dots<T, kRows, 1>(m, q, s, p + k);
+        break;
+      case 2:
+        dots<T, kRows, 2>(m, q, s, p + k);
+        break;
+      case 3:
+        dots<T, kRows, 3>(m, q, s, p + k);
+        break;
+      default:
+        dots<T, kRows, 4>(m, q, s, p + k);
+        break;
     }
   }
 }
@@ -104,10 +114,10 @@ template <typename T>
 CHX_INLINE void feedback_and_project_impl(T* m, const T* residual, T scale, const T* qt, T* p,
                                           MatrixShape s) {
   int64_t i = 0;
-  for (; i + kPairRows <= s.rows; i += kPairRows) {
-    for (int b = 0; b < kPairRows; ++b)
+  for (; i + kProjectRows <= s.rows; i += kProjectRows) {
+    for (int b = 0; b < kProjectRows; ++b)
       add_scaled(m + (i + b) * s.cols, residual + (i + b) * s.cols, scale, s.cols);
-    project_rows<T, kPairRows>(m + i * s.cols, qt, s, p + i * s.rank);
+    project_rows<T, kProjectRows>(m + i * s.cols, qt, s, p + i * s.rank);
   }
   for (; i < s.rows; ++i) {
     add_scaled(m + i * s.cols, residual + i * s.cols, scale, s.cols);
@@ -121,12 +131,12 @@ CHX_INLINE void accumulate_rows(const T* m, const T* p, T* qt, MatrixShape s) {
   int64_t j = 0;
   for (; j + Simd<T>::kLanes <= s.cols; j += Simd<T>::kLanes) {
     typename Simd<T>::Vec x[kRows];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int b = 0; b < kRows; ++b)
       x[b] = load(m + b * s.cols + j);
     for (int64_t k = 0; k < s.rank; ++k) {
       typename Simd<T>::Vec sum = load(qt + k * s.cols + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int b = 0; b < kRows; ++b)
         sum += x[b] * p[b * s.rank + k];
       store(qt + k * s.cols + j, sum);
@@ -146,8 +156,8 @@ template <typename T>
 CHX_INLINE void project_back_impl(const T* m, const T* p, T* qt, MatrixShape s) {
   std::fill(qt, qt + s.rank * s.cols, T(0));
   int64_t i = 0;
-  for (; i + kRowBlock <= s.rows; i += kRowBlock)
-    accumulate_rows<T, kRowBlock>(m + i * s.cols, p + i * s.rank, qt, s);
+  for (; i + kProjectBackRows <= s.rows; i += kProjectBackRows)
+    accumulate_rows<T, kProjectBackRows>(m + i * s.cols, p + i * s.rank, qt, s);
   for (; i < s.rows; ++i)
     accumulate_rows<T, 1>(m + i * s.cols, p + i * s.rank, qt, s);
 }
@@ -161,16 +171,16 @@ CHX_INLINE void approximate_rows(T* m, T* residual, T scale, const T* p, const T
   for (; j + Simd<T>::kLanes <= s.cols; j += Simd<T>::kLanes) {
     typename Simd<T>::Vec a[kRows];
     const typename Simd<T>::Vec q0 = load(qt + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int b = 0; b < kRows; ++b)
       a[b] = q0 * p[b * s.rank];
     for (int64_t k = 1; k < s.rank; ++k) {
       const typename Simd<T>::Vec q = load(qt + k * s.cols + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int b = 0; b < kRows; ++b)
         a[b] += q * p[b * s.rank + k];
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int b = 0; b < kRows; ++b) {
       typename Simd<T>::Vec r = load(m + b * s.cols + j) - a[b];
       if (kScaled) r /= scale;
@@ -194,9 +204,9 @@ template <typename T, bool kScaled>
 CHX_INLINE void approximate_all(T* m, T* residual, T scale, const T* p, const T* qt,
                                 MatrixShape s) {
   int64_t i = 0;
-  for (; i + kRowBlock <= s.rows; i += kRowBlock) {
-    approximate_rows<T, kRowBlock, kScaled>(m + i * s.cols, residual + i * s.cols, scale,
-                                            p + i * s.rank, qt, s);
+  for (; i + kApproximateRows <= s.rows; i += kApproximateRows) {
+    approximate_rows<T, kApproximateRows, kScaled>(m + i * s.cols, residual + i * s.cols, scale,
+                                                   p + i * s.rank, qt, s);
   }
   for (; i < s.rows; ++i)
     approximate_rows<T, 1, kScaled>(m + i * s.cols, residual + i * s.cols, scale, p + i * s.rank,
