@@ -162,7 +162,7 @@ void expect_matches_reference(torch::Dtype dtype, int rank, double tolerance) {
 
 // In double the bucket computes what the reference computes, to rounding. In float no order of
 // the sums (thousands of products each) gives the double result to 1e-6: the same plain
-// computation in float measured up to 4e-5 from it here (Q at rank 6), so the bound is 1e-4.
+// computation in float measured up to 4e-5 from it here (Q at rank 4), so the bound is 1e-4.
 TEST(PowerSgdPasses, EqualThePlainComputationOnResNet18) {
   expect_matches_reference(torch::kDouble, 4, 1e-12);
   expect_matches_reference(torch::kDouble, 6, 1e-12);  // a rank block of 4 and one of 2
