@@ -5,7 +5,7 @@
 #   lab/cluster.sh up --nodes N [--fabric-rate R] [--overlay-rate R]   (idempotent)
 #   lab/cluster.sh status
 #   lab/cluster.sh measure [--mib M]   TCP throughput node 0 -> 1 (fabric) and pod 0 -> 1 (overlay)
-#   lab/cluster.sh down
+#   lab/cluster.sh down         (also removes the lab's CPU cgroups: lab/cpu_quota.sh)
 #
 # R is <n>kbit|mbit|gbit. --fabric-rate caps each node's link to the fabric (both directions),
 # modelling the wire; --overlay-rate caps what a node sends through its VXLAN device, modelling a
@@ -15,6 +15,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lab/lib.sh
 . "$here/lib.sh"
+# shellcheck source=lab/cpu_quota.sh
+. "$here/cpu_quota.sh"
 
 usage() {
   sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
@@ -169,6 +171,7 @@ cmd_down() {
   rm -rf /etc/netns/"${LAB_PREFIX}"-*
   rmdir /etc/netns 2>/dev/null || true
   rm -f "$(lab_state_file)"
+  cpu_quota_remove_all  # fixed-speed workers' cgroups a killed compare.sh left
   echo "lab ${LAB_PREFIX}: down"
 }
 

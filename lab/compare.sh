@@ -41,6 +41,12 @@
 #   --peer-variants LIST  the engine variants the peer runs (DDP's own bucket_cap_mb, fp16_compress_hook
 #                         and powerSGD_hook; not naive): overlapped is set <system>/pytorch-ddp,
 #                         any other V <system>/pytorch-ddp-V                       [overlapped]
+#   --worker-cpu C        run every worker as a fixed-speed device: node i's processes (launcher,
+#                         worker, its Gloo threads; the peer's ranks too) in a CPU cgroup of their
+#                         own with a quota of C cores (0.4 = 40 % of one core) and the highest
+#                         weight, so a worker's speed does not depend on what else runs; the
+#                         kernel's network path stays outside (lab/cpu_quota.sh). Needs --pods
+#                         processes                                          [no quota]
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
 # Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab).
 set -euo pipefail
@@ -51,11 +57,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/pods.sh"
 # shellcheck source=lab/cpu.sh
 . "$here/cpu.sh"
+# shellcheck source=lab/cpu_quota.sh
+. "$here/cpu_quota.sh"
 
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlapped,fp16,hostnet" fabric_rate="" overlay_rate="" pods=processes image=""
 out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
-peer_variants=overlapped
+peer_variants=overlapped worker_cpu=""
 invocation="lab/compare.sh $*"  # for README.txt; the option loop below consumes "$@"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -75,6 +83,7 @@ while [ $# -gt 0 ]; do
     --bin) bin="$2"; shift 2 ;;
     --run-timeout) run_timeout="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --worker-cpu) worker_cpu="$2"; shift 2 ;;
     --keep-cluster) keep_cluster=1; shift ;;
     --peer) peer=1; shift ;;
     --peer-variants) peer_variants="$2"; shift 2 ;;
@@ -83,6 +92,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+[ -z "$worker_cpu" ] || [ "$pods" = processes ] ||
+  lab_die "--worker-cpu needs --pods processes (a container engine puts its containers in cgroups of its own)"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || lab_die "--rounds must be a whole number >= 1, not '$rounds'"
 tr , '\n' <<<"$variants" | grep -qvx hostnet ||
   lab_die "--variants '$variants' has no engine variant (naive, overlapped, ...): hostnet runs the first one's engine and is compared with its bare-metal set"
@@ -106,12 +117,14 @@ if [ "$pods" = containers ]; then
     lab_die "--pods containers: no image $pod_image here (make image, or pass --image)"
 fi
 lab_require_root
+[ -z "$worker_cpu" ] || cpu_quota_init "$worker_cpu"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 mkdir -p "$out/sets" "$out/logs" "$out/manifests" "$out/runs"
 commands_log="$out/commands.txt"
 : >"$commands_log"
 echo -e "run\tnode\tfabric_tx_bytes\toverlay_tx_bytes" >"$out/traffic.tsv"
+[ -z "$worker_cpu" ] || echo -e "run\tnode\tquota_cores\tcpu_s\tthrottled_periods" >"$out/quota.tsv"
 port=29600
 started=$SECONDS
 round=1
@@ -188,9 +201,20 @@ tx_bytes() {
     "$(ip netns exec "$ns" cat /sys/class/net/flannel.1/statistics/tx_bytes)"
 }
 
+# Appends node I's quota use in run TAG to quota.tsv: its cgroup's CPU seconds and throttled
+# periods since start_run.
+record_quota() {
+  local tag="$1" i="$2" cpu_s throttled
+  read -r cpu_s throttled <<<"${quota_before[$i]}"
+  cpu_s=$(awk -v a="$cpu_s" -v b="$(cpu_quota_usage_s "node$i")" 'BEGIN { printf "%.3f", b - a }')
+  throttled=$(($(cpu_quota_throttled "node$i") - throttled))
+  echo -e "$tag\t$i\t$worker_cpu\t$cpu_s\t$throttled" >>"$out/quota.tsv"
+}
+
 # Runs the started jobs to the end, stops the CPU sampler, then records per node how many bytes
 # each run sent over the fabric and through the overlay (proof of the path a run took) in
-# traffic.tsv.
+# traffic.tsv, and with --worker-cpu the CPU seconds node i's cgroup used and the periods it was
+# held at its quota in quota.tsv.
 finish_run() {
   local tag="$1" n="$2" i
   wait_all pids logs
@@ -198,6 +222,7 @@ finish_run() {
   for ((i = 0; i < n; i++)); do
     read -r eth_after vx_after <<<"$(tx_bytes "$i")"
     echo -e "$tag\t$i\t$((eth_after - ${eth_before[$i]}))\t$((vx_after - ${vx_before[$i]}))" >>"$out/traffic.tsv"
+    [ -z "$worker_cpu" ] || record_quota "$tag" "$i"
   done
 }
 
@@ -206,8 +231,11 @@ finish_run() {
 # RUN_DIR, in their command line; see lab/cpu.sh).
 start_run() {
   local n="$1" run_dir="$2" match="${3:-$2}" i
-  pids=() logs=() eth_before=() vx_before=()
-  for ((i = 0; i < n; i++)); do read -r "eth_before[$i]" "vx_before[$i]" <<<"$(tx_bytes "$i")"; done
+  pids=() logs=() eth_before=() vx_before=() quota_before=()
+  for ((i = 0; i < n; i++)); do
+    read -r "eth_before[$i]" "vx_before[$i]" <<<"$(tx_bytes "$i")"
+    [ -z "$worker_cpu" ] || quota_before[i]="$(cpu_quota_usage_s "node$i") $(cpu_quota_throttled "node$i")"
+  done
   port=$((port + 1))
   mkdir -p "$run_dir"
   cpu_sampler_start "$run_dir/cpu-samples.tsv" "$match"
@@ -225,8 +253,9 @@ run_bare_metal() {
     local cmd=("$bin" launch --nnodes "$n" --node-rank "$i" --master-addr "$(lab_fabric_addr 0)"
       --master-port "$port" --nproc-per-node 1 -- $(bench_args "$label" "$run_dir" "$flags"))
     echo "[$(lab_node_ns "$i")] ${cmd[*]}" >>"$commands_log"
-    spawn "$out/logs/$tag-node$i.log" ip netns exec "$(lab_node_ns "$i")" env -i PATH="$PATH" \
-      HOME=/tmp timeout -k 10 "$run_timeout" "${cmd[@]}"
+    spawn "$out/logs/$tag-node$i.log" cpu_quota_maybe_run "node$i" \
+      ip netns exec "$(lab_node_ns "$i")" env -i PATH="$PATH" HOME=/tmp \
+      timeout -k 10 "$run_timeout" "${cmd[@]}"
   done
   finish_run "$tag" "$n"
   collect "$run_dir" "$label" "$n" "$tag"
@@ -277,8 +306,8 @@ run_kubernetes() {
       spawn "$out/logs/$tag-pod$i.log" pods_run_container "$manifest" "$i" "$n" "$ns" \
         "$host_network" "$root" "$run_timeout" "$commands_log"
     else
-      spawn "$out/logs/$tag-pod$i.log" pods_run "$manifest" "$i" "$ns" "$host_network" "$bin" \
-        "$run_timeout" "$commands_log"
+      spawn "$out/logs/$tag-pod$i.log" cpu_quota_maybe_run "node$i" pods_run "$manifest" "$i" \
+        "$ns" "$host_network" "$bin" "$run_timeout" "$commands_log"
     fi
   done
   finish_run "$tag" "$n"
@@ -302,8 +331,9 @@ run_peer() {
     # shellcheck disable=SC2206
     cmd+=($flags)
     echo "[$ns] RANK=$i WORLD_SIZE=$n MASTER_ADDR=$master MASTER_PORT=$port ${cmd[*]}" >>"$commands_log"
-    spawn "$out/logs/$tag-node$i.log" ip netns exec "$ns" env -i PATH="$PATH" HOME=/tmp \
-      RANK="$i" WORLD_SIZE="$n" MASTER_ADDR="$master" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=eth0 \
+    spawn "$out/logs/$tag-node$i.log" cpu_quota_maybe_run "node$i" ip netns exec "$ns" env -i \
+      PATH="$PATH" HOME=/tmp RANK="$i" WORLD_SIZE="$n" MASTER_ADDR="$master" MASTER_PORT="$port" \
+      GLOO_SOCKET_IFNAME=eth0 \
       timeout -k 10 "$run_timeout" "${cmd[@]}"
   done
   finish_run "$tag" "$n"
@@ -355,14 +385,18 @@ cluster_args=(--nodes "$nodes")
 # On exit (also on failure): stop a CPU sampler still running, take the lab down unless kept.
 on_exit() {
   cpu_sampler_stop
+  cpu_quota_cleanup
   [ "$keep_cluster" = 1 ] || "$here/cluster.sh" down >/dev/null 2>&1 || true
 }
 trap on_exit EXIT
+if [ -n "$worker_cpu" ]; then
+  for ((i = 0; i < nodes; i++)); do cpu_quota_create "node$i"; done
+fi
 echo "$invocation" >"$out/README.txt"
 {
   echo "nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"
   echo "variants=$variants fabric_rate=${fabric_rate:-uncapped} overlay_rate=${overlay_rate:-uncapped} rounds=$rounds"
-  echo "pods=$pods${pod_image:+ image=$pod_image}"
+  echo "pods=$pods${pod_image:+ image=$pod_image} worker_cpu=${worker_cpu:-unlimited}"
 } >>"$out/README.txt"
 
 IFS=, read -r -a variant_list <<<"$variants"

@@ -15,6 +15,11 @@
 #   --out DIR           profiles/, lab/ (compare.sh's results), sim/, check.tsv, check.md
 #                                                                     [runs/simulate-check]
 #   --bin PATH          chexscale binary             [$CHEXSCALE_BIN or build/src/cli/chexscale]
+#   --worker-cpu C      fixed-speed workers: the compute profile and every measured worker run
+#                       in a CPU cgroup of their own with a quota of C cores (lab/cpu_quota.sh,
+#                       lab/compare.sh --worker-cpu), so that a profile taken at one load
+#                       predicts runs made at another; the commbench profiles of the paths stay
+#                       outside the quotas                                       [no quota]
 #   --predict-only      measure nothing: predict again from the profiles and tabulate against
 #                       the measurements already in --out (a changed simulator on recorded runs;
 #                       no root needed)
@@ -33,10 +38,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lab="$here/../../lab"
 # shellcheck source=lab/lib.sh
 . "$lab/lib.sh"
+# shellcheck source=lab/cpu_quota.sh
+. "$lab/cpu_quota.sh"
 
 archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlapped,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
-predict_only=0
+predict_only=0 worker_cpu=""
 invocation="bench/simulate/lab_check.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -50,6 +57,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
     --predict-only) predict_only=1; shift ;;
+    --worker-cpu) worker_cpu="$2"; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see bench/simulate/lab_check.sh --help)" ;;
   esac
@@ -60,6 +68,7 @@ done
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
 [ "$predict_only" = 1 ] || lab_require_root
+[ -z "$worker_cpu" ] || [ "$predict_only" = 1 ] || cpu_quota_init "$worker_cpu"
 
 # The simulate flags of a compare.sh variant; refuses those the simulator does not model here.
 sim_flags() {
@@ -96,13 +105,21 @@ say() { echo "[check $((SECONDS - started))s] $*"; }
 workload=(--image-size "$image_size" --batch-size "$batch" --threads 1 --steps "$steps"
   --warmup-steps "$warmup")
 
-on_exit() { [ "$predict_only" = 1 ] || "$lab/cluster.sh" down >/dev/null 2>&1 || true; }
+on_exit() {
+  cpu_quota_cleanup
+  [ "$predict_only" = 1 ] || "$lab/cluster.sh" down >/dev/null 2>&1 || true
+}
 trap on_exit EXIT
+[ -z "$CPU_QUOTA_CORES" ] || cpu_quota_create profile
+compare_cpu=()
+[ -z "$worker_cpu" ] || compare_cpu=(--worker-cpu "$worker_cpu")
 
-# One worker's compute profile of ARCH on this host into FILE (no network).
+# One worker's compute profile of ARCH on this host into FILE (no network), with --worker-cpu
+# in the cgroup "profile" at the workers' quota.
 compute_profile() {
   local arch="$1" file="$2"
-  "$bin" bench --arch "$arch" "${workload[@]}" --profile "$file" --out "${file%.json}-bench" \
+  cpu_quota_maybe_run profile \
+    "$bin" bench --arch "$arch" "${workload[@]}" --profile "$file" --out "${file%.json}-bench" \
     >"${file%.json}.log" 2>&1 || lab_die "bench --profile $arch failed: $(tail -n 5 "${file%.json}.log")"
 }
 
@@ -116,7 +133,7 @@ commbench_path() {
     if [ "$path" = fabric ]; then ns=$(lab_node_ns "$i"); else ns=$(lab_pod_ns "$i"); fi
     ip netns exec "$ns" env -i PATH="$PATH" HOME=/tmp GLOO_SOCKET_IFNAME=eth0 \
       timeout -k 5 300 "$bin" launch --nnodes 2 --node-rank "$i" --master-addr "$master" \
-      --master-port "$port" --nproc-per-node 1 -- commbench -b 64K -e 64M -f 4 -n 5 -w 2 \
+      --master-port "$port" --nproc-per-node 1 -- commbench -b 64K -e 64M -f 4 -n 3 -w 1 \
       --dtype "$dtype" --profile "$file" --profile-path "$path" >"$out/logs/$(basename "$file" .json)-$i.log" 2>&1 &
     pids+=($!)
   done
@@ -152,7 +169,8 @@ for cap in "${cap_list[@]}"; do
       say "measured: $arch over $tag (lab/compare.sh, variants $variants)"
       "$lab/compare.sh" --arch "$arch" --image-size "$image_size" --batch "$batch" \
         --steps "$steps" --warmup "$warmup" --threads 1 --variants "$variants" \
-        "${compare_rates[@]}" --out "$out/lab/$arch-$tag" --bin "$bin" --keep-cluster \
+        "${compare_rates[@]}" "${compare_cpu[@]}" --out "$out/lab/$arch-$tag" --bin "$bin" \
+        --keep-cluster \
         >"$out/logs/compare-$arch-$tag.log" 2>&1 ||
         lab_die "lab/compare.sh failed: $(tail -n 5 "$out/logs/compare-$arch-$tag.log")"
     fi
@@ -188,7 +206,8 @@ done
   echo "# Simulator vs the lab"
   echo
   echo "Measured by \`$(cat "$out/README.txt")\`; predicted by \`$invocation\` (compute"
-  echo "profiles on one worker, ${image_size} px, batch $batch, one thread; two nodes of one worker;"
+  echo "profiles on one worker, ${image_size} px, batch $batch, one thread${worker_cpu:+, every worker"
+  echo "fixed at $worker_cpu of a core}; two nodes of one worker;"
   echo "$steps timed steps after $warmup)."
   echo
   echo "| model | fabric / overlay cap | system | variant | measured images/s | predicted | error |"

@@ -300,6 +300,58 @@ void add_gang_scheduling(const K8sRenderOptions& o, K8sObject& job) {
   }
 }
 
+// An image reference pinned to a version tag or digest (not untagged, not :latest).
+void check_image(const std::string& image) {
+  if (image.empty()) throw UsageError("image: required");
+  const auto slash = image.rfind('/');
+  const auto colon = image.rfind(':');  // a tag's colon comes after the last '/'
+  const bool pinned = image.find('@') != std::string::npos ||
+                      (colon != std::string::npos && (slash == std::string::npos || colon > slash));
+  if (!pinned || (image.size() > 7 && image.substr(image.size() - 7) == ":latest")) {
+    throw UsageError("image '" + image +
+                     "': pin a version tag or digest (an untagged or :latest image can differ "
+                     "between nodes)");
+  }
+}
+
+// The options' counts, port, uid and grace period within their ranges.
+void check_counts(const K8sRenderOptions& o) {
+  if (o.nnodes < 1) throw UsageError(fmt::format("nnodes {} must be at least 1", o.nnodes));
+  if (o.nproc_per_node < 1) {
+    throw UsageError(fmt::format("nproc_per_node {} must be at least 1", o.nproc_per_node));
+  }
+  if (o.master_port < 1 || o.master_port > 65535) {
+    throw UsageError(fmt::format("master_port {} must be in [1, 65535]", o.master_port));
+  }
+  if (o.max_restarts < 0) {
+    throw UsageError(fmt::format("max_restarts {} must be at least 0", o.max_restarts));
+  }
+  if (o.run_as_user < 1) {
+    throw UsageError(fmt::format("run_as_user {} must be a non-root uid (> 0)", o.run_as_user));
+  }
+  if (o.stop_grace < 1 || o.stop_grace > kMaxStopGrace) {
+    throw UsageError(
+        fmt::format("stop_grace {} is not in [1, {}] seconds", o.stop_grace, kMaxStopGrace));
+  }
+}
+
+// The worker command after '--': a chexscale subcommand, without the flags render sets itself.
+void check_worker_command(const std::vector<std::string>& command) {
+  if (command.empty()) {
+    throw UsageError("no worker command: give it after '--', e.g. -- bench --arch densenet121");
+  }
+  if (has_flag(command, "--stop-grace")) {
+    throw UsageError(
+        "the worker command's --stop-grace: give it to k8s render instead (--stop-grace), which "
+        "passes it to the workers and sets the pods' terminationGracePeriodSeconds from it");
+  }
+  if (command.front() == "launch" || command.front() == "chexscale") {
+    throw UsageError(
+        "the worker command is a chexscale subcommand such as 'train' or 'bench' "
+        "(each pod already runs 'chexscale launch')");
+  }
+}
+
 }  // namespace
 
 void K8sRenderOptions::validate() const {
@@ -312,29 +364,8 @@ void K8sRenderOptions::validate() const {
                      " characters");
   }
   check_matches(namespace_name, dns_namespace, "namespace_name", "a DNS label");
-  if (image.empty()) throw UsageError("image: required");
-  const auto slash = image.rfind('/');
-  const auto colon = image.rfind(':');  // a tag's colon comes after the last '/'
-  const bool pinned = image.find('@') != std::string::npos ||
-                      (colon != std::string::npos && (slash == std::string::npos || colon > slash));
-  if (!pinned || (image.size() > 7 && image.substr(image.size() - 7) == ":latest")) {
-    throw UsageError("image '" + image +
-                     "': pin a version tag or digest (an untagged or :latest image can differ "
-                     "between nodes)");
-  }
-  if (nnodes < 1) throw UsageError(fmt::format("nnodes {} must be at least 1", nnodes));
-  if (nproc_per_node < 1) {
-    throw UsageError(fmt::format("nproc_per_node {} must be at least 1", nproc_per_node));
-  }
-  if (master_port < 1 || master_port > 65535) {
-    throw UsageError(fmt::format("master_port {} must be in [1, 65535]", master_port));
-  }
-  if (max_restarts < 0) {
-    throw UsageError(fmt::format("max_restarts {} must be at least 0", max_restarts));
-  }
-  if (run_as_user < 1) {
-    throw UsageError(fmt::format("run_as_user {} must be a non-root uid (> 0)", run_as_user));
-  }
+  check_image(image);
+  check_counts(*this);
   check_quantity(cpu, "cpu");
   check_quantity(memory, "memory");
   check_quantity(shm_size, "shm_size");
@@ -353,23 +384,7 @@ void K8sRenderOptions::validate() const {
           "' with scheduler volcano: choose one gang scheduler (Kueue's queue or Volcano)");
     }
   }
-  if (stop_grace < 1 || stop_grace > kMaxStopGrace) {
-    throw UsageError(
-        fmt::format("stop_grace {} is not in [1, {}] seconds", stop_grace, kMaxStopGrace));
-  }
-  if (command.empty()) {
-    throw UsageError("no worker command: give it after '--', e.g. -- bench --arch densenet121");
-  }
-  if (has_flag(command, "--stop-grace")) {
-    throw UsageError(
-        "the worker command's --stop-grace: give it to k8s render instead (--stop-grace), which "
-        "passes it to the workers and sets the pods' terminationGracePeriodSeconds from it");
-  }
-  if (command.front() == "launch" || command.front() == "chexscale") {
-    throw UsageError(
-        "the worker command is a chexscale subcommand such as 'train' or 'bench' "
-        "(each pod already runs 'chexscale launch')");
-  }
+  check_worker_command(command);
 }
 
 std::vector<K8sObject> render_manifests(const K8sRenderOptions& o) {

@@ -325,6 +325,31 @@ CommRow measure_allreduce(const std::shared_ptr<distributed::DistContext>& ctx, 
   row.busbw_gbps = bus_bandwidth(row.algbw_gbps, ctx->world_size());
   row.wrong = options.check ? sum_across_ranks(*ctx, t.wrong) : -1;
   row.cpu_s = t.cpu_s;
+  row.round_time_us = {row.time_us};
+  return row;
+}
+
+CommRow median_row(const std::vector<CommRow>& rounds, int world_size) {
+  if (rounds.empty()) throw UsageError("median_row: no rounds");
+  CommRow row = rounds.front();
+  row.round_time_us.clear();
+  row.cpu_s = 0;
+  for (const CommRow& r : rounds) {
+    if (r.size_bytes != row.size_bytes) {
+      throw UsageError(
+          fmt::format("median_row: rounds of {} B and {} B", row.size_bytes, r.size_bytes));
+    }
+    row.round_time_us.insert(row.round_time_us.end(), r.round_time_us.begin(),
+                             r.round_time_us.end());
+    row.cpu_s += r.cpu_s;
+    if (r.wrong >= 0 && &r != &rounds.front()) row.wrong += r.wrong;
+  }
+  std::vector<double> sorted = row.round_time_us;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  row.time_us = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  row.algbw_gbps = static_cast<double>(row.size_bytes) / (row.time_us * 1e-6) / 1e9;
+  row.busbw_gbps = bus_bandwidth(row.algbw_gbps, world_size);
   return row;
 }
 
@@ -337,13 +362,14 @@ double average_busbw(const std::vector<CommRow>& rows) {
 }
 
 json commbench_document(const distributed::DistContext& ctx, CommPath path,
-                        const CommOptions& options, const std::vector<CommRow>& rows,
+                        const CommOptions& options, int repeats, const std::vector<CommRow>& rows,
                         const std::vector<std::pair<CommRow, CommRow>>& compare) {
   json row_list = json::array();
   for (const auto& r : rows) {
     row_list.push_back({{"size_bytes", r.size_bytes},
                         {"count", r.count},
                         {"time_us", r.time_us},
+                        {"round_time_us", r.round_time_us},
                         {"algbw_gbps", r.algbw_gbps},
                         {"busbw_gbps", r.busbw_gbps},
                         {"wrong", r.wrong}});
@@ -358,6 +384,7 @@ json commbench_document(const distributed::DistContext& ctx, CommPath path,
       {"backend", ctx.backend()},
       {"iterations", options.iterations},
       {"warmup", options.warmup},
+      {"repeats", repeats},
       {"check", options.check},
       {"bucket_mb", options.reducer.bucket_mb},
       {"compression", distributed::to_string(options.reducer.compression)},

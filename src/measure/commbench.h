@@ -65,16 +65,24 @@ struct CommRow {
       -1;  // elements differing from the expected result, summed over ranks; -1 unchecked
   size_t buckets = 1;  // allreduces the path issued per reduction
   double cpu_s = 0;    // this rank's process CPU seconds in the timed allreduces (raw path)
+  std::vector<double> round_time_us;  // time_us of each round measured (--repeats), in order
 };
 
 // Measures one size on every rank (a collective: all ranks call it with the same arguments).
 CommRow measure_allreduce(const std::shared_ptr<distributed::DistContext>& ctx, CommPath path,
                           int64_t size_bytes, const CommOptions& options);
 
-// The commbench JSON document; `compare` holds {raw, reducer} row pairs (may be empty).
+// The commbench JSON document of rows measured in `repeats` rounds; `compare` holds {raw,
+// reducer} row pairs (may be empty).
 nlohmann::json commbench_document(const distributed::DistContext& ctx, CommPath path,
-                                  const CommOptions& options, const std::vector<CommRow>& rows,
+                                  const CommOptions& options, int repeats,
+                                  const std::vector<CommRow>& rows,
                                   const std::vector<std::pair<CommRow, CommRow>>& compare);
+
+// The rounds of one size as one row: time_us their median (the mean of the middle two for an
+// even count) and the bandwidths of that time; wrong and cpu_s summed over the rounds,
+// round_time_us every round's time. UsageError for no rounds or rounds of different sizes.
+CommRow median_row(const std::vector<CommRow>& rounds, int world_size);
 
 double average_busbw(const std::vector<CommRow>& rows);
 

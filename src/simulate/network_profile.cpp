@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <set>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "report/json_fields.h"
+#include "simulate/monotone_times.h"
 
 namespace chexscale::simulate {
 namespace {
@@ -38,6 +38,27 @@ std::pair<double, double> fit_line(const std::vector<AllreduceSample>& samples, 
   return {a, b};
 }
 
+// The optional array KEY of {bytes, seconds} samples, by strictly increasing size.
+std::vector<AllreduceSample> read_samples(const nlohmann::json& j, const std::string& key,
+                                          const std::string& file) {
+  std::vector<AllreduceSample> out;
+  if (!j.contains(key)) return out;
+  const nlohmann::json& list = j.at(key);
+  if (!list.is_array()) throw DataError(fmt::format("{}: '{}' must be an array", file, key));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("{}: {}[{}]", file, key, i);
+    const AllreduceSample s{get_field<int64_t>(list[i], "bytes", at),
+                            get_field<double>(list[i], "seconds", at)};
+    if (s.bytes < 1 || !(s.seconds > 0) || (!out.empty() && s.bytes <= out.back().bytes)) {
+      throw DataError(
+          fmt::format("{}: ({} B, {} s) must be positive and larger than the sample before", at,
+                      s.bytes, s.seconds));
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace
 
 NetworkProfile fit_network_profile(const std::string& path, const std::string& backend,
@@ -60,12 +81,17 @@ NetworkProfile fit_network_profile(const std::string& path, const std::string& b
         "a network profile needs at least two message sizes (e.g. commbench --min-bytes 8K "
         "--max-bytes 64M)");
   }
-  auto [a, b] = fit_line(samples, false);
+  MonotoneTimes curve = monotone_times(median_per_size(samples));
+  auto [a, b] = fit_line(curve.fitted, false);
   // A negative intercept means latency below what the largest sizes resolve: refit through 0.
-  if (a < 0) std::tie(a, b) = fit_line(samples, true);
-  if (!(b > 0)) {
+  if (a < 0) std::tie(a, b) = fit_line(curve.fitted, true);
+  // A flat curve's slope is zero but for rounding: test the curve itself.
+  if (!(curve.fitted.back().seconds > curve.fitted.front().seconds) || !(b > 0)) {
     throw UsageError(fmt::format(
-        "the allreduce times do not grow with the size (slope {} s/B): no bandwidth to fit", b));
+        "the allreduce times do not grow with the size: the median times of all {} sizes pool "
+        "into one (slope {} s/B), so there is no bandwidth to fit; measure a wider range of "
+        "sizes (e.g. -b 4K -e 64M -f 4) or more repeats (--repeats) on a quieter host",
+        sizes.size(), b));
   }
   const double n = world_size;
   const double steps = 2.0 * (n - 1.0);
@@ -76,23 +102,22 @@ NetworkProfile fit_network_profile(const std::string& path, const std::string& b
   p.latency_s = a / steps;
   p.bandwidth_bytes_per_s = steps / (n * b);
   p.cpu_s_per_byte = bytes_moved > 0 ? std::max(0.0, cpu_seconds) / bytes_moved : 0.0;
-  std::map<int64_t, std::pair<double, int>> by_size;  // seconds summed, count
-  for (const AllreduceSample& s : samples) {
-    const double fitted = a + b * static_cast<double>(s.bytes);
-    p.fit_max_error = std::max(p.fit_max_error, std::abs(fitted - s.seconds) / s.seconds);
-    auto& [sum, count] = by_size[s.bytes];
-    sum += s.seconds;
-    ++count;
+  for (const AllreduceSample& s : curve.fitted) {
+    const double line = a + b * static_cast<double>(s.bytes);
+    p.fit_max_error = std::max(p.fit_max_error, std::abs(line - s.seconds) / s.seconds);
   }
-  for (const auto& [bytes, sum_count] : by_size)
-    p.samples.push_back({bytes, sum_count.first / sum_count.second});
+  p.samples = std::move(curve.fitted);
+  p.distrusted = std::move(curve.distrusted);
   return p;
 }
 
 nlohmann::json to_json(const NetworkProfile& p) {
-  nlohmann::json samples = nlohmann::json::array();
-  for (const AllreduceSample& s : p.samples)
-    samples.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+  auto sample_list = [](const std::vector<AllreduceSample>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const AllreduceSample& s : list)
+      out.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+    return out;
+  };
   return {{"schema", kNetworkProfileSchema},
           {"path", p.path},
           {"backend", p.backend},
@@ -102,7 +127,8 @@ nlohmann::json to_json(const NetworkProfile& p) {
           {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s},
           {"cpu_s_per_byte", p.cpu_s_per_byte},
           {"fit_max_error", p.fit_max_error},
-          {"samples", samples}};
+          {"samples", sample_list(p.samples)},
+          {"distrusted", sample_list(p.distrusted)}};
 }
 
 NetworkProfile network_profile_from_json(const nlohmann::json& j, const std::string& file) {
@@ -133,22 +159,8 @@ NetworkProfile network_profile_from_json(const nlohmann::json& j, const std::str
         "> 0",
         file, p.latency_s, p.cpu_s_per_byte, p.bandwidth_bytes_per_s));
   }
-  if (j.contains("samples")) {
-    const nlohmann::json& samples = j.at("samples");
-    if (!samples.is_array()) throw DataError(fmt::format("{}: 'samples' must be an array", file));
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const std::string at = fmt::format("{}: samples[{}]", file, i);
-      const AllreduceSample s{get_field<int64_t>(samples[i], "bytes", at),
-                              get_field<double>(samples[i], "seconds", at)};
-      if (s.bytes < 1 || !(s.seconds > 0) ||
-          (!p.samples.empty() && s.bytes <= p.samples.back().bytes)) {
-        throw DataError(
-            fmt::format("{}: ({} B, {} s) must be positive and larger than the sample before", at,
-                        s.bytes, s.seconds));
-      }
-      p.samples.push_back(s);
-    }
-  }
+  p.samples = read_samples(j, "samples", file);
+  p.distrusted = read_samples(j, "distrusted", file);
   return p;
 }
 

@@ -1,7 +1,9 @@
 // The network profile of one path (schema chexscale.network-profile/1), measured by
 // `chexscale commbench --profile FILE` over that path and read by `chexscale simulate`: the
 // alpha-beta model of one ring step (latency per message, bandwidth per link) fitted to the
-// measured allreduce times, and the CPU time one byte of allreduce costs the process, for one
+// measured allreduce times (their median per size, made non-decreasing in size: sizes out of order
+// with a neighbour are pooled and named as distrusted), and the CPU time one byte of allreduce
+// costs the process, for one
 // element type (a backend may reduce 16-bit types at another rate than float32). Fields:
 // docs/simulate.md.
 #pragma once
@@ -30,17 +32,22 @@ struct NetworkProfile {
   double latency_s = 0;              // alpha: fixed cost of one ring step
   double bandwidth_bytes_per_s = 0;  // beta^-1: one link's bytes per second
   double cpu_s_per_byte = 0;         // process CPU seconds per byte each rank sends and receives
-  double fit_max_error = 0;          // worst relative error of the fit over the measured sizes
-  // The measured allreduces at measured_world_size ranks, by increasing size (the simulator
-  // interpolates them; empty in hand-made profiles: the alpha-beta line alone).
+  double fit_max_error = 0;          // worst relative error of the line against `samples`
+  // The allreduce times at measured_world_size ranks, by increasing size, non-decreasing: the
+  // monotone curve of the measured medians (the simulator interpolates them; empty in hand-made
+  // profiles: the alpha-beta line alone).
   std::vector<AllreduceSample> samples;
+  // The measured medians of the sizes pooled into the monotone curve (out of order with a
+  // neighbour: a busy host slowed the smaller one down, or sped nothing up), by increasing size.
+  std::vector<AllreduceSample> distrusted;
 };
 
-// Fits alpha and beta of the ring model t(S) = 2(n-1) (alpha + S / (n B)) to the samples by least
-// squares (n = world_size >= 2, at least two distinct sizes). cpu_seconds is the process CPU
-// time the samples took on this rank, bytes_moved the bytes this rank sent and received in them.
-// Throws UsageError for too few samples or a fit with non-positive latency or bandwidth (the
-// latency is then clamped to 0 only when the fit is within noise: see the .cpp).
+// Fits alpha and beta of the ring model t(S) = 2(n-1) (alpha + S / (n B)) by least squares to
+// the monotone curve of the samples' median per size (n = world_size >= 2, at least two distinct
+// sizes; samples may repeat a size). cpu_seconds is the process CPU time the samples took on this
+// rank, bytes_moved the bytes this rank sent and received in them. A negative latency refits
+// through zero. Throws UsageError for too few samples or sizes, or when the monotone curve is flat
+// (every size pooled into one: no bandwidth to fit).
 NetworkProfile fit_network_profile(const std::string& path, const std::string& backend,
                                    int world_size, const std::vector<AllreduceSample>& samples,
                                    double cpu_seconds, double bytes_moved);

@@ -1,12 +1,15 @@
 // `chexscale simulate` end to end, and the flags that write its inputs: `bench --profile` on a
 // real one-worker run (gradient sizes and shapes that add up to the model's parameter count,
 // gradients ready in reverse layer order, PowerSGD's measured rate), `commbench --profile` over
-// loopback with real ranks, a two-system simulation of hand-made profiles checked against steps
-// worked out by hand, fp16 jobs on a path's float16 profile, PowerSGD's factors on the wire,
-// its predicted runs read back by `chexscale report`, and the mistakes a user makes.
+// loopback with real ranks (medians of rounds, a monotone fit, its distrusted sizes named), a
+// two-system simulation of hand-made profiles checked against steps worked out by hand, fp16
+// jobs on a path's float16 profile, PowerSGD's factors on the wire, its predicted runs read back
+// by `chexscale report`, and the mistakes a user makes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/atomic_file.h"
@@ -212,19 +215,55 @@ TEST(SimulateCli, BenchProfileRecordsEveryGradientOfTheRealModel) {
 }
 
 TEST(SimulateCli, CommbenchProfileFitsLoopbackWithRealRanks) {
+  // Sizes 4 KiB .. 16 MiB in three rounds: whatever a busy host does to single rounds and rows,
+  // the profile is fitted (only a curve flat over a 4096x size range would refuse) and says
+  // which sizes it distrusts, so every assertion holds under load.
   test_util::TempDir dir;
   const std::string profile = dir.path() + "/loop.json";
+  const std::string rows = dir.path() + "/rows.json";
   const auto r = test_util::run_chexscale(
-      "launch --nproc-per-node 2 -- commbench -b 64K -e 4M -f 4 -n 5 -w 2 --profile " + profile +
-      " --profile-path intra-node");
+      "launch --nproc-per-node 2 -- commbench -b 4K -e 16M -f 4 -n 5 -w 2 --json " + rows +
+      " --profile " + profile + " --profile-path intra-node");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("median of 3 rounds"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("# network profile 'intra-node'"), std::string::npos) << r.output;
+  const json doc = json::parse(read_file(rows));
+  EXPECT_EQ(doc["repeats"], 3);
+  ASSERT_EQ(doc["rows"].size(), 7u);
+  for (const json& row : doc["rows"]) {
+    std::vector<double> t = row["round_time_us"].get<std::vector<double>>();
+    ASSERT_EQ(t.size(), 3u) << row;
+    std::sort(t.begin(), t.end());
+    EXPECT_DOUBLE_EQ(row["time_us"].get<double>(), t[1]) << row;
+  }
   const json p = json::parse(read_file(profile));
   EXPECT_EQ(p["schema"], "chexscale.network-profile/1");
   EXPECT_EQ(p["measured_world_size"], 2);
   EXPECT_GT(p["bandwidth_bytes_per_s"].get<double>(), 1e7);  // loopback moves > 10 MB/s
   EXPECT_GE(p["latency_s"].get<double>(), 0.0);
   EXPECT_GT(p["cpu_s_per_byte"].get<double>(), 0.0);
+  ASSERT_EQ(p["samples"].size(), 7u);
+  for (size_t i = 1; i < p["samples"].size(); ++i) {
+    EXPECT_LE(p["samples"][i - 1]["seconds"].get<double>(),
+              p["samples"][i]["seconds"].get<double>())
+        << "the fitted curve is not monotone at " << i << ": " << p["samples"];
+  }
+  // Each distrusted size is a measured one, with the median time the rows file has for it, and
+  // the output names it.
+  for (const json& d : p["distrusted"]) {
+    bool measured = false;
+    for (const json& row : doc["rows"]) {
+      if (row["size_bytes"] != d["bytes"]) continue;
+      measured = true;
+      EXPECT_NEAR(d["seconds"].get<double>(), row["time_us"].get<double>() * 1e-6, 1e-12) << d;
+    }
+    EXPECT_TRUE(measured) << d;
+    EXPECT_NE(r.output.find(fmt::format("#   {} B: measured", d["bytes"].get<int64_t>())),
+              std::string::npos)
+        << r.output;
+  }
+  EXPECT_EQ(r.output.find("# distrusted sizes") != std::string::npos, !p["distrusted"].empty())
+      << r.output;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// commbench: size parsing, path names, option checks and the bus-bandwidth formula (its real
-// ranks through the launcher: tests/cli/test_cmd_commbench.cpp).
+// commbench: size parsing, path names, option checks, the bus-bandwidth formula and the median
+// row of repeated rounds (its real ranks through the launcher: tests/cli/test_cmd_commbench.cpp).
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -56,6 +56,37 @@ TEST(Commbench, BusBandwidthIsAlgbwTimesTwoNMinusOneOverN) {
   EXPECT_DOUBLE_EQ(bus_bandwidth(3.0, 3), 4.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth(2.0, 8), 3.5);
   EXPECT_DOUBLE_EQ(bus_bandwidth(2.0, 1), 0.0);
+}
+
+// One round of `bytes` that took `us` microseconds.
+CommRow round_of(int64_t bytes, double us, int64_t wrong, double cpu_s) {
+  CommRow r;
+  r.size_bytes = bytes;
+  r.count = bytes / 4;
+  r.time_us = us;
+  r.round_time_us = {us};
+  r.wrong = wrong;
+  r.cpu_s = cpu_s;
+  return r;
+}
+
+TEST(Commbench, MedianRowOfRoundsTakesTheMiddleTimeAndSumsTheRest) {
+  // Rounds of 1 MiB: 1000, 5000 (slowed down by other work), 2000 us.
+  const int64_t mib = 1 << 20;
+  const CommRow r = median_row(
+      {round_of(mib, 1000, 0, 0.5), round_of(mib, 5000, 1, 0.25), round_of(mib, 2000, 0, 0.25)}, 4);
+  EXPECT_DOUBLE_EQ(r.time_us, 2000);
+  EXPECT_EQ(r.round_time_us, (std::vector<double>{1000, 5000, 2000}));  // in the order measured
+  EXPECT_DOUBLE_EQ(r.algbw_gbps, mib / 2000e-6 / 1e9);
+  EXPECT_DOUBLE_EQ(r.busbw_gbps, r.algbw_gbps * 1.5);  // 2 (n-1)/n at n = 4
+  EXPECT_EQ(r.wrong, 1);
+  EXPECT_DOUBLE_EQ(r.cpu_s, 1.0);
+  EXPECT_DOUBLE_EQ(median_row({round_of(mib, 1000, -1, 0), round_of(mib, 3000, -1, 0)}, 2).time_us,
+                   2000);  // even count: the mean of the middle two
+  EXPECT_EQ(median_row({round_of(mib, 1000, -1, 0), round_of(mib, 3000, -1, 0)}, 2).wrong, -1);
+  EXPECT_THROW(median_row({}, 2), UsageError);
+  EXPECT_THROW(median_row({round_of(mib, 1000, 0, 0), round_of(2 * mib, 1000, 0, 0)}, 2),
+               UsageError);
 }
 
 }  // namespace
