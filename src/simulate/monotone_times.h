@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "simulate/network_profile.h"
+#include "simulate/allreduce_sample.h"
 
 namespace chexscale::simulate {
 
