@@ -132,3 +132,17 @@ else()
   set(CHEXSCALE_WITH_CUDA OFF)
 endif()
 message(STATUS "chexscale: LibTorch ${Torch_VERSION}, CUDA ${CHEXSCALE_WITH_CUDA}")
+
+# MPI (libopenmpi-dev) for the mpi collective backend (src/distributed/process_group_mpi.cpp).
+# Without it, or with -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON, the build has the stub
+# (process_group_no_mpi.cpp) and `--backend mpi` is a usage error.
+# Only MPI's C API is used (from C++, without the deprecated C++ bindings).
+set(MPI_CXX_SKIP_MPICXX ON)
+find_package(MPI COMPONENTS CXX)
+if(MPI_CXX_FOUND)
+  set(CHEXSCALE_WITH_MPI ON)
+  message(STATUS "chexscale: MPI ${MPI_CXX_VERSION}: ${MPI_CXX_LIBRARIES}")
+else()
+  set(CHEXSCALE_WITH_MPI OFF)
+  message(STATUS "chexscale: no MPI found: the mpi backend is not built (install libopenmpi-dev)")
+endif()

@@ -23,6 +23,8 @@ BUILD_PACKAGES=(
   libdeflate-dev zlib1g-dev
   # image decoders: JPEG (TurboJPEG) and DICOM (DCMTK with its JPEG, JPEG-LS and RLE codecs)
   libturbojpeg0-dev libdcmtk-dev
+  # the mpi collective backend (OpenMPI)
+  libopenmpi-dev
 )
 
 # The developer tools, tests and benchmarks.
@@ -31,7 +33,7 @@ DEV_PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
   util-linux
-  python3-torch python3-torchvision python3-numpy python3-pil python3-pydicom
+  python3-torch python3-torchvision python3-numpy python3-pil python3-pydicom python3-mpi4py
   # a private single-node Slurm for tests/slurm
   slurm-wlm munge
 )

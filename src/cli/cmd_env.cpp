@@ -29,6 +29,7 @@ void add_env_command(CLI::App& app, CommandRegistry& registry) {
     const torch::Device device =
         distributed::resolve_device(options.device, e.local_rank.value, e.local_world_size.value);
     const distributed::Backend backend = distributed::resolve_backend(options.backend, device);
+    if (backend == distributed::Backend::kMpi) distributed::require_mpi_launcher(e);
     auto row = [&](const char* name, const auto& field) {
       fmt::print("{:<17} {:<16} {}\n", name, field.value, with_flag_name(field.source, &ctx.cmd));
     };

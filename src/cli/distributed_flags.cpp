@@ -21,7 +21,8 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
   auto& o = f.options;
   cmd.add_option("--backend", f.backend,
                  "Collective backend: auto (nccl when the ranks are on GPUs, else gloo), gloo, "
-                 "nccl")
+                 "nccl, or mpi (CPU ranks started by mpirun or srun --mpi=pmix; needs a build "
+                 "with MPI)")
       ->capture_default_str();
   cmd.add_option("--device", f.device,
                  "Where each rank computes: auto (cuda:LOCAL_RANK when the node has a GPU per "

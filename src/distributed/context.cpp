@@ -76,6 +76,34 @@ void for_each_flat_group(std::vector<torch::Tensor>& tensors, std::optional<torc
   }
 }
 
+// The process group of `backend` (Gloo binds to `gloo_address`).
+c10::intrusive_ptr<compat::CollectiveGroup> make_group(Backend backend,
+                                                       const c10::intrusive_ptr<c10d::Store>& store,
+                                                       const RendezvousEnv& env,
+                                                       const GlooAddress& gloo_address,
+                                                       std::chrono::milliseconds timeout) {
+  switch (backend) {
+    case Backend::kNccl:
+      return make_nccl_group(store, env, timeout);
+    case Backend::kMpi:
+      return make_mpi_group(env);
+    default:
+      return make_gloo_group(store, env, gloo_address, timeout);
+  }
+}
+
+// How the group's ranks reach each other, for the log.
+std::string transport_of(Backend backend, const GlooAddress& gloo_address) {
+  switch (backend) {
+    case Backend::kNccl:
+      return "one GPU per local rank";
+    case Backend::kMpi:
+      return "MPI_COMM_WORLD of the MPI launcher";
+    default:
+      return gloo_address.reason;
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
@@ -90,6 +118,7 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   ctx->device_ = resolve_device(options.device, env.local_rank.value, env.local_world_size.value);
   make_current_device(ctx->device_);
   const Backend backend = resolve_backend(options.backend, ctx->device_);
+  if (backend == Backend::kMpi) require_mpi_launcher(env);
   if (env.world_size.value == 1) return ctx;
 
   // A peer that vanishes must surface as an error on the next collective, not kill us silently.
@@ -108,9 +137,7 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   state->store = rendezvous(env, rdzv_timeout);
   auto group_store = c10::make_intrusive<c10d::PrefixStore>("pg", state->store);
   try {
-    state->group = backend == Backend::kNccl
-                       ? make_nccl_group(group_store, env, collective_timeout)
-                       : make_gloo_group(group_store, env, gloo_address, collective_timeout);
+    state->group = make_group(backend, group_store, env, gloo_address, collective_timeout);
   } catch (const c10::Error& e) {
     throw DistError(fmt::format("creating the {} process group failed on rank {}: {}",
                                 to_string(backend), env.rank.value, e.what_without_backtrace()));
@@ -120,7 +147,7 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   ctx->backend_ = backend;
   ctx->state_ = std::move(state);
   log::debug("process group ready: {} ({})", to_string(backend),
-             backend == Backend::kGloo ? gloo_address.reason : "one GPU per local rank");
+             transport_of(backend, gloo_address));
   return ctx;
 }
 

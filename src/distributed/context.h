@@ -28,7 +28,7 @@ class DistContext {
   int local_rank() const { return local_rank_; }
   int local_world_size() const { return local_world_size_; }
   bool is_main() const { return rank_ == 0; }
-  // "gloo" or "nccl"; "none" when world_size == 1 (no process group).
+  // "gloo", "nccl" or "mpi"; "none" when world_size == 1 (no process group).
   const char* backend() const { return backend_ ? to_string(*backend_) : "none"; }
   torch::Device device() const { return device_; }  // cpu or cuda:LOCAL_RANK (options.device)
 

@@ -16,12 +16,15 @@ const char* to_string(Backend backend) {
       return "gloo";
     case Backend::kNccl:
       return "nccl";
+    case Backend::kMpi:
+      return "mpi";
   }
   throw Error("unknown Backend value");
 }
 
 Backend parse_backend(std::string_view text) {
-  return parse_enum(text, "backend", {Backend::kAuto, Backend::kGloo, Backend::kNccl});
+  return parse_enum(text, "backend",
+                    {Backend::kAuto, Backend::kGloo, Backend::kNccl, Backend::kMpi});
 }
 
 const char* to_string(DeviceRequest device) {

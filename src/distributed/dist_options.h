@@ -9,10 +9,11 @@
 
 namespace chexscale::distributed {
 
-// The collective backend: auto = nccl for ranks on GPUs in a build with NCCL, else gloo.
-enum class Backend { kAuto, kGloo, kNccl };
+// The collective backend: auto = nccl for ranks on GPUs in a build with NCCL, else gloo; mpi only
+// when asked for (ranks started by mpirun or srun, CPU tensors).
+enum class Backend { kAuto, kGloo, kNccl, kMpi };
 
-const char* to_string(Backend backend);  // "auto", "gloo", "nccl"
+const char* to_string(Backend backend);  // "auto", "gloo", "nccl", "mpi"
 Backend parse_backend(std::string_view text);
 
 // Where a rank computes: cpu, cuda (cuda:LOCAL_RANK), or auto (cuda when the node has a GPU for

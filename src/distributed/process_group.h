@@ -1,5 +1,6 @@
 // Collective backends behind one interface: Gloo on CPU, NCCL on CUDA (its own file, compiled only
-// against a CUDA LibTorch), chosen by DistOptions::backend (auto|gloo|nccl).
+// against a CUDA LibTorch), MPI on CPU (its own file, compiled only when CMake finds MPI), chosen
+// by DistOptions::backend (auto|gloo|nccl|mpi).
 #pragma once
 
 #include <torch/torch.h>
@@ -16,10 +17,14 @@
 
 namespace chexscale::distributed {
 
-// kGloo or kNccl for a requested backend on the rank's device (see device.h): auto = nccl for a
-// CUDA device in a build with NCCL, else gloo. Throws UsageError for nccl on a CPU-only build or
-// with a CPU device.
+// kGloo, kNccl or kMpi for a requested backend on the rank's device (see device.h): auto = nccl
+// for a CUDA device in a build with NCCL, else gloo (never mpi). Throws UsageError for nccl on a
+// CPU-only build or with a CPU device, and for mpi in a build without MPI or with a CUDA device.
 Backend resolve_backend(Backend requested, const torch::Device& device);
+
+// The mpi backend needs ranks that MPI itself started: throws UsageError (saying to start under
+// mpirun or srun) unless `env` comes from the OpenMPI, MPICH/PMI or Slurm convention.
+void require_mpi_launcher(const RendezvousEnv& env);
 
 // Where Gloo binds its sockets, and why.
 struct GlooAddress {
@@ -46,5 +51,16 @@ c10::intrusive_ptr<compat::CollectiveGroup> make_nccl_group(
 bool nccl_compiled();
 // Throws UsageError (with the way out) when it cannot.
 void require_nccl();
+
+// MPI on MPI_COMM_WORLD (duplicated), initialised on first use (MPI_THREAD_SERIALIZED) and
+// finalised at exit. Rank and size come from MPI and must equal env's (else UsageError); env must
+// come from an MPI launcher (require_mpi_launcher). The rendezvous store is not used: mpirun or
+// srun has already connected the ranks. Throws UsageError in a build without MPI.
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv& env);
+
+// True when this build can create MPI groups.
+bool mpi_compiled();
+// Throws UsageError (with the way out) when it cannot.
+void require_mpi();
 
 }  // namespace chexscale::distributed

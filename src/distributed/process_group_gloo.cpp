@@ -42,20 +42,6 @@ std::string local_address_towards(const std::string& host, int port) {
 
 }  // namespace
 
-Backend resolve_backend(Backend requested, const torch::Device& device) {
-  if (requested == Backend::kGloo) return Backend::kGloo;
-  if (requested == Backend::kNccl) {
-    require_nccl();
-    if (!device.is_cuda()) {
-      throw UsageError(
-          "backend nccl needs the ranks on GPUs: use `device` cuda (or auto on a node with a "
-          "GPU per local rank), or `backend` gloo");
-    }
-    return Backend::kNccl;
-  }
-  return device.is_cuda() && nccl_compiled() ? Backend::kNccl : Backend::kGloo;
-}
-
 GlooAddress choose_gloo_address(const RendezvousEnv& env,
                                 const std::map<std::string, std::string>& process_env) {
   auto ifname = process_env.find("GLOO_SOCKET_IFNAME");

@@ -10,7 +10,8 @@
 //                                       end, and every rank's residuals)
 //   distributed_worker fail-once DIR    rank 1 exits 3 before joining if DIR/failed-once is absent
 //                                (and creates it), else 3 steps of loop
-// Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout.
+// Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout, and
+// CHEXSCALE_TEST_BACKEND (default auto) the collective backend.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -210,6 +211,9 @@ int run(int argc, char** argv) {
     }
   }
   distributed::DistOptions options;
+  if (const char* backend = std::getenv("CHEXSCALE_TEST_BACKEND")) {
+    options.backend = distributed::parse_backend(backend);
+  }
   const char* timeout = std::getenv("CHEXSCALE_TEST_COLLECTIVE_TIMEOUT");
   options.collective_timeout = std::chrono::seconds(timeout ? std::atoi(timeout) : 60);
   options.rdzv_timeout = std::chrono::seconds(60);

@@ -1,4 +1,4 @@
-// Device and backend selection: DeviceRequest auto|cpu|cuda and Backend auto|gloo|nccl on the
+// Device and backend selection: DeviceRequest auto|cpu|cuda and Backend auto|gloo|nccl|mpi on the
 // machine the tests run on (CPU-only builds and hosts give the CPU answers and messages).
 #include <gtest/gtest.h>
 
@@ -58,6 +58,36 @@ TEST(ResolveBackend, NcclNeedsACudaBuildAndGpuRanks) {
     EXPECT_NE(msg.find("backend nccl needs the ranks on GPUs"), std::string::npos) << msg;
   } else {
     EXPECT_NE(msg.find("this build is CPU-only"), std::string::npos) << msg;
+  }
+}
+
+TEST(ResolveBackend, MpiNeedsABuildWithMpiAndCpuRanks) {
+  const torch::Device cpu(torch::kCPU);
+  if (mpi_compiled()) {
+    EXPECT_EQ(resolve_backend(Backend::kMpi, cpu), Backend::kMpi);
+    const std::string msg =
+        usage_message([] { resolve_backend(Backend::kMpi, torch::Device(torch::kCUDA, 0)); });
+    EXPECT_NE(msg.find("backend mpi moves CPU tensors only"), std::string::npos) << msg;
+  } else {
+    const std::string msg = usage_message([&] { resolve_backend(Backend::kMpi, cpu); });
+    EXPECT_NE(msg.find("needs chexscale built with MPI"), std::string::npos) << msg;
+  }
+}
+
+TEST(ResolveBackend, MpiNeedsRanksStartedByAnMpiLauncher) {
+  RendezvousEnv env;
+  for (const char* convention : {"OpenMPI", "MPICH/PMI", "Slurm"}) {
+    env.convention = convention;
+    EXPECT_NO_THROW(require_mpi_launcher(env)) << convention;
+  }
+  for (const char* convention : {"torchrun", "Kubernetes Indexed Job", "none"}) {
+    env.convention = convention;
+    const std::string msg = usage_message([&] { require_mpi_launcher(env); });
+    EXPECT_NE(msg.find("needs the ranks started by an MPI launcher (mpirun -np N"),
+              std::string::npos)
+        << convention << ": " << msg;
+    EXPECT_NE(msg.find(std::string("under the ") + convention + " convention"), std::string::npos)
+        << msg;
   }
 }
 

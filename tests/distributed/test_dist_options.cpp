@@ -14,12 +14,13 @@ std::string usage_message(const std::function<void()>& f) {
 }
 
 TEST(DistOptionNames, BackendRoundTrips) {
-  for (Backend b : {Backend::kAuto, Backend::kGloo, Backend::kNccl}) {
+  for (Backend b : {Backend::kAuto, Backend::kGloo, Backend::kNccl, Backend::kMpi}) {
     EXPECT_EQ(parse_backend(to_string(b)), b) << to_string(b);
   }
   EXPECT_STREQ(to_string(Backend::kNccl), "nccl");
-  EXPECT_EQ(usage_message([] { parse_backend("mpi"); }),
-            "backend 'mpi': choose auto, gloo or nccl");
+  EXPECT_STREQ(to_string(Backend::kMpi), "mpi");
+  EXPECT_EQ(usage_message([] { parse_backend("ucc"); }),
+            "backend 'ucc': choose auto, gloo, nccl or mpi");
 }
 
 TEST(DistOptionNames, DeviceRequestRoundTrips) {

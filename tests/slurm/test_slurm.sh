@@ -21,6 +21,8 @@
 #             checkpoints byte-identical to the uninterrupted run's;
 #   killed    an srun step in which task 1 is SIGKILLed while training: the step ends non-zero,
 #             srun and the surviving rank name rank 1, with and without --kill-on-bad-exit.
+#   mpi       `srun -n 2 --mpi=pmix chexscale bench --backend mpi`: OpenMPI gets its ranks from
+#             Slurm's PMIx plugin; one 2-rank result over the mpi backend.
 # Prints a PASS line per check; the first failed check prints FAIL and exits 1.
 set -euo pipefail
 
@@ -336,6 +338,18 @@ killed)
       expect_in "$out-srun.log" "task 0: Terminated" "srun ends the surviving rank"
     fi
   done
+  ;;
+
+mpi)
+  # srun's PMIx plugin gives OpenMPI its ranks: --backend mpi takes them from MPI itself.
+  srun --mpi=list 2>&1 | grep -q pmix || fail "this Slurm has no PMIx plugin (srun --mpi=list)"
+  srun -n 2 --mpi=pmix "$bin" bench "${tiny_bench[@]}" --steps 3 --backend mpi \
+    --out "$work/bench" >"$work/bench.log" 2>&1 ||
+    fail "srun -n 2 --mpi=pmix chexscale bench --backend mpi exited $? ($(tail -n 5 "$work/bench.log"))"
+  pass "srun -n 2 --mpi=pmix chexscale bench --backend mpi exited 0"
+  json=$work/bench/bench.json
+  expect_eq "$(jq -r .backend "$json")" mpi "bench.json backend"
+  expect_eq "$(jq -r .world_size "$json")" 2 "bench.json world size"
   ;;
 
 *) fail "unknown case '$case_name'" ;;

@@ -1,0 +1,276 @@
+// The MPI process group: c10d collectives (allreduce, broadcast, allgather, barrier) on the MPI
+// library the job was started with (OpenMPI under mpirun, or srun --mpi=pmix), built only when
+// CMake finds MPI (process_group_no_mpi.cpp stands in otherwise). As in PyTorch's ProcessGroupMPI,
+// MPI runs at MPI_THREAD_SERIALIZED and one progress thread per group makes every MPI call, in the
+// order the collectives were submitted: each call returns at once with a Work that completes (or
+// holds MPI's error as an exception) when the thread has run it. Every rank must submit the same
+// collectives in the same order, as the reducer and DistContext do. The collective timeout is the
+// watchdog's (Work::wait with a timeout); MPI itself never gives up on a collective.
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <atomic>
+#include <climits>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "distributed/mpi_datatypes.h"
+#include "distributed/process_group.h"
+
+namespace chexscale::distributed {
+namespace {
+
+// Held around every MPI call of the process, so that groups and their setup never call MPI at
+// the same time (MPI_THREAD_SERIALIZED).
+std::mutex& mpi_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// Groups whose progress thread may still call MPI; MPI_Finalize waits for none.
+std::atomic<int> live_groups{0};
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return fmt::format("error {}", code);
+  return std::string(text, length);
+}
+
+// MPI returns its errors (MPI_ERRORS_RETURN): each becomes a c10::Error naming the call.
+void check_mpi(int code, const char* call) {
+  TORCH_CHECK(code == MPI_SUCCESS, call, " failed: ", mpi_error_text(code));
+}
+
+// A group that failed is left alive on purpose (its thread may be inside a collective that never
+// ends): MPI cannot be finalized under it, so such a process exits without MPI_Finalize.
+void finalize_at_exit() {
+  if (live_groups.load() != 0) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void init_mpi_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+              "MPI_Init_thread");
+    TORCH_CHECK(provided >= MPI_THREAD_SERIALIZED, "this MPI library gives thread level ", provided,
+                ", below MPI_THREAD_SERIALIZED, which the progress thread needs");
+    check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+              "MPI_Comm_set_errhandler");
+    create_half_ops();
+    std::atexit(finalize_at_exit);
+  });
+}
+
+// One CPU tensor that MPI can read and write in place.
+const at::Tensor& single_tensor(const std::vector<at::Tensor>& tensors, const char* what) {
+  TORCH_CHECK(tensors.size() == 1, "mpi ", what, " takes one tensor, got ", tensors.size());
+  const at::Tensor& t = tensors[0];
+  TORCH_CHECK(t.device().is_cpu(), "mpi ", what, " takes CPU tensors, got one on ", t.device());
+  TORCH_CHECK(t.layout() == c10::kStrided && t.is_contiguous(), "mpi ", what,
+              " takes dense contiguous tensors");
+  TORCH_CHECK(t.numel() <= INT_MAX, "mpi ", what, " moves at most ", INT_MAX, " elements, not ",
+              t.numel());
+  return t;
+}
+
+int count_of(const at::Tensor& t) {
+  return static_cast<int>(t.numel());
+}
+
+// A collective's Work: completed by the progress thread, with its future (which the reducer's
+// timeline listens to) completed first.
+class MpiWork : public c10d::Work {
+ public:
+  MpiWork(c10d::OpType type, std::vector<at::Tensor> outputs)
+      : c10d::Work(-1, type),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(
+            c10::ListType::create(c10::TensorType::get()))) {}
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  void complete(const std::exception_ptr& error) {
+    if (error) {
+      future_->setError(error);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+    finish(error);
+  }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class MpiProcessGroup final : public compat::CollectiveGroup {
+ public:
+  MpiProcessGroup(MPI_Comm comm, int rank, int size)
+      : compat::CollectiveGroup(rank, size), comm_(comm) {
+    ++live_groups;
+    progress_ = std::thread([this] { progress_loop(); });
+  }
+
+  // Runs what was submitted, then frees the communicator.
+  ~MpiProcessGroup() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    progress_.join();
+    {
+      std::lock_guard<std::mutex> lock(mpi_mutex());
+      MPI_Comm_free(&comm_);
+    }
+    --live_groups;
+  }
+
+  const std::string getBackendName() const override { return "mpi"; }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    const at::Tensor t = single_tensor(tensors, "allreduce");
+    const MPI_Datatype type = mpi_datatype(t.scalar_type());
+    const MPI_Op op = mpi_op(opts.reduceOp, t.scalar_type());
+    return enqueue(c10d::OpType::ALLREDUCE, {t}, [this, t, type, op] {
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t), type, op, comm_),
+                "MPI_Allreduce");
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    const at::Tensor t = single_tensor(tensors, "broadcast");
+    const MPI_Datatype type = mpi_datatype(t.scalar_type());
+    const int root = static_cast<int>(opts.rootRank);
+    return enqueue(c10d::OpType::BROADCAST, {t}, [this, t, type, root] {
+      check_mpi(MPI_Bcast(t.data_ptr(), count_of(t), type, root, comm_), "MPI_Bcast");
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& /*opts*/) override {
+    const at::Tensor in = single_tensor(inputs, "allgather");
+    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
+                "mpi allgather takes one list of ", size_, " output tensors");
+    for (const at::Tensor& out : outputs[0]) {
+      TORCH_CHECK(out.scalar_type() == in.scalar_type() && out.numel() == in.numel(),
+                  "mpi allgather's outputs must have the input's type and size");
+    }
+    const MPI_Datatype type = mpi_datatype(in.scalar_type());
+    std::vector<at::Tensor> out = outputs[0];
+    return enqueue(c10d::OpType::ALLGATHER, out, [this, in, out, type] {
+      const at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
+      check_mpi(MPI_Allgather(in.data_ptr(), count_of(in), type, flat.data_ptr(), count_of(in),
+                              type, comm_),
+                "MPI_Allgather");
+      for (int r = 0; r < size_; ++r)
+        out[r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view(out[r].sizes()));
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& /*opts*/) override {
+    return enqueue(c10d::OpType::BARRIER, {},
+                   [this] { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); });
+  }
+
+ private:
+  struct Job {
+    std::function<void()> run;
+    c10::intrusive_ptr<MpiWork> work;
+  };
+
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                         std::function<void()> run) {
+    auto work = c10::make_intrusive<MpiWork>(type, std::move(outputs));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back({std::move(run), work});
+    }
+    ready_.notify_one();
+    return work;
+  }
+
+  void progress_loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything submitted has run
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        std::lock_guard<std::mutex> mpi(mpi_mutex());
+        job.run();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      job.work->complete(error);
+      lock.lock();
+    }
+  }
+
+  MPI_Comm comm_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  std::thread progress_;
+};
+
+// A communicator of its own (MPI_COMM_WORLD duplicated) that returns errors instead of aborting.
+MPI_Comm duplicate_world(int& rank, int& size) {
+  std::lock_guard<std::mutex> lock(mpi_mutex());
+  MPI_Comm comm = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  return comm;
+}
+
+}  // namespace
+
+bool mpi_compiled() {
+  return true;
+}
+
+void require_mpi() {}
+
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv& env) {
+  require_mpi_launcher(env);
+  init_mpi_once();
+  int rank = -1, size = -1;
+  MPI_Comm comm = duplicate_world(rank, size);
+  if (rank != env.rank.value || size != env.world_size.value) {
+    {
+      std::lock_guard<std::mutex> lock(mpi_mutex());
+      MPI_Comm_free(&comm);
+    }
+    throw UsageError(fmt::format(
+        "MPI says this process is rank {} of {}, but the {} convention says rank {} ({}) of {} "
+        "({}): start every rank with the same MPI launcher (mpirun -np N, or srun --mpi=pmix) "
+        "and without rank overrides",
+        rank, size, env.convention, env.rank.value, env.rank.source, env.world_size.value,
+        env.world_size.source));
+  }
+  return c10::make_intrusive<MpiProcessGroup>(comm, rank, size);
+}
+
+}  // namespace chexscale::distributed

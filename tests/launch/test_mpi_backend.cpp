@@ -1,0 +1,101 @@
+// The mpi collective backend end to end (builds with MPI only): real `mpirun -np 2` jobs of the
+// test worker (the reducer's steps; a stalled rank named by the watchdog) and of `chexscale train`,
+// whose weights and losses equal the same run over Gloo bit for bit; and `--backend mpi` refused
+// with the way out under chexscale's own launcher.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "distributed/rendezvous.h"
+#include "e2e/metrics_records.h"
+#include "test_util/chexscale_cli.h"
+#include "test_util/read_file.h"
+#include "test_util/temp_dir.h"
+
+namespace chexscale {
+namespace {
+
+namespace fs = std::filesystem;
+
+// mpirun on one host, kept on loopback, with `env` ("NAME=VALUE") passed to every rank.
+std::string mpirun(const std::vector<std::string>& env = {}) {
+  std::string line =
+      "mpirun -np 2 --oversubscribe --allow-run-as-root --mca btl_tcp_if_include lo "
+      "--mca oob_tcp_if_include lo -x MASTER_PORT=" +
+      std::to_string(distributed::pick_free_port());
+  for (const std::string& e : env)
+    line += " -x " + e;
+  return line + " ";
+}
+
+TEST(MpiBackend, ReducerStepsRunToCompletionUnderMpirun) {
+  test_util::TempDir dir;
+  const auto run =
+      test_util::run_shell(mpirun({"CHEXSCALE_TEST_BACKEND=mpi"}) + CHEXSCALE_DISTRIBUTED_WORKER +
+                           " loop " + dir.path() + " 3");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("rank 0 finished 3 steps"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("rank 1 finished 3 steps"), std::string::npos) << run.output;
+}
+
+TEST(MpiBackend, TheWatchdogNamesAStalledRank) {
+  test_util::TempDir dir;
+  const auto run = test_util::run_shell(
+      mpirun({"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_COLLECTIVE_TIMEOUT=3"}) +
+      CHEXSCALE_DISTRIBUTED_WORKER + " stall " + dir.path());
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("barrier (collective #1) did not complete within 3 s on rank 0"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("ranks that did not arrive: 1"), std::string::npos) << run.output;
+}
+
+// `chexscale train` of resnet18 on 32-pixel synthetic images under mpirun with `backend`.
+test_util::ProcessResult train(const std::string& data, const std::string& out,
+                               const std::string& backend) {
+  return test_util::run_shell(
+      mpirun() + test_util::chexscale_bin() + " train --data " + data + " --out " + out +
+      " --backend " + backend +
+      " --arch resnet18 --image-size 32 --crop-size 32 --batch-size 4 --epochs 1 --max-steps 4 "
+      "--checkpoint-every 4 --no-augment --loader-threads 1 --val-threads 1 --intra-op-threads 1 "
+      "--log-every 1 --seed 5");
+}
+
+TEST(MpiBackend, TrainingEqualsGlooToTheLastBitWithTwoRanks) {
+  test_util::TempDir dir;
+  const std::string data = dir.path() + "/data";
+  ASSERT_EQ(
+      test_util::run_chexscale("synth --out " + data + " --images 64 --size 32 --seed 4").exit_code,
+      0);
+  const auto gloo = train(data, dir.path() + "/gloo", "gloo");
+  ASSERT_EQ(gloo.exit_code, 0) << gloo.output;
+  const auto mpi = train(data, dir.path() + "/mpi", "mpi");
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.output;
+  // fp32 sums of two ranks are a + b whatever the algorithm: the runs must be identical.
+  const auto steps_gloo = test_util::metrics_records(dir.path() + "/gloo/metrics.jsonl", "step");
+  const auto steps_mpi = test_util::metrics_records(dir.path() + "/mpi/metrics.jsonl", "step");
+  ASSERT_EQ(steps_gloo.size(), 4u);
+  ASSERT_EQ(steps_mpi.size(), steps_gloo.size());
+  for (size_t i = 0; i < steps_gloo.size(); ++i) {
+    EXPECT_EQ(steps_gloo[i].at("loss").get<double>(), steps_mpi[i].at("loss").get<double>()) << i;
+  }
+  const std::string weights = "/checkpoints/step-000000004.safetensors";
+  const std::string a = test_util::file_contents(dir.path() + "/gloo" + weights);
+  const std::string b = test_util::file_contents(dir.path() + "/mpi" + weights);
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the final weights differ between --backend gloo and --backend mpi";
+}
+
+TEST(MpiBackend, OwnLauncherIsAUsageErrorThatSaysToUseMpirun) {
+  const auto run = test_util::run_chexscale(
+      "launch --nproc-per-node 2 -- commbench --backend mpi -b 1K -e 1K -n 1 -w 0");
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("backend mpi needs the ranks started by an MPI launcher (mpirun -np N"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("under the torchrun convention"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace chexscale
