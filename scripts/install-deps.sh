@@ -34,6 +34,8 @@ DEV_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
   util-linux
   python3-torch python3-torchvision python3-numpy python3-pil python3-pydicom python3-mpi4py
+  # DICOM files compressed by another writer than DCMTK (gdcmconv; tests/data/image)
+  libgdcm-tools
   # a private single-node Slurm for tests/slurm
   slurm-wlm munge
 )

@@ -1,13 +1,16 @@
 // `chexscale k8s render`: Kubernetes manifests (Indexed Job, PyTorchJob or TrainJob, optionally
 // gang-scheduled by Kueue or Volcano) for a job, as YAML on stdout or one file per object in a
-// directory, ready for `kubectl apply -f`.
+// directory, ready for `kubectl apply -f`; on stderr, one line per cluster requirement the job
+// could silently miss (an older Trainer, a Kueue integration that is off).
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "common/atomic_file.h"
 #include "launch/k8s_render.h"
+#include "launch/k8s_warnings.h"
 #include "launch/k8s_yaml.h"
 #include "train/stop_contract.h"
 
@@ -109,6 +112,8 @@ int run_render(const RunContext& ctx, RenderFlags& f) {
   if (!ctx.config.config_file().empty())
     f.options.config_yaml = read_file(ctx.config.config_file());
   const auto objects = launch::render_manifests(f.options);
+  for (const std::string& warning : launch::render_warnings(f.options))
+    fmt::print(stderr, "warning: {}\n", warning);
   if (f.out_dir.empty()) {
     fmt::print("{}", launch::to_yaml_stream(objects));
     return 0;
@@ -131,7 +136,8 @@ void add_k8s_command(CLI::App& app, CommandRegistry& registry) {
       "render",
       "Render the manifests of a job: Indexed Job + headless Service (or a Kubeflow PyTorchJob or\n"
       "TrainJob; --queue for Kueue, --scheduler volcano for gang scheduling),\n"
-      "NetworkPolicy and the --config file as a ConfigMap, with secure defaults.\n"
+      "NetworkPolicy and the --config file as a ConfigMap, with secure defaults. Warns (stderr)\n"
+      "where the cluster needs a release or setting that it could lack without an error.\n"
       "Example: chexscale k8s render --nnodes 2 --out k8s/ -- bench --arch densenet121");
   auto flags = std::make_shared<RenderFlags>();
   add_job_options(render, *flags);

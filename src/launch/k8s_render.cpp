@@ -217,14 +217,16 @@ K8sObject elastic_pytorch_job(const K8sRenderOptions& o) {
   K8sObject policy = {{"rdzvBackend", "c10d"},
                       {"minReplicas", o.nnodes},
                       {"maxReplicas", o.nnodes},
-                      {"maxRestarts", o.max_restarts},
-                      {"nProcPerNode", o.nproc_per_node}};
+                      {"maxRestarts", o.max_restarts}};
   if (!o.master_addr.empty()) policy["rdzvHost"] = o.master_addr;  // else <job>-worker-0
+  // PET_NPROC_PER_NODE: spec.nprocPerNode (a string: torchrun's auto, gpu, cpu or a number), not
+  // elasticPolicy.nProcPerNode, which the operator deprecates (see k8s_warnings.h).
   return {{"apiVersion", "kubeflow.org/v1"},
           {"kind", "PyTorchJob"},
           {"metadata", metadata(o, o.job_name)},
           {"spec",
            {{"elasticPolicy", policy},
+            {"nprocPerNode", std::to_string(o.nproc_per_node)},
             {"runPolicy", {{"backoffLimit", 0}, {"cleanPodPolicy", "None"}}},
             {"pytorchReplicaSpecs", {{"Worker", replica_spec(pod_template(o, c), o.nnodes)}}}}}};
 }

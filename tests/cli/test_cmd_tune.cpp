@@ -9,54 +9,23 @@
 
 #include <algorithm>
 #include <set>
-#include <sstream>
 
 #include "common/atomic_file.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/temp_dir.h"
+#include "test_util/tuned_yaml.h"
 
 namespace chexscale {
 namespace {
+
+using test_util::chosen_line;
+using test_util::trial_lines;
+using test_util::TrialLine;
 
 const std::string kTune =
     "launch --nproc-per-node 2 -- tune --arch resnet18 --image-size 32 --batch-size 2 "
     "--threads 1 --bucket-mb-candidates 1,4,25 --allow-compression fp16 --overlap-only "
     "--first-round-steps 1 --warmup-steps 1";
-
-struct TrialLine {
-  int round = 0;
-  int steps = 0;
-  double images_per_sec = 0;
-  double so_far = 0;  // over the candidate's trials up to this one
-  std::string candidate;
-};
-
-// The "# round steps images/s candidate" table of tuned.yaml.
-std::vector<TrialLine> trial_lines(const std::string& yaml) {
-  std::vector<TrialLine> out;
-  std::istringstream in(yaml);
-  std::string line;
-  bool table = false;
-  while (std::getline(in, line)) {
-    if (line.rfind("# round", 0) == 0) {
-      table = true;
-      continue;
-    }
-    if (!table || line.size() < 2) continue;
-    std::istringstream row(line.substr(1));
-    TrialLine t;
-    row >> t.round >> t.steps >> t.images_per_sec >> t.so_far;
-    std::getline(row, t.candidate);
-    t.candidate = t.candidate.substr(t.candidate.find_first_not_of(' '));
-    out.push_back(t);
-  }
-  return out;
-}
-
-std::string chosen_line(const std::string& yaml) {
-  const size_t at = yaml.find("# chosen: ");
-  return yaml.substr(at + 10, yaml.find(" (", at) - at - 10);
-}
 
 // Round 0 of `trials` (its first `n`), fastest first.
 std::vector<TrialLine> fastest_first(const std::vector<TrialLine>& trials, size_t n) {

@@ -112,7 +112,7 @@ TEST(TorchrunFlags, ElasticPyTorchJobPodsLaunchFromTheOperatorsVariables) {
   EXPECT_EQ(policy["minReplicas"], 3);
   EXPECT_EQ(policy["maxReplicas"], 3);
   EXPECT_EQ(policy["maxRestarts"], 2);
-  EXPECT_EQ(policy["nProcPerNode"], 2);
+  EXPECT_EQ(job["spec"]["nprocPerNode"], "2");  // the operator's PET_NPROC_PER_NODE
   EXPECT_FALSE(policy.contains("rdzvHost"));
   const launch::K8sObject& replicas = job["spec"]["pytorchReplicaSpecs"];
   EXPECT_FALSE(replicas.contains("Master"));
