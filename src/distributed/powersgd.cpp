@@ -1,7 +1,6 @@
 // PowerSGD for one gradient bucket (see powersgd.h). Every tensor here is a view into a few flat
 // buffers allocated once: the bucket's gradients (owned by the reducer), the two payloads, the
-// residuals, the Qs and one transposed-Q scratch; a step allocates nothing. The passes over the
-// gradients are powersgd_passes.h's, one matrix at a time.
+// residuals and the Qs; a step allocates only each matrix's approximation P Q^T.
 #include "distributed/powersgd.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -13,7 +12,6 @@
 
 #include "common/error.h"
 #include "common/timer.h"
-#include "distributed/powersgd_passes.h"
 
 namespace chexscale::distributed {
 namespace {
@@ -78,11 +76,16 @@ PowerSgdVolume powersgd_volume(const std::vector<std::vector<int64_t>>& shapes,
 }
 
 void orthogonalize_columns(torch::Tensor matrix) {
-  CHX_CHECK(matrix.dim() == 2 && matrix.is_contiguous() && matrix.device().is_cpu(),
-            "orthogonalize_columns: a contiguous CPU matrix, not {}", c10::str(matrix.sizes()));
-  AT_DISPATCH_FLOATING_TYPES(matrix.scalar_type(), "orthogonalize_columns", [&] {
-    orthogonalize(matrix.data_ptr<scalar_t>(), matrix.size(0), matrix.size(1));
-  });
+  constexpr double kEpsilon = 1e-8;  // DDP's: a zero column stays zero
+  const int64_t cols = matrix.size(1);
+  for (int64_t i = 0; i < cols; ++i) {
+    torch::Tensor column = matrix.narrow(1, i, 1);
+    column.div_(column.norm() + kEpsilon);
+    if (i + 1 < cols) {
+      torch::Tensor rest = matrix.narrow(1, i + 1, cols - i - 1);
+      rest.sub_((column * rest).sum(0, /*keepdim=*/true) * column);
+    }
+  }
 }
 
 PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vector<size_t> ids,
@@ -90,12 +93,7 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
     : seed_(options.seed) {
   CHX_CHECK_EQ(slots.size(), ids.size(), "PowerSGD bucket: slots vs ids");
   CHX_CHECK(!slots.empty(), "PowerSGD bucket without gradients");
-  const auto opts = slots.front().options();
-  CHX_CHECK(
-      opts.device().is_cpu() && (opts.dtype() == torch::kFloat || opts.dtype() == torch::kDouble),
-      "PowerSGD compresses float or double gradients on the CPU, not {} on {}",
-      c10::toString(opts.dtype()), opts.device().str());
-  int64_t p_numel = 0, q_numel = 0, residual_numel = 0, qt_numel = 0;
+  int64_t p_numel = 0, q_numel = 0, residual_numel = 0;
   std::vector<int64_t> ranks;
   for (const torch::Tensor& slot : slots) {
     const int64_t rank = rows_are_outermost(slot) ? powersgd_matrix_rank(slot.sizes(), options) : 0;
@@ -106,15 +104,14 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
       const int64_t rows = slot.size(0), cols = slot.numel() / rows;
       p_numel += rows * rank;
       q_numel += cols * rank;
-      qt_numel = std::max(qt_numel, cols * rank);
       residual_numel += slot.numel();
     }
   }
+  const auto opts = slots.front().options();
   first_ = torch::zeros({uncompressed_numel_ + p_numel}, opts);
   second_ = torch::zeros({q_numel}, opts);
   q_flat_ = torch::zeros({q_numel}, opts);
   residual_flat_ = torch::zeros({residual_numel}, opts);
-  qt_ = torch::zeros({qt_numel}, opts);
   int64_t p_at = uncompressed_numel_, q_at = 0, residual_at = 0;
   for (size_t k = 0; k < slots.size(); ++k) {
     const torch::Tensor& slot = slots[k];
@@ -131,7 +128,6 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
     m.q = q_flat_.narrow(0, q_at, cols * rank).view({cols, rank});
     m.q_sum = second_.narrow(0, q_at, cols * rank).view({cols, rank});
     m.p = first_.narrow(0, p_at, rows * rank).view({rows, rank});
-    m.shape = MatrixShape{rows, cols, rank};
     residual_at += rows * cols;
     q_at += cols * rank;
     p_at += rows * rank;
@@ -155,15 +151,10 @@ torch::Tensor PowerSgdBucket::first_payload(double loss_scale) {
     first_.narrow(0, at, g.numel()).copy_(g);
     at += g.numel();
   }
-  AT_DISPATCH_FLOATING_TYPES(first_.scalar_type(), "powersgd_first", [&] {
-    scalar_t* qt = qt_.data_ptr<scalar_t>();
-    for (Matrix& m : matrices_) {
-      transpose(m.q.data_ptr<scalar_t>(), qt, m.shape.cols, m.shape.rank);
-      feedback_and_project(m.gradient.data_ptr<scalar_t>(), m.residual.data_ptr<scalar_t>(),
-                           static_cast<scalar_t>(loss_scale), qt, m.p.data_ptr<scalar_t>(),
-                           m.shape);
-    }
-  });
+  for (Matrix& m : matrices_) {
+    m.gradient.add_(m.residual, loss_scale);
+    torch::mm_out(m.p, m.gradient, m.q);
+  }
   return first_;
 }
 
@@ -181,36 +172,29 @@ torch::Tensor PowerSgdBucket::second_payload(int world_size) {
     at += g.numel();
   }
   if (!sums_finite(first_)) return {};
-  AT_DISPATCH_FLOATING_TYPES(first_.scalar_type(), "powersgd_second", [&] {
-    Stopwatch watch;
-    for (Matrix& m : matrices_)
-      orthogonalize(m.p.data_ptr<scalar_t>(), m.shape.rows, m.shape.rank);
-    orthogonalize_seconds_ += watch.seconds();
-    scalar_t* qt = qt_.data_ptr<scalar_t>();
-    for (Matrix& m : matrices_) {
-      project_back(m.gradient.data_ptr<scalar_t>(), m.p.data_ptr<scalar_t>(), qt, m.shape);
-      transpose(qt, m.q_sum.data_ptr<scalar_t>(), m.shape.rank, m.shape.cols);
-    }
-  });
+  Stopwatch watch;
+  for (Matrix& m : matrices_)
+    orthogonalize_columns(m.p);
+  orthogonalize_seconds_ += watch.seconds();
+  for (Matrix& m : matrices_)
+    torch::mm_out(m.q_sum, m.gradient.t(), m.p);
   return second_;
 }
 
 void PowerSgdBucket::finish(int world_size, double loss_scale) {
   if (!sums_finite(second_)) return;
-  q_flat_.copy_(second_).div_(world_size);
-  AT_DISPATCH_FLOATING_TYPES(first_.scalar_type(), "powersgd_finish", [&] {
-    scalar_t* qt = qt_.data_ptr<scalar_t>();
-    for (Matrix& m : matrices_) {
-      transpose(m.q.data_ptr<scalar_t>(), qt, m.shape.cols, m.shape.rank);
-      approximate(m.gradient.data_ptr<scalar_t>(), m.residual.data_ptr<scalar_t>(),
-                  static_cast<scalar_t>(loss_scale), m.p.data_ptr<scalar_t>(), qt, m.shape);
-    }
-    // The next step's warm start.
-    Stopwatch watch;
-    for (Matrix& m : matrices_)
-      orthogonalize(m.q.data_ptr<scalar_t>(), m.shape.cols, m.shape.rank);
-    orthogonalize_seconds_ += watch.seconds();
-  });
+  for (Matrix& m : matrices_) {
+    m.q.copy_(m.q_sum).div_(world_size);
+    const torch::Tensor approximation = torch::mm(m.p, m.q.t());
+    torch::sub_out(m.residual, m.gradient, approximation);
+    if (loss_scale != 1.0) m.residual.div_(loss_scale);
+    m.gradient.copy_(approximation);
+  }
+  // The next step's warm start.
+  Stopwatch watch;
+  for (Matrix& m : matrices_)
+    orthogonalize_columns(m.q);
+  orthogonalize_seconds_ += watch.seconds();
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> PowerSgdBucket::q_state() const {

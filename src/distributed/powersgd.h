@@ -20,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/powersgd_passes.h"
 #include "distributed/reducer_defaults.h"
 
 namespace chexscale::distributed {
@@ -45,8 +44,8 @@ struct PowerSgdVolume {
 PowerSgdVolume powersgd_volume(const std::vector<std::vector<int64_t>>& shapes,
                                const PowerSgdOptions& options);
 
-// Orthonormalises the columns of a contiguous CPU (rows, r) matrix in place (modified Gram-Schmidt;
-// a column that vanishes stays near zero instead of dividing by zero).
+// Orthonormalises the columns of a (rows, r) matrix in place (modified Gram-Schmidt; a column that
+// vanishes stays near zero instead of dividing by zero).
 void orthogonalize_columns(torch::Tensor matrix);
 
 class PowerSgdBucket {
@@ -99,7 +98,6 @@ class PowerSgdBucket {
     torch::Tensor q;         // (cols, rank), in q_flat_
     torch::Tensor p;         // (rows, rank), in first_
     torch::Tensor q_sum;     // (cols, rank), in second_
-    MatrixShape shape;
   };
   void initialize_q();
   bool sums_finite(const torch::Tensor& payload);
@@ -110,7 +108,6 @@ class PowerSgdBucket {
   torch::Tensor second_;                     // [Q...]
   torch::Tensor residual_flat_;
   torch::Tensor q_flat_;
-  torch::Tensor qt_;  // one matrix's Q transposed, (rank, cols), for the passes
   int64_t uncompressed_numel_ = 0;
   bool started_ = false;  // Q holds a warm start
   uint64_t seed_;

@@ -7,16 +7,44 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "distributed/bucket_slots.h"
 #include "distributed/powersgd.h"
 #include "distributed/reducer.h"
 
 namespace chexscale::distributed {
 namespace {
 
-using test_util::fill;
-using test_util::make_slots;
-using Slots = test_util::BucketSlots;
+// Gradients stored back to back in one buffer, as the reducer's bucket slots are.
+struct Slots {
+  torch::Tensor flat;
+  std::vector<torch::Tensor> slots;
+  std::vector<size_t> ids;
+};
+
+Slots make_slots(const std::vector<std::vector<int64_t>>& shapes, bool channels_last = false) {
+  Slots s;
+  int64_t numel = 0;
+  for (const auto& shape : shapes)
+    numel += c10::multiply_integers(shape);
+  s.flat = torch::zeros({numel});
+  int64_t at = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    torch::Tensor like = torch::empty(shapes[i]);
+    if (channels_last && shapes[i].size() == 4)
+      like = like.contiguous(at::MemoryFormat::ChannelsLast);
+    torch::Tensor slot = torch::empty({0});
+    slot.set_(s.flat.storage(), at, like.sizes(), like.strides());
+    at += like.numel();
+    s.slots.push_back(slot);
+    s.ids.push_back(i);
+  }
+  return s;
+}
+
+void fill(Slots& s, int seed) {
+  torch::manual_seed(seed);
+  for (auto& slot : s.slots)
+    slot.copy_(torch::randn(slot.sizes()));
+}
 
 // One step in a world of one: the gradients become their approximation.
 void step(PowerSgdBucket& bucket) {

@@ -1,15 +1,13 @@
 // PowerSGD on a real model's gradient buckets (DDP's 25 MiB buckets, first 1 MiB; 14 classes):
 // for each approximation rank, the elements and bytes one step sends against plain allreduce, and
 // the compute per step on one core in a world of one (no communication): all of PowerSGD's
-// arithmetic in wall time and in this process's CPU time (steadier on a shared machine), and of
-// it the orthogonalisation. Prints one row per architecture and rank.
+// arithmetic, and of it the orthogonalisation. Prints one row per architecture and rank.
 //   bench_powersgd [ARCH...]   (default: densenet121 resnet50; ranks 1 2 4 8; min rate 2)
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <memory>
 #include <vector>
 
@@ -24,13 +22,6 @@ using namespace chexscale;
 
 constexpr int kSteps = 7;  // timed steps (after one untimed that draws the first Q)
 constexpr double kMiB = 1024.0 * 1024.0;
-
-// This process's CPU time in milliseconds.
-double cpu_ms() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -82,8 +73,8 @@ int main(int argc, char** argv) {
   torch::NoGradGuard no_grad;
   std::vector<std::string> archs(argv + 1, argv + argc);
   if (archs.empty()) archs = {"densenet121", "resnet50"};
-  fmt::print("{:<12} {:>4} {:>8} {:>12} {:>12} {:>8} {:>14} {:>14} {:>10}\n", "arch", "rank",
-             "buckets", "plain MB", "powersgd MB", "fewer", "compute ms", "orthogon. ms", "cpu ms");
+  fmt::print("{:<12} {:>4} {:>8} {:>12} {:>12} {:>8} {:>14} {:>14}\n", "arch", "rank", "buckets",
+             "plain MB", "powersgd MB", "fewer", "compute ms", "orthogon. ms");
   for (const auto& arch : archs) {
     models::ModelOptions model_options;
     model_options.arch = arch;
@@ -91,13 +82,12 @@ int main(int argc, char** argv) {
     const std::vector<torch::Tensor> params = model->parameters();
     for (int rank : {1, 2, 4, 8}) {
       Buckets b = make_buckets(params, rank);
-      std::vector<double> compute_ms, orthogonalize_ms, compute_cpu_ms;
+      std::vector<double> compute_ms, orthogonalize_ms;
       for (int step = 0; step <= kSteps; ++step) {
         double orthogonalize_before = 0;
         for (const auto& p : b.powersgd)
           orthogonalize_before += p->orthogonalize_seconds();
         const auto start = std::chrono::steady_clock::now();
-        const double cpu_start = cpu_ms();
         for (const auto& p : b.powersgd) {
           if (!p->compresses_any()) continue;
           p->first_payload(1.0);
@@ -107,21 +97,19 @@ int main(int argc, char** argv) {
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
-        const double cpu = cpu_ms() - cpu_start;
         double orthogonalize_after = 0;
         for (const auto& p : b.powersgd)
           orthogonalize_after += p->orthogonalize_seconds();
         if (step == 0) continue;
         compute_ms.push_back(ms);
-        compute_cpu_ms.push_back(cpu);
         orthogonalize_ms.push_back((orthogonalize_after - orthogonalize_before) * 1e3);
         for (auto& flat : b.flats)
           flat.normal_(0, 1e-3);
       }
-      fmt::print("{:<12} {:>4} {:>8} {:>12.2f} {:>12.3f} {:>7.1f}x {:>14.1f} {:>14.1f} {:>10.1f}\n",
-                 arch, rank, b.flats.size(), 4.0 * b.total / 1e6, 4.0 * b.sent / 1e6,
+      fmt::print("{:<12} {:>4} {:>8} {:>12.2f} {:>12.3f} {:>7.1f}x {:>14.1f} {:>14.1f}\n", arch,
+                 rank, b.flats.size(), 4.0 * b.total / 1e6, 4.0 * b.sent / 1e6,
                  static_cast<double>(b.total) / b.sent, median(compute_ms),
-                 median(orthogonalize_ms), median(compute_cpu_ms));
+                 median(orthogonalize_ms));
     }
   }
   return 0;
