@@ -4,11 +4,16 @@
 // neighbours instead of bending the fit, and named as distrusted.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
-#include "simulate/network_profile.h"
-
 namespace chexscale::simulate {
+
+// One measured allreduce: bytes and seconds (a commbench row, or one round of it).
+struct AllreduceSample {
+  int64_t bytes = 0;
+  double seconds = 0;
+};
 
 // The median seconds of each distinct size, by increasing size (the mean of the middle two for
 // an even count).

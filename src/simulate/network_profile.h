@@ -14,15 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "simulate/monotone_times.h"
+
 namespace chexscale::simulate {
 
 inline constexpr const char* kNetworkProfileSchema = "chexscale.network-profile/1";
-
-// One measured allreduce size: bytes and mean seconds (commbench's rows).
-struct AllreduceSample {
-  int64_t bytes = 0;
-  double seconds = 0;
-};
 
 struct NetworkProfile {
   std::string path;                  // e.g. "fabric", "overlay", "intra-node"
