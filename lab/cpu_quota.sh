@@ -3,7 +3,7 @@
 # worker runs in a CPU cgroup of its own with a quota of CPU_QUOTA_CORES of one core, so its
 # compute runs at the same speed whatever else runs on the machine (other workers, other tests).
 #
-#   quota   the ceiling: cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us under /sys/fs/cgroup/cpu,
+#   quota   the ceiling, per 10 ms period: cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us under /sys/fs/cgroup/cpu,
 #           or cgroup v2 cpu.max where the unified hierarchy has the cpu controller;
 #   weight  the floor: the largest cpu.shares (v1) / cpu.weight (v2), so that a worker gets its
 #           quota before any process outside the lab's groups (a busy loop, a compiler) gets more
@@ -23,7 +23,11 @@
 #   cpu_quota_remove_all        the same for every group of LAB_PREFIX (cluster.sh down)
 
 CPU_QUOTA_CORES=""
-CPU_QUOTA_PERIOD_US=100000
+# A short period: a worker that idles through a transfer gets no more than one period's quota of
+# catching up (about 5 ms) when it computes again, so a phase of compute takes the same time
+# after an idle stretch as in a profile that never idles (at 100 ms, the kernel's default, a
+# DenseNet-121 forward after an allreduce ran at full speed, twice as fast as profiled).
+CPU_QUOTA_PERIOD_US="${CPU_QUOTA_PERIOD_US:-10000}"
 cpu_quota_layout=""  # v1 or v2
 cpu_quota_cpu_root="" cpu_quota_acct_root=""
 cpu_quota_groups=()

@@ -39,7 +39,8 @@ std::map<std::string, double> values(const std::string& output) {
 TEST_F(LabCpuQuota, BusyWorkerUsesItsQuotaAloneAndBesideBusyLoops) {
   // Each phase: 4 s of wall time; the group's CPU by cpuacct and by the /proc ticks of the
   // processes in it. CLK_TCK ticks are 10 ms: 0.2 of 4 s is 80 ticks, +-2 by rounding.
-  const ProcessResult r = lab_shell("set -euo pipefail\nsource " + source_dir() + R"(/lab/cpu_quota.sh
+  const ProcessResult r =
+      lab_shell("set -euo pipefail\nsource " + source_dir() + R"(/lab/cpu_quota.sh
 cpu_quota_init 0.2
 trap cpu_quota_cleanup EXIT
 cpu_quota_create busy
@@ -103,8 +104,8 @@ TEST_F(LabCpuQuota, CompareRemovesItsWorkersGroupsWhenARunFails) {
   const ProcessResult r =
       run_shell(env() + " bash " + source_dir() +
                 "/lab/compare.sh --nodes 2 --arch no-such-model --steps 1 --warmup 0 "
-                "--variants naive --worker-cpu 0.3 --run-timeout 60 --bin " + chexscale_bin() +
-                " --out " + dir.path());
+                "--variants naive --worker-cpu 0.3 --run-timeout 60 --bin " +
+                chexscale_bin() + " --out " + dir.path());
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("a run failed"), std::string::npos) << r.output;
   EXPECT_EQ(groups_left(), "") << "compare.sh left its workers' cgroups after failing";
