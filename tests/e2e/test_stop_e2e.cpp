@@ -1,9 +1,11 @@
 // Stopping on request through the CLI: SIGTERM to `chexscale train` (one worker, or one of two
 // under `chexscale launch`) stops every rank at one agreed step with a checkpoint there and exit
 // 75, and `--resume auto` then ends with checkpoints byte-identical to an uninterrupted run's; a
-// second SIGTERM ends at once with exit 1 and leaves no partial checkpoint file.
+// second SIGTERM ends at once with exit 1 and leaves no partial checkpoint file. Ctrl-C (SIGINT)
+// to a 2-worker launch stops it the same way.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -62,12 +64,14 @@ void wait_for(const std::string& path) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
-// The step named by the stop line ("stopping at step N on SIGTERM: checkpoint written to ...").
-int64_t stop_step(const std::string& output) {
+// The step named by the stop line ("stopping at step N on SIGTERM: checkpoint written to ..."),
+// -1 when there is none for `signal`.
+int64_t stop_step(const std::string& output, const std::string& signal = "SIGTERM") {
   std::smatch m;
   if (!std::regex_search(output, m,
-                         std::regex("stopping at step ([0-9]+) on SIGTERM: checkpoint written to "
-                                    "(\\S+), exit 75 \\(resume with --resume auto\\)"))) {
+                         std::regex("stopping at step ([0-9]+) on " + signal +
+                                    ": checkpoint written to (\\S+), exit 75 \\(resume with "
+                                    "--resume auto\\)"))) {
     return -1;
   }
   return std::stoll(m[1]);
@@ -105,9 +109,10 @@ std::vector<pid_t> children_of(pid_t pid) {
 }
 
 void expect_stopped_and_resumes(const test_util::ProcessResult& stopped, const std::string& out,
-                                const std::string& resume_command) {
+                                const std::string& resume_command,
+                                const std::string& signal = "SIGTERM") {
   ASSERT_EQ(stopped.exit_code, kExitPreempted) << stopped.output;
-  const int64_t step = stop_step(stopped.output);
+  const int64_t step = stop_step(stopped.output, signal);
   ASSERT_GE(step, 4) << stopped.output;
   const std::string manifest = fmt::format("{}/checkpoints/step-{:09d}.json", out, step);
   EXPECT_NE(stopped.output.find(manifest), std::string::npos) << stopped.output;
@@ -149,6 +154,30 @@ TEST(StopE2E, SigtermToOneOfTwoWorkersStopsBothAtOneStep) {
   const auto stopped = stop_after_step_4(run_b, b, workers.back());
   expect_stopped_and_resumes(stopped, b, two_workers(b) + " --resume auto");
   expect_same_final_checkpoints(a, b);
+}
+
+// Ctrl-C: SIGINT to the launcher's process group (the workers have their own groups), which
+// forwards it; both workers stop at one step, the checkpoint there holds the 2-worker state, and
+// the run resumes from it.
+TEST(StopE2E, SigintToTheLauncherStopsBothWorkersWithACheckpoint) {
+  test_util::TempDir dir;
+  const std::string data = synth(dir);
+  const std::string out = dir.path() + "/run";
+  const std::string two_workers = "launch --nproc-per-node 2 -- " + flags(data, out, 6);
+  test_util::Process run(test_util::chexscale_command(two_workers));
+  wait_for(out + "/checkpoints/step-000000004.json");
+  ASSERT_EQ(children_of(run.pid()).size(), 2u);
+  ::kill(-run.pid(), SIGINT);
+  const auto stopped = run.wait(std::chrono::seconds(120));
+  ASSERT_EQ(stopped.exit_code, kExitPreempted) << stopped.output;
+  const int64_t step = stop_step(stopped.output, "SIGINT");
+  ASSERT_GE(step, 4) << stopped.output;
+  const auto state = nlohmann::json::parse(test_util::file_contents(fmt::format(
+                                               "{}/checkpoints/step-{:09d}.json", out, step)))
+                         .at("state");
+  EXPECT_EQ(state.at("world_size"), 2);
+  EXPECT_EQ(state.at("global_step"), step);
+  expect_stopped_and_resumes(stopped, out, two_workers + " --resume auto", "SIGINT");
 }
 
 TEST(StopE2E, SecondSigtermEndsAtOnceWithoutPartialFiles) {

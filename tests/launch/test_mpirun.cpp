@@ -1,9 +1,11 @@
 // Jobs started by OpenMPI's mpirun instead of `chexscale launch` (integration: the environment
-// contract of src/distributed/env.cpp read by the test worker and by `chexscale env`).
+// contract of src/distributed/env.cpp read by the test worker and by `chexscale env`), and
+// `chexscale train` under it, checkpointed and resumed.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "distributed/rendezvous.h"
+#include "e2e/launched_train.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/temp_dir.h"
 
@@ -35,6 +37,17 @@ TEST(Mpirun, ChexscaleEnvDetectsOpenMpi) {
   EXPECT_NE(run.output.find("rank              1                OMPI_COMM_WORLD_RANK"),
             std::string::npos)
       << run.output;
+}
+
+TEST(Mpirun, TrainsTwoWorkersWithACheckpointAndResumesFromIt) {
+  test_util::expect_train_then_resume(
+      [](const std::string& train_args) {
+        return test_util::run_shell(mpirun(2, distributed::pick_free_port()) +
+                                        "-x MASTER_ADDR=127.0.0.1 " + test_util::chexscale_bin() +
+                                        " " + train_args,
+                                    test_util::environment_with(), std::chrono::seconds(240));
+      },
+      "OpenMPI");
 }
 
 }  // namespace

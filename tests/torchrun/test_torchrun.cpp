@@ -1,7 +1,7 @@
 // Jobs started by PyTorch's own torchrun (python3 -m torch.distributed.run, Debian's python3-torch)
 // instead of `chexscale launch`: its agent serves the store (TORCHELASTIC_USE_AGENT_STORE=True),
 // its c10d rendezvous joins separate "nodes", and it restarts a failed group, whose new attempt
-// must not read the last attempt's keys.
+// must not read the last attempt's keys; and `train` under it, checkpointed and resumed.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "distributed/rendezvous.h"
+#include "e2e/launched_train.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
@@ -72,6 +73,18 @@ TEST(Torchrun, TwoNodesJoinThroughC10dRendezvous) {
   const json doc = bench_json(dir.path() + (first ? "/node0.json" : "/node1.json"));
   EXPECT_EQ(doc["world_size"], 2);
   EXPECT_EQ(doc["nnodes"], 2);
+}
+
+TEST(Torchrun, TrainsTwoWorkersWithACheckpointAndResumesFromIt) {
+  test_util::expect_train_then_resume(
+      [](const std::string& train_args) {
+        return test_util::run_process(
+            shell(torchrun("--nproc_per_node 2 --master_port " +
+                           std::to_string(distributed::pick_free_port())) +
+                  test_util::chexscale_bin() + " " + train_args),
+            std::chrono::seconds(240));
+      },
+      "torchrun");
 }
 
 // A worker that kills itself once: rank 1 of the first attempt, once its process group is ready
