@@ -330,10 +330,10 @@ void add_simulate_command(CLI::App& app, CommandRegistry& registry) {
       "channel. A ring step costs the slowest link it crosses, read off that path's measured\n"
       "allreduce times (interpolated between the measured sizes); a tree costs the fitted\n"
       "latency and bandwidth. Communication CPU competes with compute where a worker has no\n"
-      "spare core; each step waits for the slowest worker. Prints images/s, scaling efficiency, "
-      "the gap to the first system and the step's\n"
-      "phases; writes simulate.json, the predicted runs as bench.json (for `chexscale report`)\n"
-      "and charts. Model and limits: docs/simulate.md.");
+      "spare core; each step waits for the slowest worker. Prints images/s, scaling efficiency,\n"
+      "the gap to the first system and the step's phases; writes simulate.json, the predicted\n"
+      "runs as bench.json (for `chexscale report`) and charts. Model and limits:\n"
+      "docs/simulate.md.");
   auto args = std::make_shared<SimulateArgs>();
   add_profile_options(cmd, args.get());
   add_job_options(cmd, args.get());
