@@ -148,15 +148,16 @@ TEST(CamFigure, LargeImagesKeepTheirSize) {
   EXPECT_GT(white_pixels(f, 0, 0, f.width, 48), 0);
 }
 
-// A title too wide for 3x (70 characters: 1257 px of 1032 - 24) is written at 2x (838 px).
+// A title too wide for 3x (90 characters: 1617 px of 1374 - 24) is written at 2x (1078 px).
 TEST(CamFigure, LongTitlesAreWrittenSmaller) {
   const Example e = example();
-  const std::string name(50, 'W');
+  const std::string name(71, 'W');
   const RgbCanvas f = cam_figure(e.xray, e.map, name, 0.5);
-  ASSERT_EQ(cam_figure_title(name, 0.5).size(), 70u);
+  ASSERT_EQ(f.width, 1374);
+  ASSERT_EQ(cam_figure_title(name, 0.5).size(), 90u);
   const int top = (48 - 14) / 2;
-  const int in_box = white_pixels(f, 12, top, 12 + (70 * 6 - 1) * 2, top + 14);
-  EXPECT_GT(in_box, 50 * 4 * 10);
+  const int in_box = white_pixels(f, 12, top, 12 + (90 * 6 - 1) * 2, top + 14);
+  EXPECT_GT(in_box, 71 * 4 * 10);
   EXPECT_EQ(white_pixels(f, 0, 0, f.width, 48), in_box);
 }
 
