@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "common/atomic_file.h"
@@ -25,13 +27,46 @@ struct PredictFlags {
   std::string cam_class;
 };
 
+// The index of --class among the model's labels; -1 when it is not given (the most probable then).
+int64_t label_index(const std::vector<std::string>& labels, const std::string& name) {
+  if (name.empty()) return -1;
+  const auto found = std::find(labels.begin(), labels.end(), name);
+  if (found == labels.end()) {
+    throw UsageError(fmt::format("--class '{}' is none of the model's labels ({})", name,
+                                 fmt::join(labels, ", ")));
+  }
+  return found - labels.begin();
+}
+
+// The probabilities as a table or JSON, and where the map went.
+void print_predictions(const PredictFlags& f, const torch::Tensor& probs,
+                       const std::vector<std::string>& labels, int64_t cam_class) {
+  const auto class_name = [&labels](int64_t c) { return labels[static_cast<size_t>(c)]; };
+  if (f.json) {
+    nlohmann::json doc = {{"image", f.image}, {"checkpoint", f.checkpoint}};
+    for (int64_t c = 0; c < probs.size(0); ++c) {
+      doc["probabilities"][class_name(c)] = probs[c].item<double>();
+    }
+    if (!f.cam.empty()) doc["cam"] = {{"path", f.cam}, {"class", class_name(cam_class)}};
+    fmt::print("{}\n", doc.dump(2));
+    return;
+  }
+  fmt::print("{}\n{:<20} {:>11}\n", f.image, "pathology", "probability");
+  for (int64_t c = 0; c < probs.size(0); ++c) {
+    fmt::print("{:<20} {:>11.4f}\n", class_name(c), probs[c].item<double>());
+  }
+  if (!f.cam.empty()) {
+    fmt::print("class activation map of {} written to {}\n", class_name(cam_class), f.cam);
+  }
+}
+
 }  // namespace
 
 void add_predict_command(CLI::App& app, CommandRegistry& registry) {
   auto* cmd = app.add_subcommand(
       "predict",
       "Probabilities of the 14 pathologies for one X-ray (PNG, JPEG or DICOM), and optionally its\n"
-      "class activation map (where the model looked) blended over the image.");
+      "class activation map (where the model looked) beside the image.");
   auto f = std::make_shared<PredictFlags>();
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Checkpoint manifest: <run>/checkpoints/best.json or step-*.json");
@@ -50,15 +85,7 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
     const train::InferenceModel m = train::load_inference_model(f->checkpoint);
     // The model's outputs are its training data's labels.
     const auto class_name = [&m](int64_t c) { return m.label_names[static_cast<size_t>(c)]; };
-    int64_t cam_class = -1;
-    if (!f->cam_class.empty()) {
-      const auto found = std::find(m.label_names.begin(), m.label_names.end(), f->cam_class);
-      if (found == m.label_names.end()) {
-        throw UsageError(fmt::format("--class '{}' is none of the model's labels ({})",
-                                     f->cam_class, fmt::join(m.label_names, ", ")));
-      }
-      cam_class = found - m.label_names.begin();
-    }
+    int64_t cam_class = label_index(m.label_names, f->cam_class);
     const train::PreparedImage image = train::prepare_image(f->image, m.image_size, m.crop_size);
     const torch::Tensor probs = train::predict_probabilities(m, image);
     if (cam_class < 0) cam_class = probs.argmax().item<int64_t>();
@@ -71,22 +98,7 @@ void add_predict_command(CLI::App& app, CommandRegistry& registry) {
       write_file_atomic(f->cam,
                         data::encode_png_rgb(figure.pixels.data(), figure.width, figure.height));
     }
-    if (f->json) {
-      nlohmann::json doc = {{"image", f->image}, {"checkpoint", f->checkpoint}};
-      for (int64_t c = 0; c < probs.size(0); ++c) {
-        doc["probabilities"][class_name(c)] = probs[c].item<double>();
-      }
-      if (!f->cam.empty()) doc["cam"] = {{"path", f->cam}, {"class", class_name(cam_class)}};
-      fmt::print("{}\n", doc.dump(2));
-    } else {
-      fmt::print("{}\n{:<20} {:>11}\n", f->image, "pathology", "probability");
-      for (int64_t c = 0; c < probs.size(0); ++c) {
-        fmt::print("{:<20} {:>11.4f}\n", class_name(c), probs[c].item<double>());
-      }
-      if (!f->cam.empty()) {
-        fmt::print("class activation map of {} written to {}\n", class_name(cam_class), f->cam);
-      }
-    }
+    print_predictions(*f, probs, m.label_names, cam_class);
     return 0;
   });
 }
