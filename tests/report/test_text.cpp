@@ -45,7 +45,8 @@ TEST(ReportText, TableAndMarkdownStateTheGap) {
       << md;
   EXPECT_NE(md.find("throughput.svg"), std::string::npos);
   // The engine in words: "overlap" would read as the overlay network beside it.
-  EXPECT_NE(md.find("| kubernetes | overlapped allreduce | gloo | bare-metal |"), std::string::npos)
+  EXPECT_NE(md.find("| kubernetes | overlapped allreduce, bucket 25 MB | gloo | bare-metal |"),
+            std::string::npos)
       << md;
 }
 
