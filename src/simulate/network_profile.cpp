@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "report/json_fields.h"
+#include "simulate/monotone_times.h"
 
 namespace chexscale::simulate {
 namespace {
