@@ -31,7 +31,7 @@ BUILD_PACKAGES=(
 DEV_PACKAGES=(
   build-essential clang clang-format libclang-rt-14-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
+  libgtest-dev libgmock-dev gnuplot-nox openmpi-bin iproute2 procps jq yq
   util-linux
   python3-torch python3-torchvision python3-numpy python3-pil python3-pydicom python3-mpi4py
   # DICOM files compressed by another writer than DCMTK (gdcmconv; tests/data/image)
