@@ -302,8 +302,9 @@ TEST_F(EvalE2E, PredictionsCsvReproducesTheMetricsAuroc) {
   ASSERT_GT(hidden_by_rounding, 100u) << "the probabilities are not small enough to test ties";
 
   const auto py = test_util::run_process(
-      {{"/usr/bin/python3", test_util::source_dir() + "/tests/e2e/auroc_from_predictions.py",
-        csv}});
+      {{"/usr/bin/python3", test_util::source_dir() + "/tests/e2e/auroc_from_predictions.py", csv},
+       test_util::environment_with(),
+       ""});
   ASSERT_EQ(py.exit_code, 0) << py.output;
   const auto recomputed = nlohmann::json::parse(py.output);
   const auto metrics =
