@@ -26,13 +26,6 @@ K8sRenderOptions options(K8sFlavor flavor) {
 const K8sFlavor kFlavors[] = {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob,
                               K8sFlavor::kElasticPyTorchJob, K8sFlavor::kTrainJob};
 
-bool mentions(const std::vector<std::string>& warnings, const std::string& text) {
-  for (const auto& w : warnings) {
-    if (w.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 TEST(K8sWarnings, NoneForAPlainRenderOfAnyFlavour) {
   for (const K8sFlavor flavor : kFlavors) {
     EXPECT_TRUE(render_warnings(options(flavor)).empty()) << to_string(flavor);
