@@ -68,7 +68,7 @@ TEST(FlagNames, TheCommandChoosesTheFlagAndBacktickedFieldsAreNamedToo) {
 // the flag named on the first line.
 TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"env --backend mpi", "--backend 'mpi': choose auto, gloo or nccl"},
+      {"env --backend ucc", "--backend 'ucc': choose auto, gloo, nccl or mpi"},
       {"env --device tpu", "--device 'tpu': choose auto, cpu or cuda"},
       {"env --rdzv-timeout 0", "--rdzv-timeout 0 s must be at least 1 s"},
       {"env --local-world-size -2", "--local-world-size -2 must be -1 (from the environment)"},
