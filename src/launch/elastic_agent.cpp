@@ -185,15 +185,6 @@ LaunchResult stopped(const GroupOutcome& outcome, const std::vector<WorkerProces
   return r;
 }
 
-SuperviseOptions supervise_options(const LaunchOptions& o) {
-  SuperviseOptions supervision;
-  supervision.grace_period = o.grace_period;
-  supervision.stop_grace = std::chrono::seconds(o.stop_grace) + kStopKillMargin;
-  supervision.output_fd = o.output_fd;
-  supervision.error_fd = o.error_fd;
-  return supervision;
-}
-
 std::vector<WorkerProcess> start_round_workers(const LaunchOptions& o, const Membership& m,
                                                const std::string& program,
                                                const std::string& name) {

@@ -223,8 +223,6 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
   return o;
 }
 
-namespace {
-
 SuperviseOptions supervise_options(const LaunchOptions& options) {
   SuperviseOptions s;
   s.grace_period = options.grace_period;
@@ -233,6 +231,8 @@ SuperviseOptions supervise_options(const LaunchOptions& options) {
   s.error_fd = options.error_fd;
   return s;
 }
+
+namespace {
 
 std::optional<LaunchResult> stopped_result(const GroupOutcome& outcome,
                                            const std::vector<WorkerProcess>& workers) {

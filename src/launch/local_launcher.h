@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/group_supervisor.h"
 #include "train/stop_contract.h"
 
 namespace chexscale::launch {
@@ -123,6 +124,10 @@ struct WorkerPlace {
 // options.worker_rdzv_timeout is set, CHEXSCALE_RDZV_TIMEOUT.
 std::map<std::string, std::string> worker_environment(const LaunchOptions& options,
                                                       const WorkerPlace& place);
+
+// How a group of workers is supervised: the launcher's grace periods (a forwarded stop gets the
+// worker's --stop-grace plus kStopKillMargin) and where their output goes.
+SuperviseOptions supervise_options(const LaunchOptions& options);
 
 // Runs the local group to completion (options already resolved; not elastic()).
 LaunchResult run_local_group(const LaunchOptions& options);
