@@ -41,7 +41,9 @@ DEV_PACKAGES=(
 )
 
 # The container image: engine, base-image maker and the OCI runtime podman runs with here.
-IMAGE_PACKAGES=(podman buildah mmdebstrap runc netavark aardvark-dns uidmap)
+# netavark (podman's network backend) runs iptables for every container on a podman network and
+# fails with "netavark: No such file or directory" without it; --no-install-recommends drops it.
+IMAGE_PACKAGES=(podman buildah mmdebstrap runc netavark aardvark-dns iptables uidmap)
 
 PACKAGES=("${BUILD_PACKAGES[@]}")
 [ "$mode" = --build-only ] || PACKAGES+=("${DEV_PACKAGES[@]}")
