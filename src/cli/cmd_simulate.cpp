@@ -293,7 +293,10 @@ void add_job_options(CLI::App* cmd, SimulateArgs* args) {
                   "PowerSGD compresses a matrix only when rows*cols > this x (rows+cols)*rank, "
                   "as the reducer's --powersgd-min-rate")
       ->capture_default_str();
-  cmd->add_option("--algorithm", args->algorithm, "Allreduce algorithm: ring or tree")
+  cmd->add_option(
+         "--algorithm", args->algorithm,
+         "Allreduce algorithm: ring, tree, or hierarchical (node reduce, leaders' ring, node "
+         "broadcast: the reducer's --hierarchical)")
       ->capture_default_str();
 }
 

@@ -24,6 +24,10 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
                  "nccl, or mpi (CPU ranks started by mpirun or srun --mpi=pmix; needs a build "
                  "with MPI)")
       ->capture_default_str();
+  cmd.add_flag("--hierarchical", o.hierarchical,
+               "Allreduce node by node (gloo, mpi): reduce inside each node, allreduce among one "
+               "leader per node, broadcast back; every gradient byte crosses the network once per "
+               "node instead of once per rank (see docs/bare-metal.md)");
   cmd.add_option("--device", f.device,
                  "Where each rank computes: auto (cuda:LOCAL_RANK when the node has a GPU per "
                  "local rank, else cpu), cpu, cuda")

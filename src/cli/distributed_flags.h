@@ -24,7 +24,8 @@ struct DistributedFlags {
   distributed::DistOptions resolved() const;
 };
 
-// Adds --backend, --device, --rdzv-timeout, --collective-timeout, --rank, --world-size,
+// Adds --backend, --hierarchical, --device, --rdzv-timeout, --collective-timeout, --rank,
+// --world-size,
 // --local-rank, --local-world-size, --master-addr, --master-port.
 void add_distributed_flags(CLI::App& cmd, DistributedFlags& flags);
 

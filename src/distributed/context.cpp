@@ -17,6 +17,8 @@
 #include "common/log.h"
 #include "distributed/device.h"
 #include "distributed/env.h"
+#include "distributed/hierarchical_group.h"
+#include "distributed/node_layout.h"
 #include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
 #include "distributed/watchdog.h"
@@ -104,6 +106,48 @@ std::string transport_of(Backend backend, const GlooAddress& gloo_address) {
   }
 }
 
+// Every rank's node from every rank's local rank and size (one allgather on the world group).
+NodeLayout gather_node_layout(compat::CollectiveGroup& group, CollectiveWatchdog& watchdog,
+                              const RendezvousEnv& env) {
+  std::vector<at::Tensor> mine{
+      torch::tensor({env.local_rank.value, env.local_world_size.value}, torch::kLong)};
+  std::vector<std::vector<at::Tensor>> all(1);
+  for (int r = 0; r < env.world_size.value; ++r)
+    all[0].push_back(torch::empty_like(mine[0]));
+  const uint64_t seq = watchdog.begin();
+  watchdog.wait(*group.allgather(all, mine), seq, "allgather of the node layout");
+  std::vector<std::pair<int, int>> local_ranks;
+  for (const at::Tensor& t : all[0])
+    local_ranks.emplace_back(t[0].item<int>(), t[1].item<int>());
+  return node_layout(env.rank.value, local_ranks);
+}
+
+// --hierarchical: the world group wrapped so that every allreduce goes node -> leaders -> node;
+// `world` itself (and a log line saying so) when that would be the flat allreduce again.
+c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
+    c10::intrusive_ptr<compat::CollectiveGroup> world, CollectiveWatchdog& watchdog,
+    Backend backend, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousEnv& env,
+    const GlooAddress& address, std::chrono::milliseconds timeout) {
+  const NodeLayout layout = gather_node_layout(*world, watchdog, env);
+  if (layout.flat()) {
+    log::info("--hierarchical: {} node(s) of {} rank(s): the flat allreduce is the same, kept",
+              layout.nodes, layout.local_size);
+    return world;
+  }
+  NodeGroups groups;
+  try {
+    groups = make_node_groups(backend, store, env, address, timeout, layout);
+  } catch (const c10::Error& e) {
+    throw DistError(fmt::format("creating the hierarchical groups failed on rank {} ({}): {}",
+                                env.rank.value, layout.describe(), e.what_without_backtrace()));
+  }
+  log::info(
+      "hierarchical allreduce: {}; reduce inside the node, allreduce among {} leaders, "
+      "broadcast inside the node",
+      layout.describe(), layout.nodes);
+  return make_hierarchical_group(std::move(world), std::move(groups));
+}
+
 }  // namespace
 
 std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
@@ -119,6 +163,7 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   make_current_device(ctx->device_);
   const Backend backend = resolve_backend(options.backend, ctx->device_);
   if (backend == Backend::kMpi) require_mpi_launcher(env);
+  if (options.hierarchical) require_hierarchical_backend(backend);
   if (env.world_size.value == 1) return ctx;
 
   // A peer that vanishes must surface as an error on the next collective, not kill us silently.
@@ -144,6 +189,12 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   }
   state->watchdog = std::make_unique<CollectiveWatchdog>(
       state->store, env.rank.value, env.world_size.value, collective_timeout, store_address(env));
+  if (options.hierarchical) {
+    auto group = node_by_node(state->group, *state->watchdog, backend, group_store, env,
+                              gloo_address, collective_timeout);
+    ctx->hierarchical_ = group != state->group;
+    state->group = std::move(group);
+  }
   ctx->backend_ = backend;
   ctx->state_ = std::move(state);
   log::debug("process group ready: {} ({})", to_string(backend),

@@ -31,6 +31,8 @@ class DistContext {
   // "gloo", "nccl" or "mpi"; "none" when world_size == 1 (no process group).
   const char* backend() const { return backend_ ? to_string(*backend_) : "none"; }
   torch::Device device() const { return device_; }  // cpu or cuda:LOCAL_RANK (options.device)
+  // True when allreduce goes node by node (--hierarchical, on nodes of several ranks each).
+  bool hierarchical() const { return hierarchical_; }
 
   // Collectives used outside the gradient reducer (blocking, watchdog-guarded). Tensors may be
   // on the CPU with any backend: NCCL's copies travel through device() and come back.
@@ -54,6 +56,7 @@ class DistContext {
   std::optional<torch::Device> collective_device() const;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_world_size_ = 1;
   std::optional<Backend> backend_;
+  bool hierarchical_ = false;
   torch::Device device_{torch::kCPU};
   struct State;
   std::unique_ptr<State> state_;

@@ -32,6 +32,9 @@ struct DistOptions {
   std::chrono::seconds rdzv_timeout = kDefaultRdzvTimeout;  // wait for store/peers at start
   std::chrono::seconds collective_timeout =
       kDefaultCollectiveTimeout;  // watchdog, every collective
+  // Allreduce node by node (hierarchical_group.h): reduce inside each node, allreduce among one
+  // leader per node, broadcast back. gloo and mpi only.
+  bool hierarchical = false;
   // Explicit overrides of the environment contract (-1 / "" = take from the environment).
   int rank = -1;
   int world_size = -1;

@@ -58,6 +58,11 @@ void require_nccl();
 // srun has already connected the ranks. Throws UsageError in a build without MPI.
 c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv& env);
 
+// A group of the MPI world's ranks that pass the same `color` (>= 0), ordered by `key`; nullptr for
+// a rank that passes a negative color. Collective over MPI_COMM_WORLD: every rank calls it, in the
+// same order. Throws UsageError in a build without MPI.
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int color, int key);
+
 // True when this build can create MPI groups.
 bool mpi_compiled();
 // Throws UsageError (with the way out) when it cannot.

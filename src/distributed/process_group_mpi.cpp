@@ -2,24 +2,23 @@
 // library the job was started with (OpenMPI under mpirun, or srun --mpi=pmix), built only when
 // CMake finds MPI (process_group_no_mpi.cpp stands in otherwise). As in PyTorch's ProcessGroupMPI,
 // MPI runs at MPI_THREAD_SERIALIZED and one progress thread per group makes every MPI call, in the
-// order the collectives were submitted: each call returns at once with a Work that completes (or
-// holds MPI's error as an exception) when the thread has run it. Every rank must submit the same
-// collectives in the same order, as the reducer and DistContext do. The collective timeout is the
-// watchdog's (Work::wait with a timeout); MPI itself never gives up on a collective.
+// order the collectives were submitted (collective_queue.h): each call returns at once with a Work
+// that completes (or holds MPI's error as an exception) when the thread has run it. Every rank must
+// submit the same collectives in the same order, as the reducer and DistContext do. The collective
+// timeout is the watchdog's (Work::wait with a timeout); MPI itself never gives up on a collective.
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <mpi.h>
 
 #include <atomic>
 #include <climits>
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
-#include <thread>
 
 #include "common/error.h"
+#include "distributed/collective_queue.h"
 #include "distributed/mpi_datatypes.h"
 #include "distributed/process_group.h"
 
@@ -89,49 +88,18 @@ int count_of(const at::Tensor& t) {
   return static_cast<int>(t.numel());
 }
 
-// A collective's Work: completed by the progress thread, with its future (which the reducer's
-// timeline listens to) completed first.
-class MpiWork : public c10d::Work {
- public:
-  MpiWork(c10d::OpType type, std::vector<at::Tensor> outputs)
-      : c10d::Work(-1, type),
-        outputs_(std::move(outputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(
-            c10::ListType::create(c10::TensorType::get()))) {}
-
-  std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
-  void complete(const std::exception_ptr& error) {
-    if (error) {
-      future_->setError(error);
-    } else {
-      future_->markCompleted(c10::IValue(outputs_));
-    }
-    finish(error);
-  }
-
- private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
-
 class MpiProcessGroup final : public compat::CollectiveGroup {
  public:
   MpiProcessGroup(MPI_Comm comm, int rank, int size)
-      : compat::CollectiveGroup(rank, size), comm_(comm) {
+      : compat::CollectiveGroup(rank, size),
+        comm_(comm),
+        progress_(std::make_unique<CollectiveQueue>()) {
     ++live_groups;
-    progress_ = std::thread([this] { progress_loop(); });
   }
 
   // Runs what was submitted, then frees the communicator.
   ~MpiProcessGroup() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    ready_.notify_all();
-    progress_.join();
+    progress_.reset();
     {
       std::lock_guard<std::mutex> lock(mpi_mutex());
       MPI_Comm_free(&comm_);
@@ -149,6 +117,20 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
     return enqueue(c10d::OpType::ALLREDUCE, {t}, [this, t, type, op] {
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t), type, op, comm_),
                 "MPI_Allreduce");
+    });
+  }
+
+  // The sum (or min, max, product) of every rank's tensor lands in the root's tensor; the others'
+  // tensors are left as they were.
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override {
+    const at::Tensor t = single_tensor(tensors, "reduce");
+    const MPI_Datatype type = mpi_datatype(t.scalar_type());
+    const MPI_Op op = mpi_op(opts.reduceOp, t.scalar_type());
+    const int root = static_cast<int>(opts.rootRank);
+    return enqueue(c10d::OpType::REDUCE, {t}, [this, t, type, op, root] {
+      const void* send = rank_ == root ? MPI_IN_PLACE : t.data_ptr();
+      check_mpi(MPI_Reduce(send, t.data_ptr(), count_of(t), type, op, root, comm_), "MPI_Reduce");
     });
   }
 
@@ -190,48 +172,17 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
   }
 
  private:
-  struct Job {
-    std::function<void()> run;
-    c10::intrusive_ptr<MpiWork> work;
-  };
-
+  // Every MPI call of the group runs on its progress thread, under the process's MPI lock.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                          std::function<void()> run) {
-    auto work = c10::make_intrusive<MpiWork>(type, std::move(outputs));
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back({std::move(run), work});
-    }
-    ready_.notify_one();
-    return work;
-  }
-
-  void progress_loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything submitted has run
-      Job job = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      std::exception_ptr error;
-      try {
-        std::lock_guard<std::mutex> mpi(mpi_mutex());
-        job.run();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      job.work->complete(error);
-      lock.lock();
-    }
+    return progress_->enqueue(type, std::move(outputs), [run = std::move(run)] {
+      std::lock_guard<std::mutex> mpi(mpi_mutex());
+      run();
+    });
   }
 
   MPI_Comm comm_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<Job> queue_;
-  bool stopping_ = false;
-  std::thread progress_;
+  std::unique_ptr<CollectiveQueue> progress_;
 };
 
 // A communicator of its own (MPI_COMM_WORLD duplicated) that returns errors instead of aborting.
@@ -246,6 +197,22 @@ MPI_Comm duplicate_world(int& rank, int& size) {
 }
 
 }  // namespace
+
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int color, int key) {
+  init_mpi_once();
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = -1, size = -1;
+  {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &comm),
+              "MPI_Comm_split");
+    if (comm == MPI_COMM_NULL) return {};
+    check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  }
+  return c10::make_intrusive<MpiProcessGroup>(comm, rank, size);
+}
 
 bool mpi_compiled() {
   return true;

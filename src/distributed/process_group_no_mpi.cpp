@@ -20,4 +20,9 @@ c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv&)
   return {};
 }
 
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int, int) {
+  require_mpi();
+  return {};
+}
+
 }  // namespace chexscale::distributed

@@ -222,6 +222,7 @@ report::BenchConfig bench_config(const ThroughputOptions& options,
   config.world_size = ctx.world_size();
   config.nnodes = std::max(1, ctx.world_size() / std::max(1, ctx.local_world_size()));
   config.backend = ctx.backend();
+  config.hierarchical = ctx.hierarchical();
   config.overlap = options.reducer.overlap;
   config.compression = distributed::compression_spec(options.reducer);
   config.bucket_mb = options.reducer.bucket_mb;

@@ -64,6 +64,7 @@ json to_json(const BenchResult& r) {
          {"world_size", r.world_size},
          {"nnodes", r.nnodes},
          {"backend", r.backend},
+         {"hierarchical", r.hierarchical},
          {"overlap", r.overlap},
          {"compression", r.compression},
          {"bucket_mb", r.bucket_mb},
@@ -101,6 +102,7 @@ BenchResult from_json(const json& j, const std::string& file) {
   r.world_size = get_field<int>(j, "world_size", file);
   r.nnodes = get_optional<int>(j, "nnodes", file, 1);
   r.backend = get_optional<std::string>(j, "backend", file, "");
+  r.hierarchical = get_optional<bool>(j, "hierarchical", file, false);
   r.overlap = get_optional<bool>(j, "overlap", file, true);
   r.compression = get_optional<std::string>(j, "compression", file, "none");
   r.bucket_mb = get_optional<double>(j, "bucket_mb", file, 0.0);

@@ -24,6 +24,7 @@ struct BenchConfig {
   int world_size = 1;
   int nnodes = 1;
   std::string backend = "none";
+  bool hierarchical = false;  // allreduce node by node (--hierarchical on nodes of several ranks)
   bool overlap = true;
   std::string compression = "none";
   double bucket_mb = 25.0;

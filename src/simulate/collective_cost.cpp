@@ -52,14 +52,40 @@ const NetworkProfile& busiest_link(const Topology& t, const Links& links) {
   return t.nodes > 1 ? links.inter_node : links.intra_node;
 }
 
+// Steps of a binomial-tree broadcast among n ranks.
+double tree_depth(int n) {
+  return std::ceil(std::log2(static_cast<double>(n)));
+}
+
+// Node reduce, leaders' ring, node broadcast (see Algorithm::kHierarchical).
+double hierarchical_seconds(double s, const Topology& t, const Links& links) {
+  const int l = t.workers_per_node, n = t.nodes;
+  double seconds = 0;
+  if (l > 1) {
+    seconds += 2.0 * (l - 1) * step_seconds(s / l, links.intra_node);
+    seconds += tree_depth(l) * step_seconds(s, links.intra_node);
+  }
+  if (n > 1) seconds += 2.0 * (n - 1) * step_seconds(s / n, links.inter_node);
+  return seconds;
+}
+
 }  // namespace
 
 const char* to_string(Algorithm algorithm) {
-  return algorithm == Algorithm::kRing ? "ring" : "tree";
+  switch (algorithm) {
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
+  }
+  return "?";
 }
 
 Algorithm parse_algorithm(std::string_view text) {
-  return parse_enum(text, "algorithm", {Algorithm::kRing, Algorithm::kTree});
+  return parse_enum(text, "algorithm",
+                    {Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical});
 }
 
 double allreduce_seconds(int64_t bytes, const Topology& t, const Links& links,
@@ -74,14 +100,24 @@ double allreduce_seconds(int64_t bytes, const Topology& t, const Links& links,
     if (t.workers_per_node > 1) step = std::max(step, step_seconds(chunk, links.intra_node));
     return 2.0 * (n - 1) * step;
   }
-  const double depth = std::ceil(std::log2(static_cast<double>(n)));
+  if (algorithm == Algorithm::kHierarchical) return hierarchical_seconds(s, t, links);
+  const double depth = tree_depth(n);
   const NetworkProfile& link = busiest_link(t, links);
   return 2.0 * depth * link.latency_s + 2.0 * s / link.bandwidth_bytes_per_s;
 }
 
-double allreduce_cpu_seconds(int64_t bytes, const Topology& t, const Links& links) {
+double allreduce_cpu_seconds(int64_t bytes, const Topology& t, const Links& links,
+                             Algorithm algorithm) {
   const int n = t.world_size();
   if (n <= 1 || bytes <= 0) return 0;
+  if (algorithm == Algorithm::kHierarchical) {
+    const double s = static_cast<double>(bytes);
+    const int l = t.workers_per_node, nodes = t.nodes;
+    double cpu = 0;
+    if (l > 1) cpu += (4.0 * (l - 1) / l + tree_depth(l)) * s * links.intra_node.cpu_s_per_byte;
+    if (nodes > 1) cpu += 4.0 * (nodes - 1) / nodes * s * links.inter_node.cpu_s_per_byte;
+    return cpu;
+  }
   const double moved = 4.0 * (n - 1) / n * static_cast<double>(bytes);
   return moved * busiest_link(t, links).cpu_s_per_byte;
 }

@@ -10,10 +10,14 @@
 namespace chexscale::simulate {
 
 // Ring: 2(n-1) steps of S/n bytes (Gloo's and NCCL's ring). Tree: a pipelined reduce and
-// broadcast down a binary tree (NCCL's tree): 2 log2(n) latencies and 2 S / B.
-enum class Algorithm { kRing, kTree };
+// broadcast down a binary tree (NCCL's tree): 2 log2(n) latencies and 2 S / B. Hierarchical
+// (the reducer's --hierarchical): a reduce inside each node of L workers (Gloo's ring reduce:
+// 2(L-1) intra-node steps of S/L), a ring among the N node leaders (2(N-1) inter-node steps of
+// S/N), and a broadcast inside the node (a binomial tree: ceil(log2 L) intra-node steps of S),
+// one after the other.
+enum class Algorithm { kRing, kTree, kHierarchical };
 
-const char* to_string(Algorithm algorithm);        // "ring", "tree"
+const char* to_string(Algorithm algorithm);        // "ring", "tree", "hierarchical"
 Algorithm parse_algorithm(std::string_view text);  // UsageError naming the valid values
 
 struct Topology {
@@ -35,7 +39,10 @@ double allreduce_seconds(int64_t bytes, const Topology& topology, const Links& l
                          Algorithm algorithm);
 
 // Process CPU seconds one allreduce of `bytes` costs each rank: the bytes it sends and receives
-// (4 (n-1)/n S for either algorithm's bandwidth term) times the path's CPU per byte.
-double allreduce_cpu_seconds(int64_t bytes, const Topology& topology, const Links& links);
+// (4 (n-1)/n S for the ring's and the tree's bandwidth term) times the path's CPU per byte. The
+// hierarchical one is a node leader's, its busiest rank: 4 (L-1)/L S plus ceil(log2 L) S inside
+// the node at the intra-node path's rate and 4 (N-1)/N S among the leaders at the inter-node one.
+double allreduce_cpu_seconds(int64_t bytes, const Topology& topology, const Links& links,
+                             Algorithm algorithm);
 
 }  // namespace chexscale::simulate

@@ -69,7 +69,7 @@ struct SimBucket {
 Transfer transfer(int64_t bytes, const Links& links, const Topology& topology,
                   const SimulationSettings& s) {
   return {bytes, allreduce_seconds(bytes, topology, links, s.algorithm),
-          allreduce_cpu_seconds(bytes, topology, links)};
+          allreduce_cpu_seconds(bytes, topology, links, s.algorithm)};
 }
 
 void check_powersgd_inputs(const ComputeProfile& compute) {

@@ -10,8 +10,10 @@
 //                                       end, and every rank's residuals)
 //   distributed_worker fail-once DIR    rank 1 exits 3 before joining if DIR/failed-once is absent
 //                                (and creates it), else 3 steps of loop
-// Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout, and
-// CHEXSCALE_TEST_BACKEND (default auto) the collective backend.
+// Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout,
+// CHEXSCALE_TEST_BACKEND (default auto) the collective backend, CHEXSCALE_TEST_HIERARCHICAL=1 the
+// hierarchical allreduce, and CHEXSCALE_TEST_RANKS_PER_NODE=L (for mpirun on one host) makes the
+// ranks nodes of L (local rank = OMPI_COMM_WORLD_RANK % L).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -217,6 +219,13 @@ int run(int argc, char** argv) {
   const char* timeout = std::getenv("CHEXSCALE_TEST_COLLECTIVE_TIMEOUT");
   options.collective_timeout = std::chrono::seconds(timeout ? std::atoi(timeout) : 60);
   options.rdzv_timeout = std::chrono::seconds(60);
+  options.hierarchical = std::getenv("CHEXSCALE_TEST_HIERARCHICAL") != nullptr;
+  const char* per_node = std::getenv("CHEXSCALE_TEST_RANKS_PER_NODE");
+  const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (per_node != nullptr && mpi_rank != nullptr) {
+    options.local_world_size = std::atoi(per_node);
+    options.local_rank = std::atoi(mpi_rank) % options.local_world_size;
+  }
   auto ctx = distributed::DistContext::init(options);
   if (mode == "grads") {
     run_grads(ctx, dir);

@@ -3,6 +3,8 @@
 // After one step each averaged gradient must equal the single-process gradient of the
 // concatenated batch (computed here, independently of the reducer), for overlap on/off, several
 // bucket sizes and fp16 compression; after 3 SGD steps every rank holds identical weights.
+// Hierarchical allreduce: the same checks with 4 ranks as 2 nodes of 2, over Gloo and under a real
+// mpirun; ranks not numbered node by node are a usage error on every rank.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -71,14 +73,10 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>();
 }
 
-void check_job(int world) {
-  test_util::TempDir dir;
-  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"grads", dir.path()}, world,
-                             dir.path());
-  const auto exits = job.wait_all(std::chrono::seconds(120));
-  for (int r = 0; r < world; ++r)
-    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
-
+// What the `grads` workers of a job of `world` ranks left in `dir`, against the single process.
+// `sums_bf16`: the backend sums bfloat16 (mpi; Gloo from LibTorch 2.0), else bf16 must be refused.
+void check_gradient_files(const test_util::TempDir& dir, int world,
+                          bool sums_bf16 = CHEXSCALE_TORCH_AT_LEAST(2, 0)) {
   const std::string rank0 = ".rank0.pt";
   const auto initial = saved_tensors(dir.path() + "/initial" + rank0);
   for (int r = 1; r < world; ++r) {
@@ -111,7 +109,8 @@ void check_job(int world) {
   EXPECT_GT(want[0].abs().sum().item<double>(), 0.0);
 
   const std::string bf16_error = dir.path() + "/bf16.rank0.error";
-  if (CHEXSCALE_TORCH_AT_LEAST(2, 0) && !std::filesystem::exists(bf16_error)) {
+  if (sums_bf16) {
+    ASSERT_FALSE(std::filesystem::exists(bf16_error)) << test_util::file_contents(bf16_error);
     const auto got = saved_tensors(dir.path() + "/bf16" + rank0);
     for (size_t i = 0; i < want.size(); ++i) {
       EXPECT_LE(max_abs_diff(got[i], want[i]), 2e-2 * want[i].abs().max().item<double>() + 1e-4);
@@ -133,6 +132,16 @@ void check_job(int world) {
   for (size_t i = 0; i < trained.size(); ++i) {
     EXPECT_LE(max_abs_diff(trained[i], expected[i]), 1e-5) << names[i];
   }
+}
+
+void check_job(int world) {
+  test_util::TempDir dir;
+  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"grads", dir.path()}, world,
+                             dir.path());
+  const auto exits = job.wait_all(std::chrono::seconds(120));
+  for (int r = 0; r < world; ++r)
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+  check_gradient_files(dir, world);
 }
 
 // PowerSGD with real ranks: a rank-full approximation is the plain average (every bucket layout,
@@ -226,6 +235,81 @@ TEST(ReducerGradients, TwoRanksMatchSingleProcessForEveryConfiguration) {
 TEST(ReducerGradients, ThreeRanksMatchSingleProcessForEveryConfiguration) {
   check_job(3);
 }
+
+// Two nodes of two ranks on this host: node reduce over loopback, leaders' allreduce, broadcast.
+TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
+  test_util::TempDir dir;
+  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"grads", dir.path()}, 4, dir.path(),
+                             {{"CHEXSCALE_TEST_HIERARCHICAL", "1"}}, 2);
+  const auto exits = job.wait_all(std::chrono::seconds(180));
+  for (int r = 0; r < 4; ++r)
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+  for (int r = 0; r < 4; ++r) {
+    const std::string log = test_util::file_contents(fmt::format("{}/rank{}.log", dir.path(), r));
+    const std::string want =
+        fmt::format("hierarchical allreduce: node {} of 2, local rank {} of 2", r / 2, r % 2);
+    EXPECT_NE(log.find(want), std::string::npos) << "rank " << r << ":\n" << log;
+  }
+  check_gradient_files(dir, 4);
+}
+
+// One node: the hierarchical allreduce would be the flat one, which is kept (and said so).
+TEST(ReducerHierarchical, OneNodeKeepsTheFlatAllreduce) {
+  test_util::TempDir dir;
+  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"loop", dir.path(), "2"}, 2, dir.path(),
+                             {{"CHEXSCALE_TEST_HIERARCHICAL", "1"}});
+  const auto exits = job.wait_all(std::chrono::seconds(120));
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+  const std::string log = test_util::file_contents(dir.path() + "/rank0.log");
+  EXPECT_NE(log.find("the flat allreduce is the same, kept"), std::string::npos) << log;
+  EXPECT_EQ(log.find("hierarchical allreduce: node"), std::string::npos) << log;
+}
+
+// Ranks numbered round robin (rank 1 on the second node): every rank refuses, naming the rule.
+TEST(ReducerHierarchical, RanksNotNumberedNodeByNodeAreAUsageError) {
+  test_util::TempDir dir;
+  const int port = distributed::pick_free_port();
+  std::vector<test_util::ProcessSpec> specs;
+  for (int rank = 0; rank < 4; ++rank) {
+    specs.push_back(
+        {{CHEXSCALE_DISTRIBUTED_WORKER, "loop", dir.path(), "1"},
+         test_util::environment_with(
+             {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "WORLD_SIZE=4",
+              "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank / 2),
+              "LOCAL_WORLD_SIZE=2", "CHEXSCALE_TEST_HIERARCHICAL=1"}),
+         fmt::format("{}/rank{}.log", dir.path(), rank)});
+  }
+  const auto exits = test_util::run_processes(std::move(specs), std::chrono::seconds(120));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(exits[r].exit_code, 1) << exits[r].output;  // worker_main: the error, exit 1
+    EXPECT_NE(exits[r].output.find("--hierarchical needs ranks numbered node by node"),
+              std::string::npos)
+        << exits[r].output;
+  }
+}
+
+#ifdef CHEXSCALE_MPIEXEC
+// The same two nodes of two under a real mpirun: MPI_COMM_WORLD split by node and into leaders.
+TEST(ReducerHierarchical, MpiFourRanksAsTwoNodesMatchSingleProcess) {
+  test_util::TempDir dir;
+  const auto result = test_util::run_processes(
+      {{{CHEXSCALE_MPIEXEC, "-np", "4", "--oversubscribe", "--allow-run-as-root", "--mca",
+         "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
+         CHEXSCALE_DISTRIBUTED_WORKER, "grads", dir.path()},
+        test_util::environment_with(
+            {"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_HIERARCHICAL=1",
+             "CHEXSCALE_TEST_RANKS_PER_NODE=2", "OMP_NUM_THREADS=1", "MASTER_ADDR=127.0.0.1",
+             "MASTER_PORT=" + std::to_string(distributed::pick_free_port())}),
+        dir.path() + "/mpirun.log"}},
+      std::chrono::seconds(240));
+  ASSERT_EQ(result[0].exit_code, 0) << result[0].output;
+  EXPECT_NE(result[0].output.find("hierarchical allreduce: node 1 of 2, local rank 1 of 2"),
+            std::string::npos)
+      << result[0].output;
+  check_gradient_files(dir, 4, /*sums_bf16=*/true);
+}
+#endif
 
 }  // namespace
 }  // namespace chexscale

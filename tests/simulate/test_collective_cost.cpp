@@ -1,6 +1,6 @@
 // The allreduce cost model against costs worked out by hand: ring steps on the slowest link kind,
-// ring steps from a profile's measured allreduces, the tree's latency and bandwidth terms, one
-// worker free, the CPU per byte moved.
+// ring steps from a profile's measured allreduces, the tree's latency and bandwidth terms, the
+// hierarchical path's three stages, one worker free, the CPU per byte moved.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -55,10 +55,37 @@ TEST(CollectiveCost, TreeHasLogLatencyAndTwiceTheBytes) {
   EXPECT_NEAR(allreduce_seconds(1'000'000, {8, 1}, links, Algorithm::kTree), 6e-4 + 0.02, 1e-12);
 }
 
+TEST(CollectiveCost, HierarchicalIsNodeReduceThenLeadersRingThenNodeBroadcast) {
+  const Links links{link(1e-4, 1e8), link(1e-5, 1e9)};
+  // 2 nodes x 2 workers, 4 MB. Reduce in the node: 2 steps of 2 MB at 1e-5 + 2e6/1e9 = 0.00201;
+  // leaders' ring: 2 steps of 2 MB at 1e-4 + 2e6/1e8 = 0.0201; broadcast: 1 step of 4 MB at
+  // 1e-5 + 4e6/1e9 = 0.00401.
+  const double want = 2 * 0.00201 + 2 * 0.0201 + 0.00401;
+  EXPECT_NEAR(allreduce_seconds(4'000'000, {2, 2}, links, Algorithm::kHierarchical), want, 1e-12);
+  // The flat ring's 6 inter-node steps of 1 MB (0.0606 s) cost more when the fabric is the limit.
+  EXPECT_GT(allreduce_seconds(4'000'000, {2, 2}, links, Algorithm::kRing), 1.2 * want);
+  // 2 nodes x 4: reduce 6 steps of 1 MB, broadcast log2(4) = 2 steps of 4 MB, ring as above.
+  const double eight = 6 * (1e-5 + 1e-3) + 2 * 0.0201 + 2 * 0.00401;
+  EXPECT_NEAR(allreduce_seconds(4'000'000, {2, 4}, links, Algorithm::kHierarchical), eight, 1e-12);
+  // One worker per node: the leaders' ring alone, the flat ring of the nodes.
+  EXPECT_NEAR(allreduce_seconds(4'000'000, {4, 1}, links, Algorithm::kHierarchical),
+              allreduce_seconds(4'000'000, {4, 1}, links, Algorithm::kRing), 1e-12);
+}
+
+TEST(CollectiveCost, HierarchicalCpuIsTheLeadersBytesOnEachPath) {
+  Links links{link(1e-4, 1e8), link(1e-6, 1e10)};
+  links.inter_node.cpu_s_per_byte = 1e-9;
+  links.intra_node.cpu_s_per_byte = 1e-12;
+  // 2 x 2, 1 MB: inside (4 (1/2) + 1) S = 3e6 bytes at 1e-12, among leaders 4 (1/2) S = 2e6 at
+  // 1e-9.
+  EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {2, 2}, links, Algorithm::kHierarchical),
+              3e-6 + 2e-3, 1e-15);
+}
+
 TEST(CollectiveCost, OneWorkerCostsNothing) {
   const Links links{link(1e-4, 1e8), link(1e-6, 1e10)};
   EXPECT_EQ(allreduce_seconds(1'000'000, {1, 1}, links, Algorithm::kRing), 0.0);
-  EXPECT_EQ(allreduce_cpu_seconds(1'000'000, {1, 1}, links), 0.0);
+  EXPECT_EQ(allreduce_cpu_seconds(1'000'000, {1, 1}, links, Algorithm::kRing), 0.0);
 }
 
 TEST(CollectiveCost, CpuIsTheBytesEachRankSendsAndReceivesTimesCpuPerByte) {
@@ -66,19 +93,20 @@ TEST(CollectiveCost, CpuIsTheBytesEachRankSendsAndReceivesTimesCpuPerByte) {
   links.inter_node.cpu_s_per_byte = 1e-9;
   links.intra_node.cpu_s_per_byte = 1e-12;
   // n = 2: 4 (n-1)/n S = 2e6 bytes over the inter-node link.
-  EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {2, 1}, links), 2e-3, 1e-15);
+  EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {2, 1}, links, Algorithm::kRing), 2e-3, 1e-15);
   // One node: the intra-node link's cost.
-  EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {1, 2}, links), 2e-6, 1e-18);
+  EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {1, 2}, links, Algorithm::kRing), 2e-6, 1e-18);
 }
 
 TEST(CollectiveCost, AlgorithmNamesParseAndABadOneSaysTheChoices) {
   EXPECT_EQ(parse_algorithm("tree"), Algorithm::kTree);
+  EXPECT_EQ(parse_algorithm("hierarchical"), Algorithm::kHierarchical);
   EXPECT_STREQ(to_string(Algorithm::kRing), "ring");
   try {
     parse_algorithm("mesh");
     FAIL() << "mesh parsed";
   } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "algorithm 'mesh': choose ring or tree");
+    EXPECT_STREQ(e.what(), "algorithm 'mesh': choose ring, tree or hierarchical");
   }
 }
 

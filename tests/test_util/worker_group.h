@@ -1,6 +1,8 @@
-// Runs N real worker processes as one single-node job (torchrun's environment, a free port) for
-// the multi-process tests; each rank's stdout and stderr go to <log_dir>/rank<N>.log. And what the
-// test workers leave for the test: their progress file and the tensors they saved.
+// Runs N real worker processes as one job on this host (torchrun's environment, a free port) for
+// the multi-process tests, as one node or as nodes of `ranks_per_node` ranks each (LOCAL_RANK,
+// LOCAL_WORLD_SIZE and GROUP_RANK as torchrun sets them on each node); each rank's stdout and
+// stderr go to <log_dir>/rank<N>.log. And what the test workers leave for the test: their progress
+// file and the tensors they saved.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,8 +23,10 @@ namespace chexscale::test_util {
 class WorkerGroup {
  public:
   WorkerGroup(const std::string& program, const std::vector<std::string>& args, int world,
-              const std::string& log_dir, const std::map<std::string, std::string>& env = {})
+              const std::string& log_dir, const std::map<std::string, std::string>& env = {},
+              int ranks_per_node = 0)
       : start_(std::chrono::steady_clock::now()) {
+    const int local = ranks_per_node > 0 ? ranks_per_node : world;
     const int port = distributed::pick_free_port();
     std::vector<std::string> argv{program};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -30,10 +34,12 @@ class WorkerGroup {
       std::vector<std::string> vars;
       for (const auto& [name, value] : env)
         vars.push_back(name + "=" + value);
-      vars.insert(vars.end(), {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
-                               "WORLD_SIZE=" + std::to_string(world),
-                               "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
-                               "LOCAL_WORLD_SIZE=" + std::to_string(world)});
+      vars.insert(vars.end(),
+                  {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+                   "WORLD_SIZE=" + std::to_string(world), "RANK=" + std::to_string(rank),
+                   "LOCAL_RANK=" + std::to_string(rank % local),
+                   "LOCAL_WORLD_SIZE=" + std::to_string(local),
+                   "GROUP_RANK=" + std::to_string(rank / local)});
       ranks_.push_back(std::make_unique<Process>(ProcessSpec{
           argv, environment_with(vars), log_dir + "/rank" + std::to_string(rank) + ".log"}));
     }

@@ -1,0 +1,123 @@
+// The hierarchical process group and the node and leader groups under it (hierarchical_group.h).
+#include "distributed/hierarchical_group.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include <memory>
+
+#include "common/error.h"
+#include "distributed/collective_queue.h"
+
+namespace chexscale::distributed {
+namespace {
+
+class HierarchicalGroup final : public compat::CollectiveGroup {
+ public:
+  HierarchicalGroup(c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups)
+      : compat::CollectiveGroup(world->getRank(), world->getSize()),
+        world_(std::move(world)),
+        node_(std::move(groups.node)),
+        leaders_(std::move(groups.leaders)),
+        queue_(std::make_unique<CollectiveQueue>()) {}
+
+  ~HierarchicalGroup() override { queue_.reset(); }  // runs what was submitted first
+
+  const std::string getBackendName() const override { return world_->getBackendName(); }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    TORCH_CHECK(tensors.size() == 1, "hierarchical allreduce takes one tensor, got ",
+                tensors.size());
+    const at::Tensor t = tensors[0];
+    return queue_->enqueue(c10d::OpType::ALLREDUCE, {t}, [this, t, opts] {
+      std::vector<at::Tensor> io{t};
+      c10d::ReduceOptions to_leader;
+      to_leader.reduceOp = opts.reduceOp;
+      to_leader.rootRank = 0;
+      node_->reduce(io, to_leader)->wait();
+      if (leaders_) leaders_->allreduce(io, opts)->wait();
+      c10d::BroadcastOptions from_leader;
+      from_leader.rootRank = 0;
+      node_->broadcast(io, from_leader)->wait();
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    std::vector<at::Tensor> io = tensors;
+    return queue_->enqueue(c10d::OpType::BROADCAST, io,
+                           [this, io, opts]() mutable { world_->broadcast(io, opts)->wait(); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override {
+    std::vector<std::vector<at::Tensor>> out = outputs;
+    std::vector<at::Tensor> in = inputs;
+    return queue_->enqueue(
+        c10d::OpType::ALLGATHER, out.empty() ? in : out[0],
+        [this, out, in, opts]() mutable { world_->allgather(out, in, opts)->wait(); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
+    return queue_->enqueue(c10d::OpType::BARRIER, {},
+                           [this, opts] { world_->barrier(opts)->wait(); });
+  }
+
+ private:
+  c10::intrusive_ptr<compat::CollectiveGroup> world_, node_, leaders_;
+  std::unique_ptr<CollectiveQueue> queue_;
+};
+
+RendezvousEnv with_rank(RendezvousEnv env, int rank, int size) {
+  env.rank.value = rank;
+  env.world_size.value = size;
+  return env;
+}
+
+}  // namespace
+
+void require_hierarchical_backend(Backend backend) {
+  if (backend == Backend::kGloo || backend == Backend::kMpi) return;
+  throw UsageError(fmt::format(
+      "--hierarchical is for the gloo and mpi backends, not {}: NCCL already reduces inside each "
+      "node before it crosses the network",
+      to_string(backend)));
+}
+
+NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Store>& store,
+                            const RendezvousEnv& env, const GlooAddress& address,
+                            std::chrono::milliseconds timeout, const NodeLayout& layout) {
+  NodeGroups groups;
+  switch (backend) {
+    case Backend::kGloo: {
+      const GlooAddress loopback{"", "127.0.0.1", "loopback inside the node"};
+      auto node_store =
+          c10::make_intrusive<c10d::PrefixStore>(fmt::format("hier/node{}", layout.node), store);
+      groups.node = make_gloo_group(
+          node_store, with_rank(env, layout.local_rank, layout.local_size), loopback, timeout);
+      if (layout.leader()) {
+        auto leader_store = c10::make_intrusive<c10d::PrefixStore>("hier/leaders", store);
+        groups.leaders = make_gloo_group(leader_store, with_rank(env, layout.node, layout.nodes),
+                                         address, timeout);
+      }
+      return groups;
+    }
+    case Backend::kMpi:
+      groups.node = make_mpi_subgroup(layout.node, layout.local_rank);
+      groups.leaders = make_mpi_subgroup(layout.leader() ? 0 : -1, layout.node);
+      return groups;
+    default:
+      require_hierarchical_backend(backend);
+      return groups;
+  }
+}
+
+c10::intrusive_ptr<compat::CollectiveGroup> make_hierarchical_group(
+    c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups) {
+  return c10::make_intrusive<HierarchicalGroup>(std::move(world), std::move(groups));
+}
+
+}  // namespace chexscale::distributed
