@@ -6,6 +6,7 @@
 # one node talk over the namespace's loopback, the nodes over the capped fabric. Prints each
 # run's img/s, then each side's median and hierarchical / flat. Needs root (namespaces, tbf).
 # Usage: bench/comm/hierarchical.sh CHEXSCALE_BIN OUT_DIR [ARCH] [FABRIC_RATE] [ROUNDS]
+#   FABRIC_RATE: a tbf rate (100mbit, the default) or "none" (uncapped: compute is the limit)
 #   env: IMAGE_SIZE (64), BATCH (4), STEPS (4), WARMUP (1), THREADS (1)
 set -euo pipefail
 bin=$(realpath "${1:?usage: hierarchical.sh CHEXSCALE_BIN OUT_DIR [ARCH] [FABRIC_RATE] [ROUNDS]}")
@@ -20,7 +21,11 @@ export LAB_PREFIX=${LAB_PREFIX:-chxhier}
 cluster="$here/../../lab/cluster.sh"
 lab_require_root
 mkdir -p "$out"
-"$cluster" up --nodes 2 --fabric-rate "$rate" >/dev/null
+if [ "$rate" = none ]; then
+  "$cluster" up --nodes 2 >/dev/null
+else
+  "$cluster" up --nodes 2 --fabric-rate "$rate" >/dev/null
+fi
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 
 port=29811
