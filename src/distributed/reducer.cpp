@@ -31,6 +31,7 @@
 
 #include "common/enum_parse.h"
 #include "common/error.h"
+#include "common/huge_pages.h"
 #include "common/log.h"
 #include "common/timeline.h"
 #include "common/timer.h"
@@ -218,11 +219,11 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
     for (size_t i : members)
       numel += params_[i].numel();
     const torch::Tensor& head = params_[members.front()];
-    bucket.flat = torch::zeros({numel}, head.options().requires_grad(false));
+    bucket.flat = zeros_on_huge_pages(numel, head.options().requires_grad(false));
     const bool float_payload =
         head.scalar_type() == torch::kFloat || head.scalar_type() == torch::kDouble;
     if (wire != torch::kFloat && float_payload) {
-      bucket.wire = torch::empty({numel}, bucket.flat.options().dtype(wire));
+      bucket.wire = zeros_on_huge_pages(numel, bucket.flat.options().dtype(wire));
       compress_ = true;
     }
     int64_t offset = 0;

@@ -11,6 +11,7 @@
 
 #include "common/enum_parse.h"
 #include "common/error.h"
+#include "common/huge_pages.h"
 #include "common/timer.h"
 #include "common/torch_compat.h"
 #include "distributed/reducer.h"
@@ -128,7 +129,8 @@ Timed time_raw(distributed::DistContext& ctx, int64_t count, const CommOptions& 
     }
   }
   const torch::Tensor input = raw_input(count, ctx.rank(), options.dtype);
-  torch::Tensor buffer = input.clone();
+  torch::Tensor buffer = zeros_on_huge_pages(input.numel(), input.options());
+  buffer.copy_(input);
   for (int i = 0; i < options.warmup; ++i) {
     buffer.copy_(input);
     raw_allreduce(pg, buffer);
