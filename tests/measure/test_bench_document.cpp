@@ -67,17 +67,37 @@ TEST(BenchDocument, ThroughputStepTimesAndBreakdownFollowFromRanks) {
   // The written document: every field of docs/bench-format.md, with its schema.
   const json j = report::to_json(doc);
   EXPECT_EQ(j["schema"], "chexscale.bench/1");
-  for (const char* key :
-       {"label",       "arch",        "image_size",     "batch_per_worker",
-        "world_size",  "nnodes",      "backend",        "overlap",
-        "compression", "bucket_mb",   "data",           "threads_per_worker",
-        "device",      "amp",         "channels_last",  "warmup_steps",
-        "steps",       "elapsed_s",   "images_per_sec", "images_per_sec_per_worker",
-        "step_time_s", "breakdown_s", "per_rank",       "torch_version",
-        "hostname",    "timestamp"}) {
+  for (const char* key : {"label",
+                          "arch",
+                          "image_size",
+                          "batch_per_worker",
+                          "world_size",
+                          "nnodes",
+                          "backend",
+                          "hierarchical",
+                          "overlap",
+                          "compression",
+                          "bucket_mb",
+                          "data",
+                          "threads_per_worker",
+                          "device",
+                          "amp",
+                          "channels_last",
+                          "warmup_steps",
+                          "steps",
+                          "elapsed_s",
+                          "images_per_sec",
+                          "images_per_sec_per_worker",
+                          "step_time_s",
+                          "breakdown_s",
+                          "per_rank",
+                          "torch_version",
+                          "hostname",
+                          "timestamp"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 27u);
+  EXPECT_EQ(j.size(), 28u);
+  EXPECT_EQ(j["hierarchical"], false);
   EXPECT_DOUBLE_EQ(j["breakdown_s"]["comm_exposed"], 0.1);
   EXPECT_DOUBLE_EQ(j["per_rank"][1]["breakdown_s"]["total"], 3.6);
 }
