@@ -8,6 +8,7 @@
 # medians and mpi / gloo. Needs root.
 # Usage: bench/comm/allreduce_internode.sh CHEXSCALE_BIN [BYTES] [ROUNDS] [ITERS] [FABRIC_RATE]
 #   FABRIC_RATE: a tbf rate (e.g. 1gbit) or none (the default: the bridge's own speed)
+#   env MPIRUN_ARGS: more mpirun options (e.g. "--mca coll_tuned_allreduce_algorithm 4")
 set -euo pipefail
 usage="usage: allreduce_internode.sh CHEXSCALE_BIN [BYTES] [ROUNDS] [ITERS] [FABRIC_RATE]"
 bin=$(realpath "${1:?$usage}")
@@ -56,6 +57,7 @@ for round in $(seq "$rounds"); do
     line=$(ip netns exec "$(lab_node_ns 0)" env OMP_NUM_THREADS=1 mpirun -np 2 \
       -H "$node0:1,$node1:1" --allow-run-as-root --mca plm_rsh_agent "$work/agent" \
       --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+      ${MPIRUN_ARGS:-} \
       -x OMP_NUM_THREADS -x MASTER_ADDR="$node0" -x MASTER_PORT="$port" \
       "$bin" commbench --backend "$backend" -b "$bytes" -e "$bytes" -n "$iters" -w 3 -c 1 \
       2>"$work/err" | awk '$1 ~ /^[0-9]+$/ {print; exit}') ||
