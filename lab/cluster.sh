@@ -7,10 +7,11 @@
 #   lab/cluster.sh measure [--mib M]   TCP throughput node 0 -> 1 (fabric) and pod 0 -> 1 (overlay)
 #   lab/cluster.sh down         (also removes the lab's CPU cgroups: lab/cpu_quota.sh)
 #
-# R is <n>kbit|mbit|gbit. --fabric-rate caps each node's link to the fabric (both directions),
-# modelling the wire; --overlay-rate caps what a node sends through its VXLAN device, modelling a
-# slower IP path (IPoIB, a software overlay). Without a flag that link is uncapped (and an earlier
-# cap is removed). Set LAB_PREFIX to run several labs side by side (names are <prefix>-...).
+# R is <n>kbit|mbit|gbit, or none. --fabric-rate caps each node's link to the fabric (both
+# directions), modelling the wire; --overlay-rate caps what a node sends through its VXLAN device,
+# modelling a slower IP path (IPoIB, a software overlay). Without a flag, or with none, that link
+# is uncapped (and an earlier cap is removed). Set LAB_PREFIX to run several labs side by side
+# (names are <prefix>-...).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lab/lib.sh
@@ -19,7 +20,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/cpu_quota.sh"
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -126,6 +127,8 @@ cmd_up() {
   done
   [[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] && [ "$nodes" -le 200 ] ||
     lab_die "--nodes must be 1..200 (got '${nodes}')"
+  [ "$fabric_rate" != none ] || fabric_rate=""
+  [ "$overlay_rate" != none ] || overlay_rate=""
   [ -z "$fabric_rate" ] || lab_rate_bps "$fabric_rate" >/dev/null
   [ -z "$overlay_rate" ] || lab_rate_bps "$overlay_rate" >/dev/null
   lab_require_root

@@ -31,17 +31,4 @@ for round in $(seq "$rounds"); do
   echo "round $round mpi4py: $line"
   echo "mpi4py $(echo "$line" | sed 's/.*busbw=//') 0" >>"$results"
 done
-/usr/bin/python3 - "$results" <<'PY'
-import statistics, sys
-sides = {}
-for line in open(sys.argv[1]):
-    side, busbw, wrong = line.split()
-    if int(wrong) != 0:
-        sys.exit(f"{side}: {wrong} wrong elements")
-    sides.setdefault(side, []).append(float(busbw))
-med = {side: statistics.median(v) for side, v in sides.items()}
-for side in ("gloo", "mpi", "mpi4py"):
-    print(f"{side:7s} median busbw {med[side]:.3f} GB/s over {len(sides[side])} rounds "
-          f"(min {min(sides[side]):.3f}, max {max(sides[side]):.3f})")
-print(f"mpi / mpi4py {med['mpi'] / med['mpi4py']:.3f}   mpi / gloo {med['mpi'] / med['gloo']:.3f}")
-PY
+/usr/bin/python3 "$here/busbw_medians.py" "$results" gloo mpi mpi4py

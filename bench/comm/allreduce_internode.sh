@@ -22,11 +22,7 @@ export LAB_PREFIX=${LAB_PREFIX:-chxmpi}
 . "$here/../../lab/lib.sh"
 cluster="$here/../../lab/cluster.sh"
 lab_require_root
-if [ "$rate" = none ]; then
-  "$cluster" up --nodes 2 >/dev/null
-else
-  "$cluster" up --nodes 2 --fabric-rate "$rate" >/dev/null
-fi
+"$cluster" up --nodes 2 --fabric-rate "$rate" >/dev/null
 work=$(mktemp -d)
 trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
@@ -67,17 +63,5 @@ for round in $(seq "$rounds"); do
     echo "$backend $(echo "$line" | awk '{print $7, $8}')" >>"$results"
   done
 done
-/usr/bin/python3 - "$results" "$rate" <<'PY'
-import statistics, sys
-sides = {}
-for line in open(sys.argv[1]):
-    side, busbw, wrong = line.split()
-    if int(wrong) != 0:
-        sys.exit(f"{side}: {wrong} wrong elements")
-    sides.setdefault(side, []).append(float(busbw))
-med = {side: statistics.median(v) for side, v in sides.items()}
-for side in ("gloo", "mpi"):
-    print(f"{side:5s} fabric {sys.argv[2]}: median busbw {med[side]:.3f} GB/s over "
-          f"{len(sides[side])} rounds (min {min(sides[side]):.3f}, max {max(sides[side]):.3f})")
-print(f"mpi / gloo {med['mpi'] / med['gloo']:.3f}")
-PY
+echo "fabric: $rate"
+/usr/bin/python3 "$here/busbw_medians.py" "$results" gloo mpi

@@ -21,11 +21,7 @@ export LAB_PREFIX=${LAB_PREFIX:-chxhier}
 cluster="$here/../../lab/cluster.sh"
 lab_require_root
 mkdir -p "$out"
-if [ "$rate" = none ]; then
-  "$cluster" up --nodes 2 >/dev/null
-else
-  "$cluster" up --nodes 2 --fabric-rate "$rate" >/dev/null
-fi
+"$cluster" up --nodes 2 --fabric-rate "$rate" >/dev/null
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 
 port=29811

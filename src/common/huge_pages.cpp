@@ -9,9 +9,7 @@
 namespace chexscale {
 
 torch::Tensor zeros_on_huge_pages(int64_t numel, const torch::TensorOptions& options) {
-  const auto element =
-      static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(options.dtype())));
-  const int64_t bytes = numel * element;
+  const int64_t bytes = numel * static_cast<int64_t>(options.dtype().itemsize());
   if (!options.device().is_cpu() || bytes < kHugePageBytes) return torch::zeros({numel}, options);
   const int64_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   void* memory = std::aligned_alloc(kHugePageBytes, static_cast<size_t>(rounded));

@@ -106,29 +106,22 @@ std::string transport_of(Backend backend, const GlooAddress& gloo_address) {
   }
 }
 
-// Every rank's node from every rank's local rank and size (one allgather on the world group).
-NodeLayout gather_node_layout(compat::CollectiveGroup& group, CollectiveWatchdog& watchdog,
-                              const RendezvousEnv& env) {
-  std::vector<at::Tensor> mine{
-      torch::tensor({env.local_rank.value, env.local_world_size.value}, torch::kLong)};
-  std::vector<std::vector<at::Tensor>> all(1);
-  for (int r = 0; r < env.world_size.value; ++r)
-    all[0].push_back(torch::empty_like(mine[0]));
-  const uint64_t seq = watchdog.begin();
-  watchdog.wait(*group.allgather(all, mine), seq, "allgather of the node layout");
+// Every rank's node from every rank's local rank and size (one allgather).
+NodeLayout gather_node_layout(DistContext& ctx, const RendezvousEnv& env) {
+  const torch::Tensor all = ctx.all_gather(
+      torch::tensor({env.local_rank.value, env.local_world_size.value}, torch::kLong));
   std::vector<std::pair<int, int>> local_ranks;
-  for (const at::Tensor& t : all[0])
-    local_ranks.emplace_back(t[0].item<int>(), t[1].item<int>());
+  for (int64_t r = 0; r < all.size(0); ++r)
+    local_ranks.emplace_back(all[r][0].item<int>(), all[r][1].item<int>());
   return node_layout(env.rank.value, local_ranks);
 }
 
 // --hierarchical: the world group wrapped so that every allreduce goes node -> leaders -> node;
 // `world` itself (and a log line saying so) when that would be the flat allreduce again.
 c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
-    c10::intrusive_ptr<compat::CollectiveGroup> world, CollectiveWatchdog& watchdog,
-    Backend backend, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousEnv& env,
+    c10::intrusive_ptr<compat::CollectiveGroup> world, const NodeLayout& layout, Backend backend,
+    const c10::intrusive_ptr<c10d::Store>& store, const RendezvousEnv& env,
     const GlooAddress& address, std::chrono::milliseconds timeout) {
-  const NodeLayout layout = gather_node_layout(*world, watchdog, env);
   if (layout.flat()) {
     log::info("--hierarchical: {} node(s) of {} rank(s): the flat allreduce is the same, kept",
               layout.nodes, layout.local_size);
@@ -189,14 +182,15 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   }
   state->watchdog = std::make_unique<CollectiveWatchdog>(
       state->store, env.rank.value, env.world_size.value, collective_timeout, store_address(env));
-  if (options.hierarchical) {
-    auto group = node_by_node(state->group, *state->watchdog, backend, group_store, env,
-                              gloo_address, collective_timeout);
-    ctx->hierarchical_ = group != state->group;
-    state->group = std::move(group);
-  }
   ctx->backend_ = backend;
   ctx->state_ = std::move(state);
+  if (options.hierarchical) {
+    auto& group = ctx->state_->group;
+    auto wrapped = node_by_node(group, gather_node_layout(*ctx, env), backend, group_store, env,
+                                gloo_address, collective_timeout);
+    ctx->hierarchical_ = wrapped != group;
+    group = std::move(wrapped);
+  }
   log::debug("process group ready: {} ({})", to_string(backend),
              transport_of(backend, gloo_address));
   return ctx;
