@@ -10,11 +10,14 @@
 
 #include "cli/command.h"
 #include "cli/stop_signals.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "distributed/dist_options.h"
 #include "distributed/env.h"
+#include "distributed/rendezvous_gate.h"
 #include "launch/elastic_agent.h"
 #include "launch/local_launcher.h"
+#include "launch/rendezvous_server.h"
 
 namespace chexscale::cli {
 
@@ -24,6 +27,8 @@ namespace {
 struct LaunchFlags {
   launch::LaunchOptions options;
   std::string nnodes = "-1";
+  std::string elastic = "restart";
+  std::string token_file;
   double last_call_s = 2.0;
   double heartbeat_timeout_s = 10.0;
   int rdzv_timeout_s = static_cast<int>(distributed::kDefaultRdzvTimeout.count());
@@ -65,6 +70,18 @@ void add_membership_options(CLI::App* cmd, LaunchFlags& f) {
                   "Elastic: the job's name on the rendezvous server (unset: PET_RDZV_ID); every "
                   "node of a job gives the same, a new job on a server that ran one gives a new "
                   "one")
+      ->capture_default_str();
+  cmd->add_option("--rdzv-token-file", f.token_file,
+                  fmt::format("Elastic: a file whose first line is the job token the rendezvous "
+                              "server asks for (else {}); a launcher or worker without it is "
+                              "refused",
+                              distributed::kEnvRdzvToken));
+  cmd->add_option("--elastic", f.elastic,
+                  "Elastic: what a membership change does. restart = every node's workers stop "
+                  "and restart from the last checkpoint; in-place = the live nodes' workers keep "
+                  "running, build the next round's process group and take the newest training "
+                  "state from memory (gloo; no checkpoint read, no step lost to a join)")
+      ->check(CLI::IsMember({"restart", "in-place"}))
       ->capture_default_str();
   cmd->add_option("--rdzv-last-call", f.last_call_s,
                   "Elastic: seconds without a new node, once MIN have joined, before a round "
@@ -136,6 +153,11 @@ int run_launch(const LaunchFlags& f, const RunContext& ctx) {
   const auto env = distributed::process_environment();
   take_torchrun_flags(ctx, env, options);
   options = launch::resolve_topology(options, env);
+  options.in_place = f.elastic == "in-place";
+  if (options.elastic()) options.rdzv_token = launch::read_job_token(f.token_file);
+  if (options.in_place && !options.elastic()) {
+    throw UsageError("--elastic in-place needs an elastic job: --nnodes MIN:MAX with MIN < MAX");
+  }
   const launch::LaunchResult result =
       options.elastic() ? launch::run_elastic_group(options) : launch::run_local_group(options);
   if (result.exit_code == 0) {

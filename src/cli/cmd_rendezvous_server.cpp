@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "common/error.h"
 #include "distributed/env.h"
+#include "distributed/rendezvous_gate.h"
 #include "launch/rendezvous_server.h"
 
 namespace chexscale::cli {
@@ -17,13 +18,32 @@ void add_rendezvous_server_command(CLI::App& app, CommandRegistry& registry) {
       "rendezvous-server",
       "Serve the rendezvous store of an elastic job (chexscale launch --nnodes MIN:MAX) until\n"
       "SIGTERM or SIGINT; run it on a host or pod outside the worker nodes.");
-  auto port = std::make_shared<int>(distributed::kDefaultMasterPort);
-  cmd->add_option("--port", *port, "TCP port to serve on (every address)")->capture_default_str();
-  registry.add(cmd, [port](const RunContext&) {
-    if (*port < 1 || *port > 65535) {
-      throw UsageError(fmt::format("`port` {} must be in [1, 65535]", *port));
+  struct Flags {
+    int port = distributed::kDefaultMasterPort;
+    std::string token_file;
+    std::string job;
+  };
+  auto f = std::make_shared<Flags>();
+  cmd->add_option("--port", f->port, "TCP port to serve on (every address)")->capture_default_str();
+  cmd->add_option("--rdzv-token-file", f->token_file,
+                  fmt::format("A file whose first line is the job token (else {}): only "
+                              "launchers and workers holding it are admitted, the others are "
+                              "refused and named in this server's log",
+                              distributed::kEnvRdzvToken));
+  cmd->add_option("--rdzv-id", f->job,
+                  "With a token: admit only this job (--rdzv-id of its launchers); empty = any");
+  registry.add(cmd, [f](const RunContext&) {
+    if (f->port < 1 || f->port > 65535) {
+      throw UsageError(fmt::format("`port` {} must be in [1, 65535]", f->port));
     }
-    launch::serve_rendezvous(*port);
+    launch::ServerOptions options;
+    options.port = f->port;
+    options.token = launch::read_job_token(f->token_file);
+    options.job = f->job;
+    if (options.token.empty() && !options.job.empty()) {
+      throw UsageError("`rdzv-id` admits one job only with a job token (--rdzv-token-file)");
+    }
+    launch::serve_rendezvous(options);
     return 0;
   });
 }

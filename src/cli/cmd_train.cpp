@@ -15,6 +15,7 @@
 #include "common/progress.h"
 #include "common/timeline.h"
 #include "data/batch.h"
+#include "distributed/elastic_round.h"
 #include "distributed/env.h"
 #include "train/trainer.h"
 
@@ -234,15 +235,19 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
   registry.add(cmd, [f](const RunContext& run) {
     train::TrainerOptions o = f->resolved();
     o.stop_request = &install_stop_signals(o.stop_grace);
-    if (const char* round = std::getenv(distributed::kEnvElasticRound)) {  // chexscale launch's
+    if (o.intra_op_threads > 0) torch::set_num_threads(o.intra_op_threads);
+    o.dist = f->dist.resolved();
+    auto ctx = distributed::DistContext::init(o.dist);
+    if (const distributed::ElasticRound* round = ctx->elastic_round()) {  // --elastic in-place
+      o.membership_round = round->round();
+      o.membership_nodes = round->nodes();
+    } else if (const char* round = std::getenv(distributed::kEnvElasticRound)) {  // restart path
       o.membership_round = std::atoi(round);
       const char* names = std::getenv(distributed::kEnvElasticNodes);
       std::istringstream nodes(names != nullptr ? names : "");
       for (std::string node; std::getline(nodes, node, ',');)
         o.membership_nodes.push_back(node);
     }
-    if (o.intra_op_threads > 0) torch::set_num_threads(o.intra_op_threads);
-    auto ctx = distributed::DistContext::init(f->dist.resolved());
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything
     ProgressPrinter progress;
     train::TrainSummary summary;
@@ -255,7 +260,9 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
         write_file_atomic((std::filesystem::path(o.out_dir) / "config.yaml").string(),
                           run.config.to_yaml(run.cmd));
       }
+      ctx.reset();  // the trainer's alone: a regroup in place replaces it
       summary = trainer.run();
+      ctx = trainer.context();
     }  // closes this rank's timeline writer (its final write)
     if (!o.timeline.empty()) {
       ctx->barrier();

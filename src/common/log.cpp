@@ -15,7 +15,7 @@ void configure(const std::string& level, const std::string& prefix) {
   spdlog::drop("chexscale");
   auto logger = spdlog::stderr_color_mt("chexscale");
   spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%H:%M:%S " + prefix + "%^%l%$ %v");
+  spdlog::set_pattern("%H:%M:%S.%e " + prefix + "%^%l%$ %v");
   spdlog::set_level(parsed);
 }
 

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "distributed/device.h"
+#include "distributed/elastic_round.h"
 #include "distributed/env.h"
 #include "distributed/hierarchical_group.h"
 #include "distributed/node_layout.h"
@@ -143,9 +144,22 @@ c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
 
 }  // namespace
 
-std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
+std::shared_ptr<DistContext> DistContext::init(
+    const DistOptions& options, const std::map<std::string, std::string>& env_overrides) {
   options.validate();
-  const auto process_env = process_environment();
+  auto process_env = process_environment();
+  for (const auto& [name, value] : env_overrides)
+    process_env[name] = value;
+  if (const auto round = process_env.find(kEnvElasticRound);
+      round != process_env.end() && round->second == kElasticStandby) {
+    // Twice the agent's own wait for the round, so that the agent, not its worker, says why
+    // no round came.
+    const auto place = ElasticRound::standby_environment(
+        process_env,
+        2 * std::chrono::duration_cast<std::chrono::milliseconds>(options.rdzv_timeout));
+    for (const auto& [name, value] : place)
+      process_env[name] = value;
+  }
   const RendezvousEnv env = detect_environment(process_env, options);
   std::shared_ptr<DistContext> ctx(new DistContext());
   ctx->rank_ = env.rank.value;
@@ -157,6 +171,16 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   const Backend backend = resolve_backend(options.backend, ctx->device_);
   if (backend == Backend::kMpi) require_mpi_launcher(env);
   if (options.hierarchical) require_hierarchical_backend(backend);
+  const auto mode = process_env.find(kEnvElasticMode);
+  const bool in_place = mode != process_env.end() && !mode->second.empty();
+  if (in_place && backend != Backend::kGloo) {
+    throw UsageError(fmt::format(
+        "`backend` {}: --elastic in-place regroups Gloo process groups only (an NCCL or MPI "
+        "communicator cannot be rebuilt without its lost ranks here); use gloo, or the restart "
+        "path (--elastic restart)",
+        to_string(backend)));
+  }
+  if (in_place) ctx->elastic_ = ElasticRound::from_environment(process_env, env);
   if (env.world_size.value == 1) return ctx;
 
   // A peer that vanishes must surface as an error on the next collective, not kill us silently.
@@ -182,6 +206,9 @@ std::shared_ptr<DistContext> DistContext::init(const DistOptions& options) {
   }
   state->watchdog = std::make_unique<CollectiveWatchdog>(
       state->store, env.rank.value, env.world_size.value, collective_timeout, store_address(env));
+  if (ctx->elastic_) {
+    state->watchdog->set_abandon([round = ctx->elastic_.get()] { return round->abandon_reason(); });
+  }
   ctx->backend_ = backend;
   ctx->state_ = std::move(state);
   if (options.hierarchical) {
@@ -210,6 +237,10 @@ DistContext::~DistContext() {
 
 compat::CollectiveGroup* DistContext::process_group() const {
   return state_ ? state_->group.get() : nullptr;
+}
+
+ElasticRound* DistContext::elastic_round() const {
+  return elastic_.get();
 }
 
 CollectiveWatchdog* DistContext::watchdog() const {

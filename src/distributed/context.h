@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,12 +17,16 @@
 namespace chexscale::distributed {
 
 class CollectiveWatchdog;
+class ElasticRound;
 
 class DistContext {
  public:
   // Reads the environment contract (torchrun names, else OpenMPI, PMI, Slurm, Indexed Job),
   // rendezvous through the TCPStore served by rank 0, and creates the process group.
-  static std::shared_ptr<DistContext> init(const DistOptions& options);
+  // `env_overrides` replace variables of the process environment (a worker regrouping in place
+  // takes its new rank, world size and store prefix from its agent this way).
+  static std::shared_ptr<DistContext> init(
+      const DistOptions& options, const std::map<std::string, std::string>& env_overrides = {});
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
@@ -48,6 +53,9 @@ class DistContext {
   // The watchdog guarding every collective, for code that issues its own (the reducer); nullptr
   // when world_size == 1.
   CollectiveWatchdog* watchdog() const;
+  // Under `chexscale launch --elastic in-place` (gloo, several workers): the link to this
+  // node's agent that says when the round ends and where the worker goes next; else nullptr.
+  ElasticRound* elastic_round() const;
   ~DistContext();
 
  private:
@@ -60,6 +68,7 @@ class DistContext {
   torch::Device device_{torch::kCPU};
   struct State;
   std::unique_ptr<State> state_;
+  std::unique_ptr<ElasticRound> elastic_;
 };
 
 // Copies rank 0's parameters and buffers to every rank.

@@ -1,5 +1,6 @@
 // Reads the launcher -> worker environment contract; see env.h for the conventions and their order.
 #include "distributed/env.h"
+#include "distributed/rendezvous_gate.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -239,6 +240,8 @@ void detect_store(const Env& env, RendezvousEnv& out) {
     return;
   }
   out.agent_store = {true, kEnvUseAgentStore};
+  out.run_id = lookup(env, kEnvRunId).value_or("");
+  out.rdzv_token = lookup(env, kEnvRdzvToken).value_or("");
   const auto attempt = read_int(env, kEnvRestartCount);
   out.store_prefix = {fmt::format("/worker/attempt_{}", attempt ? attempt->value : 0),
                       attempt ? kEnvRestartCount : "default: the first attempt"};

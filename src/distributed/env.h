@@ -38,6 +38,10 @@ struct RendezvousEnv {
   // attempt, each attempt has its own: "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>", as torch's
   // own workers use.
   EnvField<std::string> store_prefix;
+  // On the agent's store: the job's id (TORCHELASTIC_RUN_ID) and token (CHEXSCALE_RDZV_TOKEN,
+  // "" = none), with which the rendezvous server's gate admits this rank.
+  std::string run_id;
+  std::string rdzv_token;
 
   // True when every rank of the job runs on this host (then loopback is enough).
   bool single_node() const { return local_world_size.value == world_size.value; }
@@ -64,6 +68,13 @@ inline constexpr const char* kEnvRunId = "TORCHELASTIC_RUN_ID";
 inline constexpr const char* kEnvAttempt = "CHEXSCALE_RESTART_COUNT";
 inline constexpr const char* kEnvElasticRound = "CHEXSCALE_ELASTIC_ROUND";
 inline constexpr const char* kEnvElasticNodes = "CHEXSCALE_ELASTIC_NODES";
+// With `launch --elastic in-place`: "in-place", and the agent's id (its mailbox on the server).
+inline constexpr const char* kEnvElasticMode = "CHEXSCALE_ELASTIC_MODE";
+inline constexpr const char* kEnvElasticAgent = "CHEXSCALE_ELASTIC_AGENT";
+inline constexpr const char* kElasticInPlace = "in-place";
+// CHEXSCALE_ELASTIC_ROUND of a worker started before its node joined a round: it waits for its
+// place (ElasticRound::standby_environment).
+inline constexpr const char* kElasticStandby = "standby";
 inline constexpr const char* kEnvStopGrace = "CHEXSCALE_STOP_GRACE";
 inline constexpr const char* kEnvRdzvTimeout = "CHEXSCALE_RDZV_TIMEOUT";
 

@@ -78,6 +78,7 @@ class GradientReducer::Impl {
   Impl(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,
        ReducerOptions options, TimelineWriter* timeline);
   ~Impl();
+  void detach();
 
   void prepare_for_backward(double loss_scale);
   double finish();
@@ -256,8 +257,14 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
 }
 
 GradientReducer::Impl::~Impl() {
+  detach();
+}
+
+void GradientReducer::Impl::detach() {
   for (size_t i = 0; i < accumulators_.size(); ++i)
     accumulators_[i]->del_post_hook(hook_keys_[i]);
+  accumulators_.clear();
+  hook_keys_.clear();
 }
 
 // Gloo in LibTorch 1.13 cannot sum bfloat16: each rank's allreduce fails locally, before any
@@ -538,6 +545,10 @@ GradientReducer::GradientReducer(std::shared_ptr<DistContext> ctx,
                                    timeline)) {}
 
 GradientReducer::~GradientReducer() = default;
+
+void GradientReducer::detach() {
+  impl_->detach();
+}
 
 void GradientReducer::prepare_for_backward(double loss_scale) {
   impl_->prepare_for_backward(loss_scale);

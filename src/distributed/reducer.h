@@ -68,6 +68,10 @@ class GradientReducer {
   GradientReducer(std::shared_ptr<DistContext> ctx, std::vector<torch::Tensor> parameters,
                   ReducerOptions options, TimelineWriter* timeline = nullptr);
   ~GradientReducer();
+  // Stops filling buckets from backward (its hooks removed) while the buffers stay: a reducer
+  // whose collective failed is kept this way until the process ends, since the lost process
+  // group's threads may still hold its buffers (--elastic in-place).
+  void detach();
 
   // Call before loss.backward(): arms the hooks for this iteration. `loss_scale` is the factor the
   // loss is multiplied by before backward (AMP's loss scaler), so that PowerSGD's residuals stay

@@ -1,6 +1,7 @@
 // Rendezvous through a c10d TCPStore: serve (rank 0, unless the launcher's agent does) or reach it
 // with retries, then check in.
 #include "distributed/rendezvous.h"
+#include "distributed/rendezvous_gate.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -210,6 +211,10 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env, millisecond
   c10::intrusive_ptr<c10d::Store> store = env.rank.value == 0 && !env.agent_store.value
                                               ? serve_store(env, timeout)
                                               : reach_store(env, timeout, deadline);
+  if (env.agent_store.value) {
+    pass_gate(*store, env.run_id, fmt::format("rank {}", env.rank.value), env.rdzv_token,
+              left_until(deadline));
+  }
   if (!env.store_prefix.value.empty()) {
     store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix.value, store);
   }

@@ -188,7 +188,46 @@ std::string CollectiveWatchdog::diagnose(uint64_t seq, const std::string& what,
   }
 }
 
+void CollectiveWatchdog::set_abandon(std::function<std::optional<std::string>()> abandon) {
+  abandon_ = std::move(abandon);
+}
+
+void CollectiveWatchdog::wait_abandonable(c10d::Work& work, uint64_t seq, const std::string& what) {
+  // Short enough that a lost node costs no more than this beyond the agents' verdict.
+  constexpr milliseconds kAbandonSlice{50};
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::string how;
+  while (how.empty()) {
+    try {
+      work.wait(kAbandonSlice);
+      return;
+    } catch (const std::exception&) {
+      if (work.isCompleted()) {
+        // It completed: in error, or just after the slice ran out (a success).
+        try {
+          work.wait();
+          return;
+        } catch (const std::exception& e) {
+          how = "failed (" + first_line(e.what()) + ")";
+        }
+      } else if (std::optional<std::string> why = abandon_()) {
+        failed_ = true;
+        throw DistError(fmt::format("{} (collective #{}) abandoned on rank {}: the round ended: {}",
+                                    what, seq, rank_, *why));
+      } else if (std::chrono::steady_clock::now() >= deadline) {
+        how = fmt::format("did not complete within {} s", timeout_.count() / 1000.0);
+      }
+    }
+  }
+  failed_ = true;
+  throw DistError(fmt::format("{} (collective #{}) {} on rank {}", what, seq, how, rank_));
+}
+
 void CollectiveWatchdog::wait(c10d::Work& work, uint64_t seq, const std::string& what) {
+  if (abandon_) {
+    wait_abandonable(work, seq, what);
+    return;
+  }
   std::string cause;
   try {
     work.wait(timeout_);

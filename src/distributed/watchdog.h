@@ -11,7 +11,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -34,6 +36,11 @@ class CollectiveWatchdog {
   // Throws DistError naming the lost or missing ranks when it fails or exceeds the timeout.
   void wait(c10d::Work& work, uint64_t seq, const std::string& what);
 
+  // From now on, wait() also gives up on a collective as soon as `abandon` returns a reason (it
+  // is asked every kAbandonSlice while one waits), throwing DistError with it and without the
+  // diagnosis: the elastic agents know which node was lost (--elastic in-place).
+  void set_abandon(std::function<std::optional<std::string>()> abandon);
+
   std::chrono::milliseconds timeout() const { return timeout_; }
   // True once a collective failed: the process group may hold stuck threads.
   bool failed() const { return failed_.load(); }
@@ -48,6 +55,8 @@ class CollectiveWatchdog {
   void publish(const std::string& state);
   Beat read_beat(int rank);
   std::string read_posted_failure();
+  // wait() with an abandon check: the work waited for in slices.
+  void wait_abandonable(c10d::Work& work, uint64_t seq, const std::string& what);
   std::string diagnose(uint64_t seq, const std::string& what, const std::string& cause,
                        bool timed_out);
 
@@ -59,6 +68,7 @@ class CollectiveWatchdog {
   const std::string store_address_;
   std::atomic<uint64_t> issued_{0};
   std::atomic<bool> failed_{false};
+  std::function<std::optional<std::string>()> abandon_;
   int64_t beats_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;

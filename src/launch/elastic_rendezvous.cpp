@@ -2,12 +2,14 @@
 // "chexscale/elastic/<job id>/": round (the open round), r<R>/joined (places taken),
 // r<R>/node/<i> ("<nproc> <name>"), r<R>/close (who closes), r<R>/attempt (the round's number
 // on the server), r<R>/size (nodes admitted), r<R>/hb/<i>, r<R>/back/<i> (node i of round R-1
-// joined round R), r<R>/done/<i>, r<R>/end (who ends), r<R>/end_kind, r<R>/end_reason,
-// failures, finished; and "chexscale/elastic/attempts", the rounds of every job so far.
+// joined round R), r<R>/done/<i>, r<R>/lost/<i> (found silent), r<R>/end (who ends), r<R>/end_kind,
+// r<R>/end_reason, failures, finished; and "chexscale/elastic/attempts", the rounds of every job so
+// far.
 #include "launch/elastic_rendezvous.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "common/error.h"
@@ -46,7 +48,7 @@ ElasticRendezvous::ElasticRendezvous(c10::intrusive_ptr<c10d::Store> store, std:
 }
 
 std::string ElasticRendezvous::key(const std::string& name) const {
-  return "chexscale/elastic/" + job_id_ + "/" + name;
+  return distributed::elastic_key(job_id_, name);
 }
 
 int ElasticRendezvous::counter(const std::string& name, int64_t add) {
@@ -140,6 +142,10 @@ bool ElasticRendezvous::wait_until_closed(int r, TimePoint deadline) {
   const std::string round = fmt::format("r{}/", r);
   // The previous round's nodes: each is back, finished or silent before the round closes.
   const int previous_nodes = round_size(r - 1).value_or(0);
+  // Nodes that joined round r-1 after it closed: they wait for this one.
+  const int previous_waiting =
+      previous_nodes > 0 ? std::max(0, counter(fmt::format("r{}/joined", r - 1)) - previous_nodes)
+                         : 0;
   std::map<int, Seen> silent;
   int last_joined = -1;
   auto quiet_since = Clock::now();
@@ -151,8 +157,11 @@ bool ElasticRendezvous::wait_until_closed(int r, TimePoint deadline) {
       quiet_since = now;
     }
     const bool everyone_back = previous_round_back(r, previous_nodes, silent, now);
-    if (joined >= rules_.max_nodes ||
-        (joined >= rules_.min_nodes && now - quiet_since >= rules_.last_call && everyone_back)) {
+    // Without the last call only once the nodes that waited for this round have joined it.
+    const bool quiet = now - quiet_since >= rules_.last_call ||
+                       (rules_.close_when_back && previous_nodes > 0 &&
+                        joined >= nodes_back(r, previous_nodes) + previous_waiting);
+    if (joined >= rules_.max_nodes || (joined >= rules_.min_nodes && quiet && everyone_back)) {
       if (counter(round + "close", 1) == 1) {
         const int64_t attempt = store_->add(kAttemptsKey, 1) - 1;
         store_->set(key(round + "attempt"), to_bytes(std::to_string(attempt)));
@@ -172,13 +181,21 @@ bool ElasticRendezvous::wait_until_closed(int r, TimePoint deadline) {
   return true;
 }
 
+int ElasticRendezvous::nodes_back(int r, int previous_nodes) {
+  int back = 0;
+  for (int i = 0; i < previous_nodes; ++i)
+    back += store_->check({key(fmt::format("r{}/back/{}", r, i))}) ? 1 : 0;
+  return back;
+}
+
 bool ElasticRendezvous::previous_round_back(int r, int previous_nodes, std::map<int, Seen>& silent,
                                             TimePoint now) {
   const std::string round = fmt::format("r{}/", r);
   const std::string before = fmt::format("r{}/", r - 1);
   for (int i = 0; i < previous_nodes; ++i) {
     if (store_->check({key(fmt::format("{}back/{}", round, i))}) ||
-        store_->check({key(fmt::format("{}done/{}", before, i))})) {
+        store_->check({key(fmt::format("{}done/{}", before, i))}) ||
+        store_->check({key(fmt::format("{}lost/{}", before, i))})) {
       continue;
     }
     const int64_t beat = counter(fmt::format("{}hb/{}", before, i));
@@ -226,7 +243,11 @@ std::vector<int> ElasticRendezvous::stale_nodes() {
     const int64_t beat = counter(fmt::format("{}hb/{}", round, i));
     Seen& s = seen_[i];
     if (beat != s.value) s = {beat, now};
-    if (now - s.changed >= rules_.heartbeat_timeout) stale.push_back(i);
+    if (now - s.changed >= rules_.heartbeat_timeout) {
+      stale.push_back(i);
+      // The next round does not wait for it.
+      store_->set(key(fmt::format("{}lost/{}", round, i)), to_bytes("1"));
+    }
   }
   return stale;
 }
@@ -269,6 +290,23 @@ bool ElasticRendezvous::finished() {
 
 int ElasticRendezvous::failed_rounds() {
   return counter("failures");
+}
+
+std::optional<std::string> ElasticRendezvous::regroup_request(const std::string& agent) {
+  const std::string request =
+      distributed::agent_key(job_id_, agent, fmt::format("regroup/{}", membership_.round));
+  if (!store_->check({request})) return std::nullopt;
+  return from_bytes(store_->get(request));
+}
+
+bool ElasticRendezvous::in_standby(const std::string& agent, int pid) {
+  return store_->check({distributed::agent_key(job_id_, agent, fmt::format("standby/{}", pid))});
+}
+
+void ElasticRendezvous::post_place(const std::string& agent, const std::string& place) {
+  const int r = membership_.round;
+  store_->set(distributed::agent_key(job_id_, agent, fmt::format("place/{}", r)), to_bytes(place));
+  store_->set(distributed::agent_key(job_id_, agent, "latest"), to_bytes(std::to_string(r)));
 }
 
 }  // namespace chexscale::launch

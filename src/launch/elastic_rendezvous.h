@@ -15,6 +15,8 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "distributed/elastic_keys.h"
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -29,6 +31,9 @@ struct RoundRules {
   std::chrono::milliseconds join_timeout{900000};      // --rdzv-timeout: a round must close in it
   std::chrono::milliseconds last_call{2000};           // quiet time after min_nodes joined
   std::chrono::milliseconds heartbeat_timeout{10000};  // a node silent this long is lost
+  // A round after another closes as soon as every node of the one before is back, finished or
+  // lost, without the last call (--elastic in-place: a node that comes later joins in place).
+  bool close_when_back = false;
 };
 
 // One closed round as this node sees it.
@@ -46,11 +51,10 @@ struct Membership {
 
 // How a round ended.
 struct RoundEnd {
-  enum class Kind {
-    kRestart,  // membership change: the workers stop at a checkpoint, the nodes meet again
-    kFailure,  // a worker or node was lost: the workers are killed; counts as a failed round
-    kStopped,  // a stop signal: the workers stop at a checkpoint and the job ends (exit 75)
-  };
+  // kRestart: a membership change (the workers stop at a checkpoint, or regroup in place);
+  // kFailure: a worker or node was lost (the workers are killed, or regroup in place; counts as
+  // a failed round); kStopped: a stop signal (the workers stop at a checkpoint, exit 75).
+  using Kind = distributed::RoundEndKind;
   Kind kind = Kind::kRestart;
   std::string reason;
 };
@@ -72,7 +76,8 @@ class ElasticRendezvous {
   // Bumps this node's heartbeat (at most every heartbeat_timeout / 10).
   void heartbeat();
   // Nodes of the current round (other than this one) whose heartbeat has not changed for
-  // heartbeat_timeout, by node rank; nodes whose workers finished do not count.
+  // heartbeat_timeout, by node rank, each marked lost on the server (the next round does not
+  // wait for it); nodes whose workers finished do not count.
   std::vector<int> stale_nodes();
   // Nodes that joined after the current round closed.
   int waiting_nodes();
@@ -85,6 +90,14 @@ class ElasticRendezvous {
   void finish();
   bool finished();
   int failed_rounds();
+
+  // --elastic in-place, between an agent and its own workers (distributed/elastic_round.h):
+  // why one of them asked to leave the current round (its collective failed), if one did.
+  std::optional<std::string> regroup_request(const std::string& agent);
+  // Whether the agent's worker `pid`, started in standby, has said it is up.
+  bool in_standby(const std::string& agent, int pid);
+  // Posts the agent's workers' place in the current round (after join()).
+  void post_place(const std::string& agent, const std::string& place);
 
   const Membership& membership() const { return membership_; }
 
@@ -107,6 +120,8 @@ class ElasticRendezvous {
   // its size and attempt. Throws DistError once `deadline` has passed.
   bool wait_until_closed(int r, TimePoint deadline);
   // Whether every node of round r-1 is back in round r, finished or silent for heartbeat_timeout.
+  // How many nodes of round r-1 have joined round r.
+  int nodes_back(int r, int previous_nodes);
   bool previous_round_back(int r, int previous_nodes, std::map<int, Seen>& silent, TimePoint now);
   // The membership of closed round r for the node at `place`; nullopt when it closed without it.
   std::optional<Membership> admitted(int r, int place);

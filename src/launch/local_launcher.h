@@ -39,6 +39,13 @@ struct LaunchOptions {
   // Elastic: the job's name on the rendezvous server (torchrun's --rdzv-id): launchers of one job
   // give the same; a new job on a server that held a finished one needs a new one.
   std::string rdzv_id = kDefaultRdzvId;
+  // Elastic: the job token the rendezvous server's gate asks for ("" = none); passed to the
+  // workers as CHEXSCALE_RDZV_TOKEN.
+  std::string rdzv_token;
+  // Elastic (--elastic in-place): a round's end leaves the workers of live nodes running; they
+  // regroup into the next round from memory (distributed/elastic_round.h). false: every node's
+  // workers restart from the last checkpoint (--elastic restart).
+  bool in_place = false;
   std::chrono::duration<double> last_call{2.0};  // elastic: quiet time before a round closes
   std::chrono::duration<double> heartbeat_timeout{
       10.0};                // elastic: a node silent this long is lost

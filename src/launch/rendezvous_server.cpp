@@ -6,12 +6,18 @@
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
 #include "common/error.h"
 #include "common/log.h"
+#include "distributed/rendezvous_gate.h"
 
 namespace chexscale::launch {
 
-int serve_rendezvous(int port) {
+int serve_rendezvous(const ServerOptions& o) {
+  const int port = o.port;
   // Blocked before the store's threads start, so that only sigwait below receives them.
   sigset_t stop;
   ::sigemptyset(&stop);
@@ -29,11 +35,32 @@ int serve_rendezvous(int port) {
     throw DistError(
         fmt::format("could not serve the rendezvous store on port {}: {}", port, e.what()));
   }
-  log::info("chexscale rendezvous-server: serving the store on port {}", store->getPort());
+  std::unique_ptr<distributed::RendezvousGate> gate;
+  if (!o.token.empty()) gate = std::make_unique<distributed::RendezvousGate>(store, o.token, o.job);
+  log::info("chexscale rendezvous-server: serving the store on port {}{}", store->getPort(),
+            o.token.empty() ? " (no job token: any client may join)"
+            : o.job.empty() ? " (clients must hold the job token)"
+                            : fmt::format(" (job '{}' only; clients must hold its token)", o.job));
   int sig = 0;
   ::sigwait(&stop, &sig);
   log::info("chexscale rendezvous-server: stopping on signal {}", sig);
   return sig;
+}
+
+std::string read_job_token(const std::string& file) {
+  if (file.empty()) {
+    const char* token = std::getenv(distributed::kEnvRdzvToken);
+    return token != nullptr ? token : "";
+  }
+  std::ifstream in(file);
+  std::string token;
+  if (!in || !std::getline(in, token)) {
+    throw UsageError(fmt::format("`rdzv-token-file` {} cannot be read", file));
+  }
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t'))
+    token.pop_back();
+  if (token.empty()) throw UsageError(fmt::format("`rdzv-token-file` {} is empty", file));
+  return token;
 }
 
 }  // namespace chexscale::launch

@@ -1,4 +1,4 @@
-// Rank 0's checkpoint sent to every rank (see checkpoint_share.h).
+// One rank's checkpoint sent to every rank (see checkpoint_share.h).
 #include "train/checkpoint_share.h"
 
 #include <cstring>
@@ -12,17 +12,17 @@
 namespace chexscale::train {
 namespace {
 
-// Rank 0's `bytes` on every rank (two broadcasts: the length, then the bytes).
-std::string broadcast_bytes(distributed::DistContext& ctx, const std::string& bytes) {
+// Rank `root`'s `bytes` on every rank (two broadcasts: the length, then the bytes).
+std::string broadcast_bytes(distributed::DistContext& ctx, int root, const std::string& bytes) {
   std::vector<torch::Tensor> length{
       torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64).to(ctx.device())};
-  ctx.broadcast_(length, 0);
+  ctx.broadcast_(length, root);
   const int64_t n = length[0].item<int64_t>();
   if (n == 0) return "";
   torch::Tensor buffer = torch::empty({n}, torch::kUInt8);
-  if (ctx.is_main()) std::memcpy(buffer.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  if (ctx.rank() == root) std::memcpy(buffer.data_ptr<uint8_t>(), bytes.data(), bytes.size());
   std::vector<torch::Tensor> payload{buffer.to(ctx.device())};
-  ctx.broadcast_(payload, 0);
+  ctx.broadcast_(payload, root);
   const torch::Tensor received = payload[0].cpu().contiguous();
   return {reinterpret_cast<const char*>(received.data_ptr<uint8_t>()), static_cast<size_t>(n)};
 }
@@ -83,10 +83,10 @@ nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read
   }
 }
 
-[[noreturn]] void throw_remote(Outcome kind, const nlohmann::json& outcome) {
+[[noreturn]] void throw_remote(Outcome kind, const nlohmann::json& outcome, int root) {
   // Not "rank 0 ...": a usage error's leading word names an option field, and rank is one.
-  const std::string message =
-      "worker rank 0 could not read the checkpoint: " + outcome.at("message").get<std::string>();
+  const std::string message = fmt::format("worker rank {} could not read the checkpoint: {}", root,
+                                          outcome.at("message").get<std::string>());
   switch (kind) {
     case Outcome::kUsageError:
       throw UsageError(message);
@@ -101,21 +101,22 @@ nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read
 
 }  // namespace
 
-std::optional<Checkpoint> read_checkpoint_on_rank0(
-    distributed::DistContext& ctx, const std::function<std::optional<Checkpoint>()>& read) {
+std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int root,
+                                           const std::function<std::optional<Checkpoint>()>& read) {
   if (ctx.world_size() == 1) return read();
+  const bool reader = ctx.rank() == root;
   std::optional<Checkpoint> ckpt;
   std::exception_ptr failure;
   nlohmann::json outcome;
-  if (ctx.is_main()) outcome = outcome_of(read, ckpt, failure);
-  outcome = nlohmann::json::parse(broadcast_bytes(ctx, ctx.is_main() ? outcome.dump() : ""));
+  if (reader) outcome = outcome_of(read, ckpt, failure);
+  outcome = nlohmann::json::parse(broadcast_bytes(ctx, root, reader ? outcome.dump() : ""));
   if (failure) std::rethrow_exception(failure);
   const Outcome kind = parse_outcome(outcome.at("kind").get<std::string>());
   if (kind == Outcome::kNone) return std::nullopt;
-  if (kind != Outcome::kCheckpoint) throw_remote(kind, outcome);
+  if (kind != Outcome::kCheckpoint) throw_remote(kind, outcome, root);
   const std::string tensors =
-      broadcast_bytes(ctx, ctx.is_main() ? models::serialize_safetensors(ckpt->tensors) : "");
-  if (ctx.is_main()) return ckpt;
+      broadcast_bytes(ctx, root, reader ? models::serialize_safetensors(ckpt->tensors) : "");
+  if (reader) return ckpt;
   Checkpoint received;
   received.state = outcome.at("state");
   received.path = outcome.at("path").get<std::string>();

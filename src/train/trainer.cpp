@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "common/error.h"
 #include "common/limits.h"
@@ -11,13 +12,16 @@
 #include "common/timeline.h"
 #include "common/timer.h"
 #include "data/example_source.h"
+#include "distributed/elastic_round.h"
 #include "distributed/metrics.h"
+#include "distributed/watchdog.h"
 #include "models/registry.h"
 #include "models/weights.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_share.h"
 #include "train/evaluate.h"
 #include "train/metrics_log.h"
+#include "train/regroup_state.h"
 #include "train/run_checkpoint.h"
 #include "train/run_state.h"
 
@@ -119,17 +123,12 @@ class Trainer::Impl {
     device_ = ctx_->device();
     main_ = ctx_->is_main();
 
-    opt_.data.rank = ctx_->rank();
-    opt_.data.world_size = ctx_->world_size();
-    opt_.data.split = data::Split::kTrain;
-    opt_.data.pin_memory = device_.is_cuda();  // pinned batches copy to the GPU asynchronously
-    train_loader_ = std::make_unique<data::Loader>(opt_.data);
-    data::LoaderOptions val = opt_.data;
-    val.split = data::Split::kVal;
-    val.augment = false;
-    val.shuffle = false;
-    val.threads = opt_.val_threads;
-    val_loader_ = std::make_unique<data::Loader>(val);
+    if (ctx_->elastic_round() && opt_.reducer.compression == distributed::Compression::kPowerSgd) {
+      throw UsageError(
+          "`compression` powersgd: --elastic in-place does not carry PowerSGD's error feedback "
+          "through a regroup; use --elastic restart, or fp16 or no compression");
+    }
+    make_loaders();
     // The head has one output per label of the data set's label set.
     opt_.model.num_classes = static_cast<int64_t>(train_loader_->label_names().size());
 
@@ -137,7 +136,6 @@ class Trainer::Impl {
     model_ = models::make_model(opt_.model);
     if (!opt_.pretrained.empty()) models::load_weights(*model_, opt_.pretrained);
     model_->to(device_);
-    if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
     params_ = model_->parameters();
 
     loss_ = make_loss(opt_);
@@ -149,6 +147,52 @@ class Trainer::Impl {
       timeline_ = std::make_unique<TimelineWriter>(
           timeline_path_for_rank(opt_.timeline, ctx_->rank()), TimelineOptions{ctx_->rank()});
     }
+    make_reducer_and_step();
+    store_ = std::make_unique<CheckpointStore>((fs::path(opt_.out_dir) / "checkpoints").string(),
+                                               opt_.keep_checkpoints);
+    open_metrics();
+  }
+
+  TrainSummary run() {
+    TrainSummary summary;
+    TrainTotals totals;
+    bool first = true;
+    while (true) {
+      try {
+        const int64_t from = enter();
+        if (first) summary.resumed_from_step = from;
+        first = false;
+        train_epochs(summary, totals);
+        if (ctx_->elastic_round()) expect_same_end_state();
+        break;
+      } catch (const DistError& e) {
+        if (!ctx_->elastic_round()) throw;
+        regroup(e.what());
+      }
+    }
+    return finish(summary, totals);
+  }
+
+  std::shared_ptr<distributed::DistContext> context() const { return ctx_; }
+
+ private:
+  // The train and validation loaders for this rank of this world size.
+  void make_loaders() {
+    opt_.data.rank = ctx_->rank();
+    opt_.data.world_size = ctx_->world_size();
+    opt_.data.split = data::Split::kTrain;
+    opt_.data.pin_memory = device_.is_cuda();  // pinned batches copy to the GPU asynchronously
+    train_loader_ = std::make_unique<data::Loader>(opt_.data);
+    data::LoaderOptions val = opt_.data;
+    val.split = data::Split::kVal;
+    val.augment = false;
+    val.shuffle = false;
+    val.threads = opt_.val_threads;
+    val_loader_ = std::make_unique<data::Loader>(val);
+  }
+
+  // The gradient reducer of the context (several ranks) and the step that uses it.
+  void make_reducer_and_step() {
     if (ctx_->world_size() > 1) {
       reducer_ = std::make_unique<distributed::GradientReducer>(ctx_, params_, opt_.reducer,
                                                                 timeline_.get());
@@ -159,15 +203,78 @@ class Trainer::Impl {
     step_options.amp = opt_.amp;
     step_options.channels_last = opt_.channels_last;
     step_ = std::make_unique<TrainStep>(model_, *optimizer_, loss_, reducer_.get(), step_options);
-    store_ = std::make_unique<CheckpointStore>((fs::path(opt_.out_dir) / "checkpoints").string(),
-                                               opt_.keep_checkpoints);
-    if (main_)
-      metrics_ = std::make_unique<MetricsLog>((fs::path(opt_.out_dir) / "metrics.jsonl").string());
   }
 
-  TrainSummary run() {
-    TrainSummary summary;
-    summary.resumed_from_step = resume();
+  // metrics.jsonl, which only rank 0 writes (appending: a regroup may make another rank rank 0).
+  void open_metrics() {
+    if (!main_) {
+      metrics_.reset();
+    } else if (!metrics_) {
+      metrics_ = std::make_unique<MetricsLog>((fs::path(opt_.out_dir) / "metrics.jsonl").string());
+    }
+  }
+
+  // Every rank's training state at the start of a round: the newest one a rank holds in memory
+  // (an in-place regroup's survivors), sent from the lowest such rank (all of it, or only what
+  // each rank keeps of its own when every rank holds that step) and checked equal everywhere;
+  // else rank 0's weights and the checkpoint --resume names. Returns the step it starts from
+  // (-1: afresh). Records the round in metrics.jsonl under an elastic launcher.
+  int64_t enter() {
+    std::optional<int64_t> held_step;
+    if (held_) held_step = pos_.global_step;
+    const StateHolders holders =
+        ctx_->elastic_round() ? newest_state(*ctx_, held_step) : StateHolders{};
+    int64_t from = -1;
+    if (holders.root < 0) {
+      if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
+      from = resume();
+    } else {
+      // Survivors that all did the same steps hold the same parameters and optimizer state;
+      // what each keeps of its own (BatchNorm's running statistics, its loss sums, its RNG) is
+      // a few kB, taken from the root. The digests prove the rest equal, else all is sent.
+      std::string how;
+      if (holders.everyone) {
+        const Checkpoint own = *held_;
+        const std::optional<Checkpoint> roots = share_checkpoint(
+            *ctx_, holders.root, [&] { return std::optional<Checkpoint>(per_rank_part(own)); });
+        Checkpoint merged = own;
+        merged.state = roots->state;
+        int64_t bytes = 0;
+        for (const models::NamedTensor& t : roots->tensors) {
+          bytes += static_cast<int64_t>(t.tensor.nbytes());
+          for (models::NamedTensor& m : merged.tensors)
+            if (m.name == t.name) m.tensor = t.tensor;
+        }
+        restore_from(merged);
+        if (same_state_everywhere(*ctx_, digest_of_state())) {
+          how = fmt::format(
+              "held the same parameters and optimizer state already (step {}; rank {} sent the "
+              "rest, {:.1f} kB)",
+              pos_.global_step, holders.root, static_cast<double>(bytes) / 1e3);
+        }
+      }
+      if (how.empty()) {
+        const std::optional<Checkpoint> state =
+            share_checkpoint(*ctx_, holders.root, [this] { return held_; });
+        restore_from(*state);
+        expect_same_state(*ctx_, digest_of_state(), holders.root, "after the regroup");
+        int64_t bytes = 0;
+        for (const models::NamedTensor& t : state->tensors)
+          bytes += static_cast<int64_t>(t.tensor.nbytes());
+        how = fmt::format("took rank {}'s training state from memory (step {}, {:.1f} MB)",
+                          holders.root, pos_.global_step, static_cast<double>(bytes) / 1e6);
+      }
+      if (main_) {
+        const std::string pause = left_round_ < 0
+                                      ? std::string("this rank is new")
+                                      : fmt::format("{:.2f} s since this rank left round {}",
+                                                    regroup_clock_.seconds(), left_round_);
+        log::info("round {}: every rank {} and holds the same bytes; {}", opt_.membership_round,
+                  how, pause);
+      }
+      from = pos_.global_step;
+    }
+    held_.reset();
     if (main_ && opt_.membership_round >= 0) {
       metrics_->append({{"type", "membership"},
                         {"round", opt_.membership_round},
@@ -175,28 +282,92 @@ class Trainer::Impl {
                         {"nodes", opt_.membership_nodes},
                         {"step", pos_.global_step}});
     }
-    TrainTotals totals;
-    // A run resumed at or past max_steps has nothing left to train (the loop below checks the
-    // limit only after a step).
-    bool stop = opt_.max_steps > 0 && pos_.global_step >= opt_.max_steps;
-    if (stop && main_) {
-      log::info("resumed at step {}: max_steps {} is reached, nothing to train", pos_.global_step,
-                opt_.max_steps);
-    }
-    for (; pos_.epoch < opt_.epochs && !stop; ++pos_.epoch) {
-      Stopwatch epoch_clock;
-      const int64_t bpe = train_loader_->batches_per_epoch(pos_.epoch_offset);  // of this pass
-      if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);
-      const EpochSteps steps = train_epoch(bpe, totals, summary);
-      stop = steps.stop;
-      if (summary.stopped) break;                  // on request: no validation
-      if (stop && pos_.batches_done < bpe) break;  // max_steps mid-epoch: no validation
-      end_epoch(epoch_clock, steps.images, bpe, summary);
-    }
-    return finish(summary, totals);
+    return from;
   }
 
- private:
+  // --elastic in-place: the proof that every rank ends with the same bytes, whatever rounds
+  // the run went through.
+  void expect_same_end_state() {
+    const uint64_t digest = digest_of_state();
+    expect_same_state(*ctx_, digest, 0, "at the end of the run");
+    if (main_) {
+      log::info(
+          "round {}: the run ends at step {} with every rank ({}) holding the same bytes "
+          "(digest {:016x})",
+          opt_.membership_round, pos_.global_step, ctx_->world_size(), digest);
+    }
+  }
+
+  // What of a rank's state `c` is its own during training (buffers such as BatchNorm's running
+  // statistics, the RNG, the position's loss sums): all but the parameters and optimizer state.
+  Checkpoint per_rank_part(const Checkpoint& c) const {
+    std::set<const void*> parameters;
+    for (const torch::Tensor& p : params_)
+      parameters.insert(p.data_ptr());
+    Checkpoint part;
+    part.state = c.state;
+    part.path = c.path;
+    for (const models::NamedTensor& t : c.tensors) {
+      const bool model = t.name.rfind("model.", 0) == 0;
+      if ((model && parameters.count(t.tensor.data_ptr()) == 0) || t.name.rfind("rng.", 0) == 0)
+        part.tensors.push_back(t);
+    }
+    return part;
+  }
+
+  // The digest of this rank's training state (regroup_state.h).
+  uint64_t digest_of_state() const {
+    return state_digest(run_checkpoint_tensors(*model_, *optimizer_, params_), memory_state_json());
+  }
+
+  // This rank's training state as a checkpoint in memory (position, model, optimizer, loss
+  // scale, schedule), laid out for the world size it was trained at.
+  Checkpoint memory_checkpoint() const {
+    Checkpoint c;
+    c.tensors = run_checkpoint_tensors(*model_, *optimizer_, params_);
+    c.state = memory_state_json();
+    c.path = fmt::format("the memory of rank {} in round {}", ctx_->rank(), opt_.membership_round);
+    return c;
+  }
+
+  nlohmann::json memory_state_json() const {
+    nlohmann::json state = state_json(pos_);
+    add_loss_scaler_state(state, step_->loss_scaler());
+    return state;
+  }
+
+  // The round ended (`why`): keeps this rank's training state in memory (a rank that has
+  // one), waits for its agent's place in the next round, and builds that round's process group,
+  // loaders, reducer and step; enter() then sends the newest state to every rank.
+  void regroup(const std::string& why) {
+    regroup_clock_.reset();
+    distributed::ElasticRound& round = *ctx_->elastic_round();
+    left_round_ = round.round();
+    const std::string cause = why.substr(0, why.find('\n'));
+    log::warn("rank {}: {}; regrouping in place", ctx_->rank(), cause);
+    if (holds_state_) held_ = memory_checkpoint();
+    if (!round.ended()) round.request_regroup(cause);
+    const distributed::ElasticPlace place = round.wait_next_place(
+        std::chrono::duration_cast<std::chrono::milliseconds>(opt_.dist.rdzv_timeout));
+    const auto env = round.environment_for(place);
+    const bool failed = ctx_->watchdog() != nullptr && ctx_->watchdog()->failed();
+    if (reducer_) {
+      reducer_->detach();
+      // The lost group's threads may still write into a failed reducer's buffers.
+      if (failed) retired_reducers_.push_back(std::move(reducer_));
+      reducer_.reset();
+    }
+    step_.reset();
+    ctx_.reset();
+    ctx_ = distributed::DistContext::init(opt_.dist, env);
+    main_ = ctx_->is_main();
+    opt_.membership_round = place.round;
+    opt_.membership_nodes = place.nodes;
+    opt_.schedule.world_size = ctx_->world_size();
+    make_loaders();
+    make_reducer_and_step();
+    open_metrics();
+  }
   // Steps since the last step record.
   struct Window {
     Stopwatch clock;
@@ -232,6 +403,27 @@ class Trainer::Impl {
     int64_t images = 0;
     bool stop = false;  // --max-steps reached
   };
+
+  // The epochs from pos_ on, until the last, --max-steps or a stop request.
+  void train_epochs(TrainSummary& summary, TrainTotals& totals) {
+    // A run resumed at or past max_steps has nothing left to train (the loop below checks the
+    // limit only after a step).
+    bool stop = opt_.max_steps > 0 && pos_.global_step >= opt_.max_steps;
+    if (stop && main_) {
+      log::info("resumed at step {}: max_steps {} is reached, nothing to train", pos_.global_step,
+                opt_.max_steps);
+    }
+    for (; pos_.epoch < opt_.epochs && !stop; ++pos_.epoch) {
+      Stopwatch epoch_clock;
+      const int64_t bpe = train_loader_->batches_per_epoch(pos_.epoch_offset);  // of this pass
+      if (observer_ && main_) observer_->on_epoch_start(pos_.epoch, bpe, pos_.batches_done);
+      const EpochSteps steps = train_epoch(bpe, totals, summary);
+      stop = steps.stop;
+      if (summary.stopped) break;                  // on request: no validation
+      if (stop && pos_.batches_done < bpe) break;  // max_steps mid-epoch: no validation
+      end_epoch(epoch_clock, steps.images, bpe, summary);
+    }
+  }
 
   // Trains the rest of epoch pos_.epoch, or up to --max-steps; logs a step record every
   // --log-every steps and at the end, checkpoints every --checkpoint-every steps and at a stop.
@@ -352,13 +544,16 @@ class Trainer::Impl {
 
   // One training step; a skipped one on every rank when the batch of some rank lost every image
   // (its loss would be NaN, and the others would wait for it in the gradient allreduce); or
-  // nullopt on every rank when a stop was requested on any (stop_signal_ set). Deciding together
-  // costs one small allreduce per step with several workers, none with one. The data position
-  // moves on after a step, skipped or not; a skipped step leaves the weights untouched.
+  // nullopt on every rank when a stop was requested on any (stop_signal_ set); or DistError on
+  // every rank when the elastic round ended on any (--elastic in-place: they regroup). Deciding
+  // together costs one small allreduce per step with several workers, none with one. The data
+  // position moves on after a step, skipped or not; a skipped step leaves the weights untouched.
   std::optional<StepResult> run_step(const data::Batch& batch) {
     const int stop_here = opt_.stop_request ? opt_.stop_request->load() : 0;
+    const distributed::ElasticRound* round = ctx_->elastic_round();
     std::vector<double> flags{batch.indices.empty() ? 1.0 : 0.0, stop_here != 0 ? 1.0 : 0.0,
-                              static_cast<double>(stop_here)};
+                              static_cast<double>(stop_here),
+                              round != nullptr && round->ended() ? 1.0 : 0.0};
     if (ctx_->world_size() > 1) {
       flags = distributed::average_across_ranks(*ctx_, flags);
       for (double& sum : flags)
@@ -371,6 +566,11 @@ class Trainer::Impl {
       const auto signal_sum = std::lround(flags[2]);
       stop_signal_ = signal_sum % stop_ranks == 0 ? static_cast<int>(signal_sum / stop_ranks) : 0;
       return std::nullopt;
+    }
+    if (std::lround(flags[3]) > 0) {
+      // Every rank leaves before this step, with the same weights: no step is lost.
+      throw DistError(fmt::format("round {} ended before step {}", opt_.membership_round,
+                                  pos_.global_step + 1));
     }
     if (empty_ranks > 0) {
       if (main_) {
@@ -472,7 +672,7 @@ class Trainer::Impl {
   nlohmann::json state_json(const RunPosition& position) const {
     RunState s;
     s.position = position;
-    s.world_size = ctx_->world_size();
+    s.world_size = position_world_size_;
     s.batch_size = opt_.data.batch_size;
     s.plateau = schedule_->state();
     s.best_mean_auroc = best_mean_auroc_;
@@ -512,8 +712,18 @@ class Trainer::Impl {
   // rank 0 reads the run directory; the others receive the checkpoint from it.
   int64_t resume() {
     const std::optional<Checkpoint> ckpt =
-        read_checkpoint_on_rank0(*ctx_, [this] { return find_checkpoint(); });
+        share_checkpoint(*ctx_, 0, [this] { return find_checkpoint(); });
+    holds_state_ = true;
+    position_world_size_ = ctx_->world_size();
     if (!ckpt) return -1;
+    restore_from(*ckpt);
+    log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, pos_.global_step);
+    return pos_.global_step;
+  }
+
+  // Puts a checkpoint's training state in place, laid out for this world size.
+  void restore_from(const Checkpoint& c) {
+    const Checkpoint* ckpt = &c;
     const RunState s = parse_run_state(ckpt->state, ckpt->path);
     if (s.model.arch != opt_.model.arch) {
       throw UsageError(
@@ -534,8 +744,8 @@ class Trainer::Impl {
     // From the next epoch on, a new layout's order is its own.
     pos_ =
         resume_position(s, ctx_->world_size(), opt_.data.batch_size, train_loader_->dataset_size());
-    log::info("resumed from {} (epoch {}, step {})", ckpt->path, pos_.epoch, pos_.global_step);
-    return pos_.global_step;
+    position_world_size_ = ctx_->world_size();
+    holds_state_ = true;
   }
 
   TrainerOptions opt_;
@@ -560,6 +770,15 @@ class Trainer::Impl {
   int64_t empty_batch_steps_ = 0;  // steps skipped by this process: a batch without images
   int64_t non_finite_steps_ = 0;   // steps skipped by this process: non-finite values
   int stop_signal_ = 0;            // the agreed stop request's signal (see run_step)
+  // The world size pos_ is laid out for (a checkpoint records it).
+  int position_world_size_ = 1;
+  // --elastic in-place: this rank holds training state (false only in a newcomer until its
+  // first round starts); the state kept through a regroup; reducers of failed groups.
+  bool holds_state_ = false;
+  std::optional<Checkpoint> held_;
+  Stopwatch regroup_clock_;  // since this rank left round left_round_
+  int left_round_ = -1;
+  std::vector<std::unique_ptr<distributed::GradientReducer>> retired_reducers_;
 };
 
 Trainer::Trainer(TrainerOptions options, std::shared_ptr<distributed::DistContext> ctx,
@@ -568,6 +787,9 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<distributed::DistContex
 Trainer::~Trainer() = default;
 TrainSummary Trainer::run() {
   return impl_->run();
+}
+std::shared_ptr<distributed::DistContext> Trainer::context() const {
+  return impl_->context();
 }
 
 }  // namespace chexscale::train

@@ -1,6 +1,9 @@
 // The CheXNet training loop on one worker or many: epochs of TrainStep, validation loss and
 // per-class AUROC after each epoch (gathered across ranks), the LR schedule, checkpoints that
-// resume exactly, and metrics.jsonl. Rank 0 writes the run's files; every rank trains.
+// resume exactly, and metrics.jsonl. Rank 0 writes the run's files; every rank trains. Under
+// `chexscale launch --elastic in-place` a worker outlives its round: when the round ends (a node
+// lost, or one joining) it builds the next round's process group, the rank holding the newest
+// training state sends it to every rank from memory, and training goes on.
 #pragma once
 
 #include <atomic>
@@ -54,6 +57,9 @@ struct TrainerOptions {
   AmpMode amp = AmpMode::kOff;  // mixed precision of the training forward pass (--amp)
   bool channels_last = false;   // NHWC model and batches (--channels-last)
   distributed::ReducerOptions reducer;
+  // How the context's process group was made: a worker regrouping in place (--elastic in-place)
+  // makes its next one alike.
+  distributed::DistOptions dist;
   std::string timeline;  // Chrome trace path ("" = none)
   uint64_t seed = 0;     // model initialisation; the loader has its own seed
   // A request to stop: nonzero = the signal that asked (set by the caller's signal handler; null
@@ -137,6 +143,8 @@ class Trainer {
           TrainerObserver* observer = nullptr);
   ~Trainer();
   TrainSummary run();
+  // The job's context now: the one given, or the one of the last in-place regroup.
+  std::shared_ptr<distributed::DistContext> context() const;
 
  private:
   class Impl;

@@ -491,6 +491,72 @@ TEST_F(ElasticLaunch, AFinishedJobRefusesNewLaunchersAndANewRdzvIdRunsAgain) {
       << second.output;
 }
 
+// A server with a job token and a job id: launchers and workers without the token, and a launcher
+// of another job, are refused with the reason, each named in the server's log; the job that holds
+// the token runs as if they had never come (one node, its worker through the gate too).
+TEST_F(ElasticLaunch, AJobTokenAdmitsItsJobAndRefusesStrayLaunchersAndWorkers) {
+  stop_server();
+  test_util::TempDir dir;
+  const std::string token = dir.path() + "/token", wrong = dir.path() + "/wrong";
+  std::ofstream(token) << "s3cret-token\n";
+  std::ofstream(wrong) << "not-the-token\n";
+  server_ = std::make_unique<test_util::Process>(test_util::chexscale_command(fmt::format(
+      "rendezvous-server --port {} --rdzv-token-file {} --rdzv-id tokenjob", port_, token)));
+  ASSERT_TRUE(wait_for_output(*server_, "serving the store on port", 1)) << server_->output();
+  const auto launch = [&](const std::string& node, const std::string& job,
+                          const std::string& token_flag, const std::string& out, int workers = 1) {
+    return test_util::run_chexscale(fmt::format(
+        "launch --nnodes 1:2 --rdzv-id {} {} --nproc-per-node {} --master-addr 127.0.0.1 "
+        "--master-port {} --node-name {} --rdzv-last-call 1 --program {} -- loop {} 3",
+        job, token_flag, workers, port_, node, CHEXSCALE_DISTRIBUTED_WORKER, out));
+  };
+  const auto bad_token = launch("stray", "tokenjob", "--rdzv-token-file " + wrong, dir.path());
+  EXPECT_NE(bad_token.exit_code, 0) << bad_token.output;
+  EXPECT_NE(bad_token.output.find(
+                "the rendezvous server refused node stray of job 'tokenjob': wrong job token"),
+            std::string::npos)
+      << bad_token.output;
+  const auto no_token = launch("bare", "tokenjob", "", dir.path());
+  EXPECT_NE(no_token.exit_code, 0) << no_token.output;
+  EXPECT_NE(no_token.output.find("refused node bare of job 'tokenjob': wrong job token"),
+            std::string::npos)
+      << no_token.output;
+  const auto other_job = launch("other", "otherjob", "--rdzv-token-file " + token, dir.path());
+  EXPECT_NE(other_job.exit_code, 0) << other_job.output;
+  EXPECT_NE(other_job.output.find("refused node other of job 'otherjob': this server serves job "
+                                  "'tokenjob' only"),
+            std::string::npos)
+      << other_job.output;
+  // A worker started by hand as if by a launcher of the job, with a wrong token.
+  const auto worker = test_util::run_shell(fmt::format(
+      "TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RUN_ID=tokenjob CHEXSCALE_RDZV_TOKEN=nope "
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 "
+      "LOCAL_WORLD_SIZE=1 {} loop {} 3",
+      port_, CHEXSCALE_DISTRIBUTED_WORKER, dir.path()));
+  EXPECT_NE(worker.exit_code, 0) << worker.output;
+  EXPECT_NE(worker.output.find("refused rank 0 of job 'tokenjob': wrong job token"),
+            std::string::npos)
+      << worker.output;
+
+  // Two workers, so that they meet in a process group through the gate.
+  const auto job = launch("a", "tokenjob", "--rdzv-token-file " + token, dir.path() + "/run", 2);
+  ASSERT_EQ(job.exit_code, 0) << job.output;
+  EXPECT_NE(job.output.find("round 0: 1 node(s) (a), world size 2"), std::string::npos)
+      << job.output;
+  EXPECT_NE(job.output.find("[rank 0] rank 0 finished 3 steps"), std::string::npos) << job.output;
+  const std::string log = server_->output();
+  for (const char* refused :
+       {"refused node stray of job 'tokenjob': wrong job token",
+        "refused node bare of job 'tokenjob': wrong job token",
+        "refused node other of job 'otherjob': this server serves job 'tokenjob' only",
+        "refused rank 0 of job 'tokenjob': wrong job token"}) {
+    EXPECT_NE(log.find(refused), std::string::npos) << refused << "\n" << log;
+  }
+  EXPECT_NE(log.find("admitted node a of job 'tokenjob'"), std::string::npos) << log;
+  EXPECT_NE(log.find("admitted rank 0 of job 'tokenjob'"), std::string::npos) << log;
+  EXPECT_NE(log.find("admitted rank 1 of job 'tokenjob'"), std::string::npos) << log;
+}
+
 // The server goes away while a node waits for a second one: the launcher logs each retry and,
 // once a server is back on the port, joins its round and runs.
 TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinAreRetriedUntilTheServerIsBack) {

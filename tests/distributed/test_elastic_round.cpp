@@ -1,0 +1,221 @@
+// The worker's side of `--elastic in-place` against a real c10d TCPStore server: the round's end
+// as the agents record it (a join, a failure, a stop), the worker's request to its agent, the
+// place the agent posts and the environment it makes; and the watchdog abandoning a real Gloo
+// collective that cannot complete once the round ended by a failure.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "common/error.h"
+#include "distributed/elastic_keys.h"
+#include "distributed/elastic_round.h"
+#include "distributed/watchdog.h"
+
+namespace chexscale::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::vector<uint8_t> bytes(const std::string& s) {
+  return {s.begin(), s.end()};
+}
+std::string text(const std::vector<uint8_t>& b) {
+  return {b.begin(), b.end()};
+}
+
+// A store server on a free port and a client of it for the test to play the agent with.
+class ElasticRoundTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c10d::TCPStoreOptions options;
+    options.port = 0;
+    options.isServer = true;
+    options.waitWorkers = false;
+    server_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+  }
+  c10::intrusive_ptr<c10d::Store> client() const {
+    c10d::TCPStoreOptions options;
+    options.port = server_->getPort();
+    options.isServer = false;
+    options.waitWorkers = false;
+    return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+  }
+  // What the agents write when they end round `round`.
+  void end_round(int round, RoundEndKind kind, const std::string& reason) {
+    server_->set(round_end_kind_key(kJob, round), bytes(std::to_string(static_cast<int>(kind))));
+    server_->set(round_end_reason_key(kJob, round), bytes(reason));
+  }
+  // Polls `done` for up to 3 s.
+  template <typename F>
+  static bool within_3s(F done) {
+    const auto until = Clock::now() + std::chrono::seconds(3);
+    while (!done() && Clock::now() < until)
+      std::this_thread::sleep_for(milliseconds(10));
+    return done();
+  }
+
+  static constexpr const char* kJob = "job-a";
+  static constexpr const char* kAgent = "node-1-77-123";
+  c10::intrusive_ptr<c10d::TCPStore> server_;
+};
+
+TEST(ElasticPlace, EncodesAndDecodesAndRefusesMalformedText) {
+  ElasticPlace p;
+  p.round = 3;
+  p.attempt = 11;
+  p.node_rank = 1;
+  p.rank_offset = 4;
+  p.world_size = 8;
+  p.nodes = {"node-a", "node-b"};
+  EXPECT_EQ(p.encode(), "3 11 1 4 8 node-a,node-b");
+  const ElasticPlace back = ElasticPlace::decode(p.encode());
+  EXPECT_EQ(back.round, 3);
+  EXPECT_EQ(back.attempt, 11);
+  EXPECT_EQ(back.node_rank, 1);
+  EXPECT_EQ(back.rank_offset, 4);
+  EXPECT_EQ(back.world_size, 8);
+  EXPECT_EQ(back.nodes, p.nodes);
+  EXPECT_THROW(ElasticPlace::decode("3 11 1 4"), DistError);
+  EXPECT_THROW(ElasticPlace::decode("3 11 2 4 8 node-a,node-b"), DistError);  // no node 2
+  EXPECT_THROW(ElasticPlace::decode("3 11 0 4 0 node-a"), DistError);         // world size 0
+}
+
+TEST_F(ElasticRoundTest, AJoinEndsTheRoundWithoutAbandoningCollectives) {
+  ElasticRound round(client(), kJob, kAgent, 2, 0);
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_FALSE(round.ended());
+  end_round(1, RoundEndKind::kFailure, "an earlier round");  // not this worker's round
+  end_round(2, RoundEndKind::kRestart, "1 node(s) waiting to join");
+  EXPECT_TRUE(within_3s([&] { return round.ended(); }));
+  EXPECT_EQ(round.abandon_reason(), std::nullopt);
+}
+
+TEST_F(ElasticRoundTest, AFailureEndsTheRoundAndAbandonsItsCollectivesWithTheReason) {
+  ElasticRound round(client(), kJob, kAgent, 0, 0);
+  end_round(0, RoundEndKind::kFailure, "node 1 (node-b) sent no heartbeat for 3 s");
+  EXPECT_TRUE(within_3s([&] { return round.ended(); }));
+  EXPECT_EQ(round.abandon_reason(), "node 1 (node-b) sent no heartbeat for 3 s");
+}
+
+TEST_F(ElasticRoundTest, AStopIsLeftToTheWorkersStopSignal) {
+  ElasticRound round(client(), kJob, kAgent, 0, 0);
+  end_round(0, RoundEndKind::kStopped, "SIGTERM to node node-a");
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_FALSE(round.ended());
+  EXPECT_EQ(round.abandon_reason(), std::nullopt);
+}
+
+TEST_F(ElasticRoundTest, TheRequestReachesTheAgentAndThePlaceComesBackAsAnEnvironment) {
+  ElasticRound round(client(), kJob, kAgent, 4, 1);
+  round.request_regroup("allreduce failed (Connection reset by peer)");
+  EXPECT_EQ(text(server_->get(agent_key(kJob, kAgent, "regroup/4"))),
+            "local rank 1: allreduce failed (Connection reset by peer)");
+  // Nothing posted yet, then only this round: no place.
+  EXPECT_THROW(round.wait_next_place(milliseconds(200)), DistError);
+  server_->set(agent_key(kJob, kAgent, "latest"), bytes("4"));
+  EXPECT_THROW(round.wait_next_place(milliseconds(200)), DistError);
+  std::thread agent([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    server_->set(agent_key(kJob, kAgent, "place/5"), bytes("5 9 1 2 4 node-a,node-b"));
+    server_->set(agent_key(kJob, kAgent, "latest"), bytes("5"));
+  });
+  const ElasticPlace place = round.wait_next_place(milliseconds(5000));
+  agent.join();
+  EXPECT_EQ(place.round, 5);
+  const auto env = round.environment_for(place);
+  EXPECT_EQ(env.at(kEnvRank), "3");  // rank offset 2 + local rank 1
+  EXPECT_EQ(env.at(kEnvWorldSize), "4");
+  EXPECT_EQ(env.at(kEnvGroupRank), "1");
+  EXPECT_EQ(env.at(kEnvRestartCount), "9");  // the store prefix: the round's attempt
+  EXPECT_EQ(env.at(kEnvElasticRound), "5");
+  EXPECT_EQ(env.at(kEnvElasticNodes), "node-a,node-b");
+}
+
+TEST(ElasticRoundEnvironment, OnlyInPlaceJobsHaveOneAndTheirVariablesMustBeThere) {
+  RendezvousEnv rdzv;
+  rdzv.master_addr.value = "127.0.0.1";
+  rdzv.master_port.value = 1;  // never reached: every case fails or returns first
+  EXPECT_EQ(ElasticRound::from_environment({}, rdzv), nullptr);
+  EXPECT_THROW(ElasticRound::from_environment({{kEnvElasticMode, "sideways"}}, rdzv), UsageError);
+  try {
+    ElasticRound::from_environment(
+        {{kEnvElasticMode, kElasticInPlace}, {kEnvRunId, "j"}, {kEnvElasticRound, "0"}}, rdzv);
+    FAIL() << "no agent given";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(kEnvElasticAgent), std::string::npos) << e.what();
+  }
+}
+
+// Rank 1 never issues the allreduce, so rank 0's cannot complete: once the abandon check has a
+// reason, the wait ends at once with it, long before the collective timeout.
+TEST(WatchdogAbandon, AStuckGlooCollectiveIsAbandonedOnceTheRoundEnded) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> groups[2];
+  std::thread second(
+      [&] { groups[1] = c10::make_intrusive<c10d::ProcessGroupGloo>(store, 1, 2, options); });
+  groups[0] = c10::make_intrusive<c10d::ProcessGroupGloo>(store, 0, 2, options);
+  second.join();
+  CollectiveWatchdog watchdog(store, 0, 2, std::chrono::seconds(30), "in-process");
+  const auto start = Clock::now();
+  watchdog.set_abandon([&]() -> std::optional<std::string> {
+    if (Clock::now() - start < milliseconds(300)) return std::nullopt;
+    return "node 1 (node-b) sent no heartbeat for 3 s";
+  });
+  std::vector<torch::Tensor> tensors{torch::ones({4})};
+  const uint64_t seq = watchdog.begin();
+  auto work = groups[0]->allreduce(tensors);
+  try {
+    watchdog.wait(*work, seq, "allreduce of gradient bucket 0 of 1");
+    FAIL() << "the allreduce completed with one rank";
+  } catch (const DistError& e) {
+    EXPECT_NE(std::string(e.what()).find("abandoned on rank 0: the round ended: node 1 (node-b) "
+                                         "sent no heartbeat for 3 s"),
+              std::string::npos)
+        << e.what();
+  }
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 5.0);
+  EXPECT_TRUE(watchdog.failed());
+  // Rank 1 arrives after all, so that both groups end cleanly.
+  std::vector<torch::Tensor> late{torch::ones({4})};
+  groups[1]->allreduce(late)->wait();
+  work->wait();
+  EXPECT_EQ(tensors[0][0].item<float>(), 2.0f);
+}
+
+// The interleaving in which a Gloo work completes just after a wait's slice ran out: c10d's
+// Work::wait(timeout) then throws "Operation timed out!" although the work is completed, with
+// success. The watchdog must take its outcome, not the slice's timeout.
+class CompletesAsTheSliceEnds : public c10d::Work {
+ public:
+  bool isCompleted() override { return completed_; }
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (timeout == kNoTimeout) return true;
+    completed_ = true;  // as the slice ran out
+    TORCH_CHECK(false, "Operation timed out!");
+  }
+
+ private:
+  bool completed_ = false;
+};
+
+TEST(WatchdogAbandon, AWorkThatCompletesAsASliceEndsIsASuccess) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  CollectiveWatchdog watchdog(store, 0, 2, std::chrono::seconds(30), "in-process");
+  watchdog.set_abandon([]() -> std::optional<std::string> { return std::nullopt; });
+  CompletesAsTheSliceEnds work;
+  EXPECT_NO_THROW(watchdog.wait(work, watchdog.begin(), "allreduce of gradient bucket 2 of 3"));
+  EXPECT_FALSE(watchdog.failed());
+}
+
+}  // namespace
+}  // namespace chexscale::distributed

@@ -1,0 +1,292 @@
+// Elastic recovery in place (`chexscale launch --elastic in-place`) on the emulated nodes: real
+// launchers, workers and rendezvous server in network namespaces, Gloo over the lab's fabric.
+// Every process of rank 0's node killed, then the node started again; a node's link cut, then
+// restored. The survivors' workers keep their processes (same PIDs) and their state: no
+// checkpoint is read, no step is trained twice, every rank holds the same bytes after each
+// regroup (the workers check it), and every epoch trains every example once. Each test prints
+// its timings: fault to the first step after it, the survivors' pause at a join.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lab/elastic_lab.h"
+
+namespace chexscale::test_util {
+namespace {
+
+constexpr const char* kInPlace = "--elastic in-place";
+
+// When each step record of a run's metrics.jsonl appeared (polled every 5 ms on a thread).
+class StepClock {
+ public:
+  explicit StepClock(std::string run) : run_(std::move(run)) {
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        const std::vector<int64_t> steps = logged_steps(run_);
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          while (seen_.size() < steps.size())
+            seen_.push_back({steps[seen_.size()], Clock::now()});
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
+  ~StepClock() {
+    stop_ = true;
+    thread_.join();
+  }
+  struct Seen {
+    int64_t step;
+    Clock::time_point at;
+  };
+  std::vector<Seen> seen() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return seen_;
+  }
+  // The first record of a step after `step` that appeared after `t`, waiting up to 60 s for it
+  // (a record written just before `t` may be seen just after it).
+  std::optional<Seen> first_after(Clock::time_point t, int64_t step = -1) const {
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < deadline) {
+      for (const Seen& s : seen())
+        if (s.at > t && s.step > step) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const std::string run_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mutex_;
+  std::vector<Seen> seen_;
+  std::thread thread_;
+};
+
+// Steps that the workers' --record-examples files (ranks 0 and 1) show trained in more than one
+// round. A lost node may have recorded the step its survivors then trained again; any other is
+// a step trained twice.
+std::vector<int64_t> steps_in_several_rounds(const std::string& run) {
+  std::map<int64_t, std::set<int>> rounds;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::istringstream in(file_contents(fmt::format("{}.examples.rank{}", run, rank)));
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      int round = 0;
+      int64_t epoch = 0, step = 0;
+      if (fields >> round >> epoch >> step) rounds[step].insert(round);
+    }
+  }
+  std::vector<int64_t> twice;
+  for (const auto& [step, in_rounds] : rounds)
+    if (in_rounds.size() > 1) twice.push_back(step);
+  return twice;
+}
+
+// The (round, world size) of each membership record of metrics.jsonl.
+std::vector<std::pair<int, int>> memberships(const std::string& run) {
+  std::vector<std::pair<int, int>> out;
+  std::istringstream in(file_contents(run + "/metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, false);
+    if (!record.is_discarded() && record.value("type", "") == "membership")
+      out.emplace_back(record.at("round").get<int>(), record.at("world_size").get<int>());
+  }
+  return out;
+}
+
+// The first match of `re` in `text` (empty when none).
+std::smatch first_match(const std::string& text, const std::regex& re) {
+  std::smatch m;
+  std::regex_search(text, m, re);
+  return m;
+}
+
+class LabInPlace : public ElasticLab {
+ protected:
+  // The survivor's recovery from a fault at `fault`: its workers are the same processes and it
+  // read no checkpoint; the first step after the fault (returned in `first_step`), printed with
+  // `what`, comes within the heartbeat timeout + 4 s (the goal is + 1 s: room for a loaded
+  // machine) and is the failed step or the one after it.
+  void expect_in_place_recovery(const Process& survivor, const std::vector<pid_t>& workers,
+                                const StepClock& clock, Clock::time_point fault, size_t from,
+                                int64_t last_step_before, const std::string& what,
+                                int64_t& first_step_after) {
+    const auto regrouped = wait_for(survivor, "keeps its workers as ranks", from);
+    ASSERT_TRUE(regrouped) << survivor.output();
+    const std::optional<StepClock::Seen> first = clock.first_after(fault, last_step_before);
+    ASSERT_TRUE(first) << survivor.output();
+    const double first_step = std::chrono::duration<double>(first->at - fault).count();
+    first_step_after = first->step;
+    fmt::print(
+        "[in place: {}] regrouped after {:.2f} s, first step after {:.2f} s (step {}, the last "
+        "logged before: {}); worker PIDs kept\n",
+        what, std::chrono::duration<double>(*regrouped - fault).count(), first_step, first->step,
+        last_step_before);
+    EXPECT_LT(first_step, kHeartbeatTimeout + 4.0) << survivor.output();
+    // The failed step is trained once more, or (when the survivor had applied it) not again.
+    EXPECT_LE(first->step, last_step_before + 2);
+    EXPECT_EQ(children_of(survivor.pid()), workers) << "the survivor's workers were restarted";
+    const std::string out = survivor.output().substr(from);
+    EXPECT_EQ(out.find("resumed from "), std::string::npos) << "read a checkpoint:\n" << out;
+  }
+
+  // Where rank 0 runs: node 0 or 1, from the launchers' round-0 lines.
+  int rank0_node(const Process& node0) const {
+    return node0.output().find("runs ranks 0..0") != std::string::npos ? 0 : 1;
+  }
+};
+
+// Every process of rank 0's node is killed: the other node's worker abandons the step, regroups
+// alone as rank 0 with its own state, and goes on; the node started again joins in place and
+// its new worker takes the state from the survivor's memory.
+TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejoinsFromMemory) {
+  auto server = rendezvous_server();
+  const std::string run = tmp_.path() + "/run";
+  constexpr int kEpochs = 8;
+  std::unique_ptr<Process> nodes[2] = {elastic_node(0, run, kEpochs, "node0.log", kInPlace),
+                                       elastic_node(1, run, kEpochs, "node1.log", kInPlace)};
+  ASSERT_TRUE(wait_for(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  StepClock clock(run);
+  ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
+  const int victim = rank0_node(*nodes[0]);
+  const int survivor = 1 - victim;
+  const std::vector<pid_t> workers = children_of(nodes[survivor]->pid());
+  ASSERT_EQ(workers.size(), 1u) << nodes[survivor]->output();
+  const size_t from = nodes[survivor]->output().size();
+  const std::vector<int64_t> before = logged_steps(run);
+  const auto fault = Clock::now();
+  kill_every_process_of(victim);
+  int64_t redone = -1;
+  expect_in_place_recovery(*nodes[survivor], workers, clock, fault, from, before.back(),
+                           fmt::format("kill -9 of rank 0's node (node {})", victim), redone);
+  EXPECT_NE(nodes[survivor]->output().find(
+                "round 1: every rank held the same parameters and optimizer state already", from),
+            std::string::npos)
+      << nodes[survivor]->output();
+
+  const auto joined = Clock::now();
+  nodes[victim] = elastic_node(victim, run, kEpochs, "back.log", kInPlace);
+  const auto rejoined = wait_for(*nodes[survivor], "round 2: 2 node(s)", from);
+  ASSERT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
+  const std::optional<StepClock::Seen> after_join = clock.first_after(*rejoined);
+  ASSERT_TRUE(after_join) << nodes[survivor]->output() << nodes[victim]->output();
+  // The survivor's pause: from leaving round 1 (before a step, which it then trains in round 2)
+  // until every rank holds its state, as the new round's rank 0 logs it.
+  const std::regex pause_line(
+      R"(round 2: every rank took rank \d+'s training state from memory \(step \d+, )"
+      R"(([0-9.]+) MB\) and holds the same bytes; ([0-9.]+) s since this rank left)");
+  std::string all;
+  std::smatch pause;
+  for (const auto deadline = Clock::now() + std::chrono::seconds(10);
+       pause.empty() && Clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    all = nodes[0]->output() + nodes[1]->output();
+    pause = first_match(all, pause_line);
+  }
+  ASSERT_FALSE(pause.empty()) << all;
+  // A few steps of the new round.
+  const auto settled = Clock::now() + std::chrono::seconds(3);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // The join's cost to the survivor: the longest time between two of its step records from the
+  // newcomer's start to a few steps into the new round, less its usual time per step (of two
+  // workers, the median before the fault).
+  const std::vector<StepClock::Seen> seen = clock.seen();
+  std::vector<double> intervals;
+  double around_join = 0;
+  for (size_t i = 1; i < seen.size(); ++i) {
+    const double dt = std::chrono::duration<double>(seen[i].at - seen[i - 1].at).count();
+    if (seen[i].at < fault && i >= 2) intervals.push_back(dt);  // not the first step's warm-up
+    if (seen[i].at > joined && seen[i].at <= settled) around_join = std::max(around_join, dt);
+  }
+  ASSERT_FALSE(intervals.empty());
+  std::sort(intervals.begin(), intervals.end());
+  const double step_time = intervals[intervals.size() / 2];
+  fmt::print(
+      "[in place: node {} joins] the survivor's steps around the join {:.2f} s apart, {:.2f} s "
+      "per step before: the join cost {:.2f} s ({} MB of state sent; {} s from leaving round 1 "
+      "to holding it)\n",
+      victim, around_join, step_time, around_join - step_time, pause[1].str(), pause[2].str());
+  // The goal is 1 s plus the state over the link: room for a loaded machine.
+  EXPECT_LT(around_join - step_time, 3.0) << all;
+  EXPECT_EQ(children_of(nodes[survivor]->pid()), workers) << "the join restarted the survivor";
+
+  const auto r = wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(4));
+  EXPECT_EQ(r[survivor].exit_code, 0) << r[survivor].output;
+  EXPECT_EQ(r[victim].exit_code, 0) << r[victim].output;
+  EXPECT_EQ(r[victim].output.find("resumed from "), std::string::npos) << r[victim].output;
+  EXPECT_NE((r[0].output + r[1].output).find("with every rank (2) holding the same bytes"),
+            std::string::npos)
+      << r[0].output << r[1].output;
+  EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  // At most the step the lost node had trained when it died; the join cost none.
+  const std::vector<int64_t> twice = steps_in_several_rounds(run);
+  fmt::print("[in place] steps in more than one round's records: {} (step {}; redone: {})\n",
+             twice.size(), twice.empty() ? -1 : twice[0], redone);
+  EXPECT_LE(twice.size(), 1u);
+  if (!twice.empty()) {
+    EXPECT_EQ(twice[0], redone);
+  }
+  expect_each_example_once_per_epoch(run, kEpochs);
+}
+
+// Rank 1's node loses its link (no reset: its peer's collective just waits): the survivor's
+// agent finds it silent and ends the round, the survivor abandons the collective and goes on
+// alone in its process; once the link is back the node's agent rejoins with new workers, which
+// take the state from the survivor.
+TEST_F(LabInPlace, ALinkCutAndRestoredDropsTheNodeAndItRejoinsInPlace) {
+  auto server = rendezvous_server();
+  const std::string run = tmp_.path() + "/run";
+  constexpr int kEpochs = 8;
+  auto n0 = elastic_node(0, run, kEpochs, "node0.log", kInPlace);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto n1 = elastic_node(1, run, kEpochs, "node1.log", kInPlace);
+  ASSERT_TRUE(wait_for(*n0, "round 0: 2 node(s)")) << n0->output();
+  StepClock clock(run);
+  ASSERT_TRUE(wait_for_logged_step(run, 5)) << n0->output() << n1->output();
+  const int cut = rank0_node(*n0) == 0 ? 1 : 0;
+  Process& survivor = cut == 1 ? *n0 : *n1;
+  const std::vector<pid_t> workers = children_of(survivor.pid());
+  ASSERT_EQ(workers.size(), 1u) << survivor.output();
+  const size_t from = survivor.output().size();
+  const std::vector<int64_t> before = logged_steps(run);
+  const auto fault = Clock::now();
+  ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 down").exit_code, 0);
+  int64_t redone = -1;
+  expect_in_place_recovery(survivor, workers, clock, fault, from, before.back(),
+                           fmt::format("link of node {} cut", cut), redone);
+  ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 up").exit_code, 0);
+  const auto rejoined = wait_for(survivor, "round 2: 2 node(s)", from);
+  EXPECT_TRUE(rejoined) << survivor.output() << (cut == 1 ? *n1 : *n0).output();
+  EXPECT_EQ(children_of(survivor.pid()), workers) << "the rejoin restarted the survivor";
+  const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(4));
+  EXPECT_EQ(r[0].exit_code, 0) << r[0].output;
+  EXPECT_EQ(r[1].exit_code, 0) << r[1].output;
+  // The node back from the cut rejoined with new workers at once: no round failed for them.
+  EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  for (const auto& node : r)
+    EXPECT_EQ(node.output.find("ended with exit status"), std::string::npos) << node.output;
+  const std::vector<int64_t> twice = steps_in_several_rounds(run);
+  fmt::print("[in place] steps in more than one round's records: {} (step {}; redone: {})\n",
+             twice.size(), twice.empty() ? -1 : twice[0], redone);
+  EXPECT_LE(twice.size(), 1u);
+  if (!twice.empty()) {
+    EXPECT_EQ(twice[0], redone);
+  }
+  expect_each_example_once_per_epoch(run, kEpochs);
+}
+
+}  // namespace
+}  // namespace chexscale::test_util
