@@ -185,7 +185,9 @@ void add_run_flags(CLI::App& cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd.add_option("--record-examples", t.record_examples,
                  "Debug: each rank appends the dataset indices of every step it trains to "
-                 "PATH.rank<r> (\"<round> <epoch> <step> <index>...\" lines)");
+                 "PATH.rank<r> (\"<round> <epoch> <step> <index>...\" lines), once the ranks "
+                 "agree to train it and before its gradients are summed; a step trained again "
+                 "in a later round supersedes it");
   cmd.add_option("--timeline", t.timeline,
                  "Write a Chrome trace of step phases and allreduces (rank r writes .rank<r>.json; "
                  "rank 0 merges the files it can see at the end)");
@@ -220,6 +222,20 @@ void print_summary(const train::TrainSummary& s, const std::string& out_dir) {
   fmt::print("run directory: {} (config.yaml, metrics.jsonl, checkpoints/)\n", out_dir);
 }
 
+// The elastic round this worker trains in, and its nodes (chexscale launch's).
+void take_membership(const distributed::DistContext& ctx, train::TrainerOptions& o) {
+  if (const distributed::ElasticRound* round = ctx.elastic_round()) {  // --elastic in-place
+    o.membership_round = round->round();
+    o.membership_nodes = round->nodes();
+  } else if (const char* round = std::getenv(distributed::kEnvElasticRound)) {  // restart path
+    o.membership_round = std::atoi(round);
+    const char* names = std::getenv(distributed::kEnvElasticNodes);
+    std::istringstream nodes(names != nullptr ? names : "");
+    for (std::string node; std::getline(nodes, node, ',');)
+      o.membership_nodes.push_back(node);
+  }
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, CommandRegistry& registry) {
@@ -238,16 +254,7 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
     if (o.intra_op_threads > 0) torch::set_num_threads(o.intra_op_threads);
     o.dist = f->dist.resolved();
     auto ctx = distributed::DistContext::init(o.dist);
-    if (const distributed::ElasticRound* round = ctx->elastic_round()) {  // --elastic in-place
-      o.membership_round = round->round();
-      o.membership_nodes = round->nodes();
-    } else if (const char* round = std::getenv(distributed::kEnvElasticRound)) {  // restart path
-      o.membership_round = std::atoi(round);
-      const char* names = std::getenv(distributed::kEnvElasticNodes);
-      std::istringstream nodes(names != nullptr ? names : "");
-      for (std::string node; std::getline(nodes, node, ',');)
-        o.membership_nodes.push_back(node);
-    }
+    take_membership(*ctx, o);
     train::check_amp_supported(o.amp, ctx->device());  // before loading anything
     ProgressPrinter progress;
     train::TrainSummary summary;
@@ -255,7 +262,8 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
       // The trainer checks every option and opens the data first, so a run refused for bad
       // input leaves no run directory behind; config.yaml is written once it is accepted.
       train::Trainer trainer(o, ctx, ctx->is_main() ? &progress : nullptr);
-      if (ctx->is_main()) {
+      const bool standby = ctx->elastic_round() != nullptr && ctx->elastic_round()->in_standby();
+      if (ctx->is_main() && !standby) {  // a worker in standby has no rank yet
         make_dirs(o.out_dir);
         write_file_atomic((std::filesystem::path(o.out_dir) / "config.yaml").string(),
                           run.config.to_yaml(run.cmd));

@@ -142,24 +142,56 @@ c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
   return make_hierarchical_group(std::move(world), std::move(groups));
 }
 
+// The process's environment with `overrides` over it.
+std::map<std::string, std::string> environment_with(
+    const std::map<std::string, std::string>& overrides) {
+  auto env = process_environment();
+  for (const auto& [name, value] : overrides)
+    env[name] = value;
+  return env;
+}
+
+// A worker of an --elastic in-place node that has not joined a round yet.
+bool in_standby(const std::map<std::string, std::string>& env) {
+  const auto round = env.find(kEnvElasticRound);
+  return round != env.end() && round->second == kElasticStandby;
+}
+
+// --elastic in-place rebuilds Gloo groups only.
+void require_in_place_backend(Backend b) {
+  if (b == Backend::kGloo) return;
+  throw UsageError(fmt::format(
+      "`backend` {}: --elastic in-place regroups Gloo process groups only (an NCCL or MPI "
+      "communicator cannot be rebuilt without its lost ranks here); use gloo, or the restart "
+      "path (--elastic restart)",
+      to_string(b)));
+}
+
 }  // namespace
+
+// A worker in standby (--elastic in-place): a world of its own until its agent posts its place;
+// the trainer prepares in it, then regroups into the round.
+std::shared_ptr<DistContext> DistContext::standby_context(
+    const DistOptions& options, const std::map<std::string, std::string>& env) {
+  std::shared_ptr<DistContext> ctx(new DistContext());
+  const auto local = [&](const char* name) {
+    const auto it = env.find(name);
+    return it == env.end() ? 0 : std::atoi(it->second.c_str());
+  };
+  ctx->local_rank_ = local(kEnvLocalRank);
+  ctx->local_world_size_ = std::max(1, local(kEnvLocalWorldSize));
+  ctx->device_ = resolve_device(options.device, ctx->local_rank_, ctx->local_world_size_);
+  make_current_device(ctx->device_);
+  require_in_place_backend(resolve_backend(options.backend, ctx->device_));
+  ctx->elastic_ = ElasticRound::standby(env);
+  return ctx;
+}
 
 std::shared_ptr<DistContext> DistContext::init(
     const DistOptions& options, const std::map<std::string, std::string>& env_overrides) {
   options.validate();
-  auto process_env = process_environment();
-  for (const auto& [name, value] : env_overrides)
-    process_env[name] = value;
-  if (const auto round = process_env.find(kEnvElasticRound);
-      round != process_env.end() && round->second == kElasticStandby) {
-    // Twice the agent's own wait for the round, so that the agent, not its worker, says why
-    // no round came.
-    const auto place = ElasticRound::standby_environment(
-        process_env,
-        2 * std::chrono::duration_cast<std::chrono::milliseconds>(options.rdzv_timeout));
-    for (const auto& [name, value] : place)
-      process_env[name] = value;
-  }
+  const auto process_env = environment_with(env_overrides);
+  if (in_standby(process_env)) return standby_context(options, process_env);
   const RendezvousEnv env = detect_environment(process_env, options);
   std::shared_ptr<DistContext> ctx(new DistContext());
   ctx->rank_ = env.rank.value;
@@ -173,13 +205,7 @@ std::shared_ptr<DistContext> DistContext::init(
   if (options.hierarchical) require_hierarchical_backend(backend);
   const auto mode = process_env.find(kEnvElasticMode);
   const bool in_place = mode != process_env.end() && !mode->second.empty();
-  if (in_place && backend != Backend::kGloo) {
-    throw UsageError(fmt::format(
-        "`backend` {}: --elastic in-place regroups Gloo process groups only (an NCCL or MPI "
-        "communicator cannot be rebuilt without its lost ranks here); use gloo, or the restart "
-        "path (--elastic restart)",
-        to_string(backend)));
-  }
+  if (in_place) require_in_place_backend(backend);
   if (in_place) ctx->elastic_ = ElasticRound::from_environment(process_env, env);
   if (env.world_size.value == 1) return ctx;
 

@@ -60,6 +60,8 @@ class DistContext {
 
  private:
   DistContext() = default;
+  static std::shared_ptr<DistContext> standby_context(
+      const DistOptions& options, const std::map<std::string, std::string>& env);
   // Where the helper collectives must put their buffers (the GPU with NCCL), nullopt = anywhere.
   std::optional<torch::Device> collective_device() const;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_world_size_ = 1;

@@ -157,8 +157,7 @@ std::unique_ptr<ElasticRound> ElasticRound::from_environment(
   return watch;
 }
 
-std::map<std::string, std::string> ElasticRound::standby_environment(
-    const std::map<std::string, std::string>& env, milliseconds timeout) {
+std::unique_ptr<ElasticRound> ElasticRound::standby(const std::map<std::string, std::string>& env) {
   const std::string& job = required(env, kEnvRunId);
   const std::string& agent = required(env, kEnvElasticAgent);
   const int local_rank = to_int(required(env, kEnvLocalRank), kEnvLocalRank);
@@ -167,25 +166,36 @@ std::map<std::string, std::string> ElasticRound::standby_environment(
       required(env, kEnvMasterAddr), to_int(required(env, kEnvMasterPort), kEnvMasterPort), job,
       token == env.end() ? "" : token->second, fmt::format("local rank {} in standby", local_rank));
   // The agent may have posted places for earlier workers: this one's is in a later round. The
-  // agent joins a round only once this worker has said it is up, so none is missed.
+  // agent joins a round only once this worker has announced itself, so none is missed.
   const std::string latest = agent_key(job, agent, "latest");
   const int after = store->check({latest})
                         ? to_int(from_bytes(store->get(latest)), "the agent's latest round")
                         : -1;
-  store->set(agent_key(job, agent, fmt::format("standby/{}", ::getpid())), to_bytes("1"));
-  log::info("local rank {} waits in standby for its node's place in a round", local_rank);
-  return place_environment(
-      wait_place_after(*store, nullptr, job, agent, after, timeout, "in standby, but"), local_rank);
+  std::unique_ptr<ElasticRound> round(
+      new ElasticRound(std::move(store), job, agent, after, local_rank, /*watch=*/false));
+  round->standby_ = true;
+  round->ended_ = true;
+  return round;
+}
+
+void ElasticRound::announce_ready() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  store_->set(agent_key(job_, agent_, fmt::format("standby/{}", ::getpid())), to_bytes("1"));
+  log::info("local rank {} waits in standby for its node's place in a round", local_rank_);
 }
 
 ElasticRound::ElasticRound(c10::intrusive_ptr<c10d::Store> store, std::string job,
                            std::string agent, int round, int local_rank)
+    : ElasticRound(std::move(store), std::move(job), std::move(agent), round, local_rank, true) {}
+
+ElasticRound::ElasticRound(c10::intrusive_ptr<c10d::Store> store, std::string job,
+                           std::string agent, int round, int local_rank, bool watch)
     : store_(std::move(store)),
       job_(std::move(job)),
       agent_(std::move(agent)),
       round_(round),
       local_rank_(local_rank) {
-  watch_ = std::thread([this] { watch_loop(); });
+  if (watch) watch_ = std::thread([this] { watch_loop(); });
 }
 
 ElasticRound::~ElasticRound() {
@@ -194,7 +204,7 @@ ElasticRound::~ElasticRound() {
     stopping_ = true;
   }
   wake_.notify_all();
-  watch_.join();
+  if (watch_.joinable()) watch_.join();
 }
 
 void ElasticRound::watch_loop() {
@@ -237,8 +247,9 @@ void ElasticRound::request_regroup(const std::string& reason) {
 }
 
 ElasticPlace ElasticRound::wait_next_place(milliseconds timeout) {
-  return wait_place_after(*store_, &mutex_, job_, agent_, round_, timeout,
-                          fmt::format("round {} ended but", round_));
+  return wait_place_after(
+      *store_, &mutex_, job_, agent_, round_, timeout,
+      standby_ ? std::string("in standby, but") : fmt::format("round {} ended but", round_));
 }
 
 std::map<std::string, std::string> ElasticRound::environment_for(const ElasticPlace& p) const {

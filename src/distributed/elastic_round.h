@@ -47,11 +47,12 @@ class ElasticRound {
   static std::unique_ptr<ElasticRound> from_environment(
       const std::map<std::string, std::string>& env, const RendezvousEnv& rdzv);
   // A worker started in standby (CHEXSCALE_ELASTIC_ROUND=standby: its agent starts it before
-  // joining a round, so that its start costs the other nodes no pause): waits, up to `timeout`,
-  // for its agent's first place and returns the variables that put the worker there (as
-  // environment_for). `env` has MASTER_ADDR, MASTER_PORT, LOCAL_RANK and the variables above.
-  static std::map<std::string, std::string> standby_environment(
-      const std::map<std::string, std::string>& env, std::chrono::milliseconds timeout);
+  // joining a round, so that its start costs the other nodes no pause). It is in no round yet:
+  // ended() from the start, and wait_next_place() waits for its agent's first place after the
+  // ones it posted for earlier workers. `env` has MASTER_ADDR, MASTER_PORT, LOCAL_RANK and the
+  // variables above. The worker prepares (builds its model and loaders), then announce_ready():
+  // its agent joins a round only once every worker has.
+  static std::unique_ptr<ElasticRound> standby(const std::map<std::string, std::string>& env);
   ElasticRound(c10::intrusive_ptr<c10d::Store> store, std::string job, std::string agent, int round,
                int local_rank);
   ~ElasticRound();
@@ -59,6 +60,9 @@ class ElasticRound {
   ElasticRound& operator=(const ElasticRound&) = delete;
 
   int round() const { return round_; }
+  bool in_standby() const { return standby_; }
+  // A standby worker is ready for its place (see standby()).
+  void announce_ready();
   // The round's nodes by node rank (CHEXSCALE_ELASTIC_NODES; empty when not given).
   const std::vector<std::string>& nodes() const { return nodes_; }
   // The agents ended this round (any reason but a stop signal, which the workers' own stop
@@ -75,6 +79,8 @@ class ElasticRound {
   std::map<std::string, std::string> environment_for(const ElasticPlace& place) const;
 
  private:
+  ElasticRound(c10::intrusive_ptr<c10d::Store> store, std::string job, std::string agent, int round,
+               int local_rank, bool watch);
   void watch_loop();
   void check_end();
 
@@ -84,6 +90,7 @@ class ElasticRound {
   const int round_;
   const int local_rank_;
   std::vector<std::string> nodes_;
+  bool standby_ = false;
   std::atomic<bool> ended_{false};
   mutable std::mutex mutex_;  // store_ and failure_
   std::optional<std::string> failure_;

@@ -123,6 +123,11 @@ class Trainer::Impl {
     device_ = ctx_->device();
     main_ = ctx_->is_main();
 
+    if (ctx_->elastic_round() && !opt_.timeline.empty()) {
+      throw UsageError(
+          "`timeline` with --elastic in-place: a worker's rank changes from round to round, so "
+          "per-rank timelines would mix ranks; trace a run of fixed size");
+    }
     if (ctx_->elastic_round() && opt_.reducer.compression == distributed::Compression::kPowerSgd) {
       throw UsageError(
           "`compression` powersgd: --elastic in-place does not carry PowerSGD's error feedback "
@@ -157,6 +162,12 @@ class Trainer::Impl {
     TrainSummary summary;
     TrainTotals totals;
     bool first = true;
+    if (const distributed::ElasticRound* round = ctx_->elastic_round();
+        round != nullptr && round->in_standby()) {
+      // Built while the other nodes train: only now does this node join their next round.
+      ctx_->elastic_round()->announce_ready();
+      regroup("");
+    }
     while (true) {
       try {
         const int64_t from = enter();
@@ -229,30 +240,7 @@ class Trainer::Impl {
       if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
       from = resume();
     } else {
-      // Survivors that all did the same steps hold the same parameters and optimizer state;
-      // what each keeps of its own (BatchNorm's running statistics, its loss sums, its RNG) is
-      // a few kB, taken from the root. The digests prove the rest equal, else all is sent.
-      std::string how;
-      if (holders.everyone) {
-        const Checkpoint own = *held_;
-        const std::optional<Checkpoint> roots = share_checkpoint(
-            *ctx_, holders.root, [&] { return std::optional<Checkpoint>(per_rank_part(own)); });
-        Checkpoint merged = own;
-        merged.state = roots->state;
-        int64_t bytes = 0;
-        for (const models::NamedTensor& t : roots->tensors) {
-          bytes += static_cast<int64_t>(t.tensor.nbytes());
-          for (models::NamedTensor& m : merged.tensors)
-            if (m.name == t.name) m.tensor = t.tensor;
-        }
-        restore_from(merged);
-        if (same_state_everywhere(*ctx_, digest_of_state())) {
-          how = fmt::format(
-              "held the same parameters and optimizer state already (step {}; rank {} sent the "
-              "rest, {:.1f} kB)",
-              pos_.global_step, holders.root, static_cast<double>(bytes) / 1e3);
-        }
-      }
+      std::string how = holders.everyone ? take_survivors_state(holders.root) : "";
       if (how.empty()) {
         const std::optional<Checkpoint> state =
             share_checkpoint(*ctx_, holders.root, [this] { return held_; });
@@ -296,6 +284,29 @@ class Trainer::Impl {
           "(digest {:016x})",
           opt_.membership_round, pos_.global_step, ctx_->world_size(), digest);
     }
+  }
+
+  // Survivors that all did the same steps hold the same parameters and optimizer state; what
+  // each keeps of its own (BatchNorm's running statistics, its loss sums, its RNG) is a few kB,
+  // taken from `root`. Returns how, or "" when the digests differ (then all must be sent).
+  std::string take_survivors_state(int root) {
+    const Checkpoint own = *held_;
+    const std::optional<Checkpoint> roots = share_checkpoint(
+        *ctx_, root, [&] { return std::optional<Checkpoint>(per_rank_part(own)); });
+    Checkpoint merged = own;
+    merged.state = roots->state;
+    int64_t bytes = 0;
+    for (const models::NamedTensor& t : roots->tensors) {
+      bytes += static_cast<int64_t>(t.tensor.nbytes());
+      for (models::NamedTensor& m : merged.tensors)
+        if (m.name == t.name) m.tensor = t.tensor;
+    }
+    restore_from(merged);
+    if (!same_state_everywhere(*ctx_, digest_of_state())) return "";
+    return fmt::format(
+        "held the same parameters and optimizer state already (step {}; rank {} sent the rest, "
+        "{:.1f} kB)",
+        pos_.global_step, root, static_cast<double>(bytes) / 1e3);
   }
 
   // What of a rank's state `c` is its own during training (buffers such as BatchNorm's running
@@ -342,13 +353,18 @@ class Trainer::Impl {
   void regroup(const std::string& why) {
     regroup_clock_.reset();
     distributed::ElasticRound& round = *ctx_->elastic_round();
-    left_round_ = round.round();
+    const bool standby = round.in_standby();
     const std::string cause = why.substr(0, why.find('\n'));
-    log::warn("rank {}: {}; regrouping in place", ctx_->rank(), cause);
+    if (!standby) {
+      left_round_ = round.round();
+      log::warn("rank {}: {}; regrouping in place", ctx_->rank(), cause);
+    }
     if (holds_state_) held_ = memory_checkpoint();
     if (!round.ended()) round.request_regroup(cause);
-    const distributed::ElasticPlace place = round.wait_next_place(
-        std::chrono::duration_cast<std::chrono::milliseconds>(opt_.dist.rdzv_timeout));
+    // In standby, twice the agent's own wait for the round, so that the agent says why none came.
+    const auto timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(opt_.dist.rdzv_timeout);
+    const distributed::ElasticPlace place = round.wait_next_place(standby ? 2 * timeout : timeout);
     const auto env = round.environment_for(place);
     const bool failed = ctx_->watchdog() != nullptr && ctx_->watchdog()->failed();
     if (reducer_) {
@@ -447,7 +463,6 @@ class Trainer::Impl {
       StepResult& r = *stepped;
       r.times.data_wait = train_loader_->last_wait_seconds();
       record_timeline(start_us, r.times);
-      if (!opt_.record_examples.empty()) record_step_examples(*batch);
       advance_position(r, bpe);
       window.add(r);
       totals.step_sum += r.times;
@@ -533,7 +548,7 @@ class Trainer::Impl {
     return summary;
   }
 
-  // --record-examples: this rank's dataset indices of the step just trained.
+  // --record-examples: this rank's dataset indices of the step the ranks agreed to train.
   void record_step_examples(const data::Batch& batch) const {
     std::ofstream out(fmt::format("{}.rank{}", opt_.record_examples, ctx_->rank()), std::ios::app);
     out << opt_.membership_round << ' ' << pos_.epoch << ' ' << pos_.global_step;
@@ -572,6 +587,9 @@ class Trainer::Impl {
       throw DistError(fmt::format("round {} ended before step {}", opt_.membership_round,
                                   pos_.global_step + 1));
     }
+    // Before the gradient allreduce: a step that some rank applies counts every rank's batch,
+    // also that of a rank which fails or dies after sending its gradients.
+    if (!opt_.record_examples.empty()) record_step_examples(batch);
     if (empty_ranks > 0) {
       if (main_) {
         log::warn(

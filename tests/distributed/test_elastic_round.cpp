@@ -8,7 +8,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "common/error.h"
@@ -135,6 +139,35 @@ TEST_F(ElasticRoundTest, TheRequestReachesTheAgentAndThePlaceComesBackAsAnEnviro
   EXPECT_EQ(env.at(kEnvRestartCount), "9");  // the store prefix: the round's attempt
   EXPECT_EQ(env.at(kEnvElasticRound), "5");
   EXPECT_EQ(env.at(kEnvElasticNodes), "node-a,node-b");
+}
+
+// A worker started in standby after its agent placed earlier workers (a node back from a cut
+// link): it announces itself, and takes the first place posted after that, not the old one.
+TEST_F(ElasticRoundTest, AStandbyWorkerTakesAPlacePostedAfterItNotAnEarlierWorkersOne) {
+  server_->set(agent_key(kJob, kAgent, "place/2"), bytes("2 7 1 1 2 node-a,node-b"));
+  server_->set(agent_key(kJob, kAgent, "latest"), bytes("2"));
+  const std::map<std::string, std::string> env = {
+      {kEnvElasticMode, kElasticInPlace},
+      {kEnvRunId, kJob},
+      {kEnvElasticAgent, kAgent},
+      {kEnvElasticRound, kElasticStandby},
+      {kEnvLocalRank, "0"},
+      {kEnvMasterAddr, "127.0.0.1"},
+      {kEnvMasterPort, std::to_string(server_->getPort())}};
+  const std::unique_ptr<ElasticRound> round = ElasticRound::standby(env);
+  EXPECT_TRUE(round->in_standby());
+  EXPECT_TRUE(round->ended());
+  EXPECT_FALSE(round->abandon_reason());
+  EXPECT_THROW(round->wait_next_place(milliseconds(200)), DistError);  // round 2's is not its
+  const std::string ready = agent_key(kJob, kAgent, fmt::format("standby/{}", ::getpid()));
+  EXPECT_FALSE(server_->check({ready}));
+  round->announce_ready();
+  EXPECT_TRUE(server_->check({ready}));
+  server_->set(agent_key(kJob, kAgent, "place/3"), bytes("3 8 0 0 3 node-c,node-a,node-b"));
+  server_->set(agent_key(kJob, kAgent, "latest"), bytes("3"));
+  const ElasticPlace place = round->wait_next_place(milliseconds(2000));
+  EXPECT_EQ(place.round, 3);
+  EXPECT_EQ(round->environment_for(place).at(kEnvRank), "0");
 }
 
 TEST(ElasticRoundEnvironment, OnlyInPlaceJobsHaveOneAndTheirVariablesMustBeThere) {
