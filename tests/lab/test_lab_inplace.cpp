@@ -96,6 +96,18 @@ std::vector<int64_t> steps_in_several_rounds(const std::string& run) {
   return twice;
 }
 
+// No step in the records of two rounds but the one the fault interrupted, trained again as the
+// first step after it (`redone`, as metrics.jsonl numbers steps).
+void expect_only_the_failed_step_twice(const std::string& run, int64_t redone) {
+  const std::vector<int64_t> twice = steps_in_several_rounds(run);
+  fmt::print("[in place] steps in more than one round's records: {} (step {}; redone: {})\n",
+             twice.size(), twice.empty() ? -1 : twice[0], redone);
+  EXPECT_LE(twice.size(), 1u);
+  if (!twice.empty()) {
+    EXPECT_EQ(twice[0] + 1, redone);  // records number a step by the steps done before it
+  }
+}
+
 // The (round, world size) of each membership record of metrics.jsonl.
 std::vector<std::pair<int, int>> memberships(const std::string& run) {
   std::vector<std::pair<int, int>> out;
@@ -232,14 +244,8 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
             std::string::npos)
       << r[0].output << r[1].output;
   EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
-  // At most the step the lost node had trained when it died; the join cost none.
-  const std::vector<int64_t> twice = steps_in_several_rounds(run);
-  fmt::print("[in place] steps in more than one round's records: {} (step {}; redone: {})\n",
-             twice.size(), twice.empty() ? -1 : twice[0], redone);
-  EXPECT_LE(twice.size(), 1u);
-  if (!twice.empty()) {
-    EXPECT_EQ(twice[0] + 1, redone);  // records number a step by the steps done before it
-  }
+  // The join cost none.
+  expect_only_the_failed_step_twice(run, redone);
   expect_each_example_once_per_epoch(run, kEpochs);
 }
 
@@ -279,13 +285,7 @@ TEST_F(LabInPlace, ALinkCutAndRestoredDropsTheNodeAndItRejoinsInPlace) {
   EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
   for (const auto& node : r)
     EXPECT_EQ(node.output.find("ended with exit status"), std::string::npos) << node.output;
-  const std::vector<int64_t> twice = steps_in_several_rounds(run);
-  fmt::print("[in place] steps in more than one round's records: {} (step {}; redone: {})\n",
-             twice.size(), twice.empty() ? -1 : twice[0], redone);
-  EXPECT_LE(twice.size(), 1u);
-  if (!twice.empty()) {
-    EXPECT_EQ(twice[0] + 1, redone);  // records number a step by the steps done before it
-  }
+  expect_only_the_failed_step_twice(run, redone);
   expect_each_example_once_per_epoch(run, kEpochs);
 }
 
