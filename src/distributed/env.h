@@ -73,7 +73,7 @@ inline constexpr const char* kEnvElasticMode = "CHEXSCALE_ELASTIC_MODE";
 inline constexpr const char* kEnvElasticAgent = "CHEXSCALE_ELASTIC_AGENT";
 inline constexpr const char* kElasticInPlace = "in-place";
 // CHEXSCALE_ELASTIC_ROUND of a worker started before its node joined a round: it waits for its
-// place (ElasticRound::standby_environment).
+// place (ElasticRound::standby).
 inline constexpr const char* kElasticStandby = "standby";
 inline constexpr const char* kEnvStopGrace = "CHEXSCALE_STOP_GRACE";
 inline constexpr const char* kEnvRdzvTimeout = "CHEXSCALE_RDZV_TIMEOUT";

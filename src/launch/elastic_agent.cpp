@@ -279,7 +279,7 @@ std::vector<WorkerProcess> start_round_workers(const LaunchOptions& o, const Mem
 }
 
 // --elastic in-place: this node's workers, started before the node joins a round; each waits
-// for the place its agent posts once the round closes (ElasticRound::standby_environment), so
+// for the place its agent posts once the round closes (ElasticRound::standby), so
 // the other nodes do not wait for a newcomer's process to start. Labelled by local rank.
 std::vector<WorkerProcess> start_standby_workers(const LaunchOptions& o, const std::string& program,
                                                  const std::string& agent) {

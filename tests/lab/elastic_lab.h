@@ -205,6 +205,30 @@ class ElasticLab : public LabTest {
   std::string data_;
 };
 
+// One line of a worker's --record-examples file: "<round> <epoch> <step> <index>...".
+struct StepRecord {
+  int round = 0;
+  int64_t epoch = 0, step = 0;
+  std::vector<int64_t> indices;
+};
+
+// The records of ranks 0 and 1 of a run (<run>.examples.rank<r>), rank 0's first.
+inline std::vector<StepRecord> step_records(const std::string& run) {
+  std::vector<StepRecord> records;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::istringstream in(file_contents(fmt::format("{}.examples.rank{}", run, rank)));
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      StepRecord r;
+      if (!(fields >> r.round >> r.epoch >> r.step)) continue;
+      for (int64_t index = 0; fields >> index;)
+        r.indices.push_back(index);
+      records.push_back(std::move(r));
+    }
+  }
+  return records;
+}
+
 // The final lineage of a run's steps from the workers' --record-examples files: for each step
 // the records of the last round that trained it (a failed round's steps after its checkpoint
 // were trained again). Checks that every epoch trained every example, across the changes of
@@ -213,22 +237,15 @@ class ElasticLab : public LabTest {
 // its slices would end in a batch of one, by one more example per worker: at most 3.
 inline void expect_each_example_once_per_epoch(const std::string& run, int epochs) {
   std::map<int64_t, std::pair<int, std::vector<std::pair<int64_t, int64_t>>>> steps;
-  for (int rank = 0; rank < 2; ++rank) {
-    std::istringstream in(file_contents(fmt::format("{}.examples.rank{}", run, rank)));
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream fields(line);
-      int round = 0;
-      int64_t epoch = 0, step = 0;
-      fields >> round >> epoch >> step;
-      auto& [latest, examples] = steps[step];
-      if (round > latest || examples.empty()) {
-        latest = round;
-        examples.clear();
-      }
-      if (round < latest) continue;
-      for (int64_t index = 0; fields >> index;)
-        examples.emplace_back(epoch, index);
+  for (const StepRecord& r : step_records(run)) {
+    auto& [latest, examples] = steps[r.step];
+    if (r.round > latest || examples.empty()) {
+      latest = r.round;
+      examples.clear();
     }
+    if (r.round < latest) continue;
+    for (int64_t index : r.indices)
+      examples.emplace_back(r.epoch, index);
   }
   std::map<int64_t, std::vector<int64_t>> by_epoch;
   for (const auto& [step, record] : steps)

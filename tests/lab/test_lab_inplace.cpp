@@ -81,15 +81,8 @@ class StepClock {
 // twice.
 std::vector<int64_t> steps_in_several_rounds(const std::string& run) {
   std::map<int64_t, std::set<int>> rounds;
-  for (int rank = 0; rank < 2; ++rank) {
-    std::istringstream in(file_contents(fmt::format("{}.examples.rank{}", run, rank)));
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream fields(line);
-      int round = 0;
-      int64_t epoch = 0, step = 0;
-      if (fields >> round >> epoch >> step) rounds[step].insert(round);
-    }
-  }
+  for (const StepRecord& r : step_records(run))
+    rounds[r.step].insert(r.round);
   std::vector<int64_t> twice;
   for (const auto& [step, in_rounds] : rounds)
     if (in_rounds.size() > 1) twice.push_back(step);
