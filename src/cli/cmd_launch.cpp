@@ -136,6 +136,14 @@ void add_worker_options(CLI::App* cmd, LaunchFlags& f) {
   cmd->add_option("--program", o.program,
                   "Run this executable instead of chexscale (like torchrun --no-python); empty = "
                   "chexscale itself");
+  cmd->add_option("--worker-cgroup", o.worker_cgroups,
+                  "Cgroup directory each worker joins before it starts (its cgroup.procs; v1 or "
+                  "v2), {local_rank} replaced by the worker's local rank; repeat or comma-separate "
+                  "for several hierarchies (v1 cpu and cpuacct). The lab's fixed-speed workers: "
+                  "a CPU quota per worker")
+      ->delimiter(',')
+      ->allow_extra_args(false)  // one value per flag: "--" stays the command's separator
+      ->type_name("DIR");
   cmd->add_option("command", o.args, "The chexscale subcommand and its options, after --")
       ->expected(-1);
 }

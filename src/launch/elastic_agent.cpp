@@ -19,6 +19,7 @@
 #include "distributed/rendezvous_gate.h"
 #include "launch/elastic_rendezvous.h"
 #include "launch/group_supervisor.h"
+#include "launch/worker_cgroup.h"
 #include "launch/worker_process.h"
 
 namespace chexscale::launch {
@@ -273,7 +274,8 @@ std::vector<WorkerProcess> start_round_workers(const LaunchOptions& o, const Mem
       m.rank_offset, m.rank_offset + o.nproc_per_node - 1);
   std::vector<WorkerProcess> workers;
   for (int local = 0; local < o.nproc_per_node; ++local) {
-    workers.emplace_back(m.rank_offset + local, program, o.args, worker_env(o, m, agent, local));
+    workers.emplace_back(m.rank_offset + local, program, o.args, worker_env(o, m, agent, local),
+                         worker_cgroup_files(o.worker_cgroups, local));
   }
   return workers;
 }
@@ -292,7 +294,7 @@ std::vector<WorkerProcess> start_standby_workers(const LaunchOptions& o, const s
                              distributed::kEnvGroupRank, distributed::kEnvElasticNodes})
       env.erase(name);
     env[distributed::kEnvElasticRound] = distributed::kElasticStandby;
-    workers.emplace_back(local, program, o.args, env);
+    workers.emplace_back(local, program, o.args, env, worker_cgroup_files(o.worker_cgroups, local));
   }
   return workers;
 }

@@ -14,6 +14,7 @@
 #include "distributed/env.h"
 #include "distributed/rendezvous.h"
 #include "launch/group_supervisor.h"
+#include "launch/worker_cgroup.h"
 #include "launch/worker_process.h"
 
 namespace chexscale::launch {
@@ -220,6 +221,7 @@ LaunchOptions resolve_topology(LaunchOptions o, const std::map<std::string, std:
         fmt::format("program {}: not an executable ({})", o.program, std::strerror(errno)));
   }
   if (o.args.empty()) throw UsageError("nothing to launch: give the worker's command after --");
+  check_worker_cgroups(o.worker_cgroups, o.nproc_per_node);
   return o;
 }
 
@@ -288,7 +290,8 @@ LaunchResult run_local_group(const LaunchOptions& options) {
     std::vector<WorkerProcess> workers;
     for (int local = 0; local < options.nproc_per_node; ++local) {
       workers.emplace_back(options.node_rank * options.nproc_per_node + local, program,
-                           options.args, worker_env(options, local, port, attempt));
+                           options.args, worker_env(options, local, port, attempt),
+                           worker_cgroup_files(options.worker_cgroups, local));
     }
     const GroupOutcome outcome = supervise(workers, supervision, signals);
     if (auto stopped = stopped_result(outcome, workers)) {

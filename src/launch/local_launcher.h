@@ -63,8 +63,11 @@ struct LaunchOptions {
   std::string program;                           // "": this executable (/proc/self/exe)
   std::vector<std::string> args;                 // the worker's arguments
   std::map<std::string, std::string> extra_env;  // added to every worker's environment
-  int output_fd = 1;                             // where the workers' stdout lines go
-  int error_fd = 2;                              // and their stderr lines
+  // Cgroup directories each worker joins before it starts, "{local_rank}" replaced by its local
+  // rank (launch/worker_cgroup.h); empty: the launcher's own groups.
+  std::vector<std::string> worker_cgroups;
+  int output_fd = 1;  // where the workers' stdout lines go
+  int error_fd = 2;   // and their stderr lines
 
   // Throws UsageError naming the field: nproc_per_node outside [1, kMaxProcPerNode], master_port
   // outside [0, 65535], max_restarts < 0, grace_period outside [0, kMaxGracePeriod] (or NaN),

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -32,6 +33,35 @@ struct CStrings {
   }
 };
 
+// In the forked child: moves this process into each cgroup ("0" in cgroup.procs is the writer
+// itself, in cgroup v1 and v2). Async-signal-safe; false if a write fails.
+bool join_cgroups(const std::vector<std::string>& files) {
+  for (const auto& file : files) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = ::write(fd, "0", 1) == 1;
+    ::close(fd);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// In the forked child, with every signal blocked: handlers inherited from the launcher (its stop
+// signals write into the launcher's own pipe) go back to the default, so that a signal sent to
+// the new worker before its execve ends it instead of reading as one the launcher got. Ignored
+// signals (SIGPIPE) stay ignored, as across execve.
+void reset_caught_signals() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction current {};
+    if (sig == SIGKILL || sig == SIGSTOP || ::sigaction(sig, nullptr, &current) != 0) continue;
+    if (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL) continue;
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    ::sigemptyset(&fallback.sa_mask);
+    ::sigaction(sig, &fallback, nullptr);
+  }
+}
+
 void make_pipe(int fds[2]) {
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(fmt::format("pipe(): {}", std::strerror(errno)));
@@ -42,7 +72,8 @@ void make_pipe(int fds[2]) {
 
 WorkerProcess::WorkerProcess(int rank, const std::string& program,
                              const std::vector<std::string>& args,
-                             const std::map<std::string, std::string>& env)
+                             const std::map<std::string, std::string>& env,
+                             const std::vector<std::string>& cgroups)
     : rank_(rank) {
   CStrings argv, envp;
   argv.storage.push_back(program);
@@ -59,19 +90,31 @@ WorkerProcess::WorkerProcess(int rank, const std::string& program,
   const pid_t parent = ::getpid();
   char** child_argv = argv.get();
   char** child_envp = envp.get();
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);  // no handler runs in the child before the reset
   pid_ = ::fork();
-  if (pid_ < 0) throw Error(fmt::format("fork(): {}", std::strerror(errno)));
   if (pid_ == 0) {
+    reset_caught_signals();
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphans if the launcher is killed
     if (::getppid() != parent) ::_exit(127);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
+    if (!join_cgroups(cgroups)) {
+      const char msg[] = "chexscale launch: the worker cannot join its --worker-cgroup\n";
+      [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+      ::_exit(127);
+    }
     ::execve(child_argv[0], child_argv, child_envp);
     const char msg[] = "chexscale launch: exec of the worker program failed\n";
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
     ::_exit(127);
   }
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  if (pid_ < 0) throw Error(fmt::format("fork(): {}", std::strerror(fork_errno)));
   ::setpgid(pid_, pid_);  // also from the parent, so signal() works before the child runs
   ::close(out[1]);
   ::close(err[1]);

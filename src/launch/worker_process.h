@@ -14,9 +14,12 @@ namespace chexscale::launch {
 
 class WorkerProcess {
  public:
-  // Starts `program args...` with the launcher's environment plus `env` (which wins).
+  // Starts `program args...` with the launcher's environment plus `env` (which wins). The
+  // child joins each cgroup whose cgroup.procs file `cgroups` lists before it execs (it exits
+  // with 127 and a message if it cannot: a worker never runs outside its group).
   WorkerProcess(int rank, const std::string& program, const std::vector<std::string>& args,
-                const std::map<std::string, std::string>& env);
+                const std::map<std::string, std::string>& env,
+                const std::vector<std::string>& cgroups = {});
   ~WorkerProcess();
   WorkerProcess(WorkerProcess&& other) noexcept;
   WorkerProcess(const WorkerProcess&) = delete;
