@@ -10,7 +10,13 @@
 #                 limits of the pod spec; lab/pod_containers.sh) joined to the pod namespaces.
 #
 # Usage: lab/compare.sh [options]
-#   --nodes N             nodes (one worker each)                               [2]
+#   --nodes N             nodes of one worker each: the layout Nx1                   [2]
+#   --layouts LIST        comma list of NODESxWORKERS layouts (the article's Figure 1:
+#                         1x1,1x2,1x3,1x4,2x4), each run on both systems: NODES node
+#                         namespaces, `chexscale launch --nproc-per-node WORKERS` in each on bare
+#                         metal, one pod per node holding its WORKERS workers on Kubernetes; the
+#                         workers of a node talk over its loopback. 1x1 is the single-worker run
+#                         (always made); every layout needs its own worker count  [--nodes's]
 #   --arch A --image-size S --batch B --steps K --warmup W --threads T
 #                         the bench workload          [resnet18, 64, 8, 10, 2, 1]
 #   --variants LIST       comma list of engine variants, each run on both systems:
@@ -41,12 +47,13 @@
 #   --peer-variants LIST  the engine variants the peer runs (DDP's own bucket_cap_mb, fp16_compress_hook
 #                         and powerSGD_hook; not naive): overlapped is set <system>/pytorch-ddp,
 #                         any other V <system>/pytorch-ddp-V                       [overlapped]
-#   --worker-cpu C        run every worker as a fixed-speed device: node i's processes (launcher,
-#                         worker, its Gloo threads; the peer's ranks too) in a CPU cgroup of their
-#                         own with a quota of C cores (0.4 = 40 % of one core) and the highest
-#                         weight, so a worker's speed does not depend on what else runs; the
-#                         kernel's network path stays outside (lab/cpu_quota.sh). Needs --pods
-#                         processes                                          [no quota]
+#   --worker-cpu C        run every worker as a fixed-speed device: each worker (its threads,
+#                         Gloo's too; each peer rank) in a CPU cgroup of its own,
+#                         node<i>-w<local rank> (`launch --worker-cgroup`), with a quota of C
+#                         cores (0.4 = 40 % of one core) and the highest weight, so a worker's
+#                         speed does not depend on how many others run; node i's launcher in
+#                         node<i> at the same quota; the kernel's network path stays outside
+#                         (lab/cpu_quota.sh). Needs --pods processes              [no quota]
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
 # Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab).
 set -euo pipefail
@@ -63,11 +70,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlapped,fp16,hostnet" fabric_rate="" overlay_rate="" pods=processes image=""
 out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
-peer_variants=overlapped worker_cpu=""
+peer_variants=overlapped worker_cpu="" layouts="" nodes_given=0
 invocation="lab/compare.sh $*"  # for README.txt; the option loop below consumes "$@"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --nodes) nodes="$2"; shift 2 ;;
+    --nodes) nodes="$2" nodes_given=1; shift 2 ;;
+    --layouts) layouts="$2"; shift 2 ;;
     --arch) arch="$2"; shift 2 ;;
     --image-size) image_size="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
@@ -92,6 +100,26 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# The layouts: NODESxWORKERS, parsed into layout_nodes/layout_workers (1x1 left out: the single
+# run); the lab gets the most nodes any layout has.
+[ -z "$layouts" ] || [ "$nodes_given" = 0 ] ||
+  lab_die "give --nodes and --layouts, not both (--nodes N is --layouts Nx1)"
+[ -n "$layouts" ] || layouts="${nodes}x1"
+[[ "$nodes" =~ ^[1-9][0-9]*$ ]] || lab_die "--nodes must be a whole number >= 1, not '$nodes'"
+layout_nodes=() layout_workers=() nodes=1 seen_counts=" "
+IFS=, read -r -a layout_list <<<"$layouts"
+for l in "${layout_list[@]}"; do
+  [[ "$l" =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]] ||
+    lab_die "--layouts: '$l' is not NODESxWORKERS (for example 2x4: two nodes of four workers)"
+  ln=${BASH_REMATCH[1]} lw=${BASH_REMATCH[2]}
+  [ "$((ln * lw))" -gt 1 ] || continue
+  [[ "$seen_counts" != *" $((ln * lw)) "* ]] ||
+    lab_die "--layouts: two layouts with $((ln * lw)) workers ('$layouts'); the result sets hold one run per worker count"
+  seen_counts+="$((ln * lw)) "
+  layout_nodes+=("$ln") layout_workers+=("$lw")
+  [ "$ln" -le "$nodes" ] || nodes=$ln
+done
+[ "${#layout_nodes[@]}" -gt 0 ] || lab_die "--layouts '$layouts': no layout of two or more workers"
 [ -z "$worker_cpu" ] || [ "$pods" = processes ] ||
   lab_die "--worker-cpu needs --pods processes (a container engine puts its containers in cgroups of its own)"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || lab_die "--rounds must be a whole number >= 1, not '$rounds'"
@@ -124,7 +152,7 @@ mkdir -p "$out/sets" "$out/logs" "$out/manifests" "$out/runs"
 commands_log="$out/commands.txt"
 : >"$commands_log"
 echo -e "run\tnode\tfabric_tx_bytes\toverlay_tx_bytes" >"$out/traffic.tsv"
-[ -z "$worker_cpu" ] || echo -e "run\tnode\tquota_cores\tcpu_s\tthrottled_periods" >"$out/quota.tsv"
+[ -z "$worker_cpu" ] || echo -e "run\tgroup\tquota_cores\tcpu_s\tthrottled_periods" >"$out/quota.tsv"
 port=29600
 started=$SECONDS
 round=1
@@ -201,14 +229,26 @@ tx_bytes() {
     "$(ip netns exec "$ns" cat /sys/class/net/flannel.1/statistics/tx_bytes)"
 }
 
-# Appends node I's quota use in run TAG to quota.tsv: its cgroup's CPU seconds and throttled
+# The CPU groups of node I in a run of W workers per node: its launcher's, then its workers'.
+node_groups() {
+  local j
+  echo "node$1"
+  for ((j = 0; j < $2; j++)); do echo "node$1-w$j"; done
+}
+
+# The value of `launch --worker-cgroup` for node I's workers.
+worker_cgroup_flag() { cpu_quota_dirs "node$1-w{local_rank}" | paste -sd,; }
+
+# Appends each of node I's groups' quota use in run TAG to quota.tsv: CPU seconds and throttled
 # periods since start_run.
 record_quota() {
-  local tag="$1" i="$2" cpu_s throttled
-  read -r cpu_s throttled <<<"${quota_before[$i]}"
-  cpu_s=$(awk -v a="$cpu_s" -v b="$(cpu_quota_usage_s "node$i")" 'BEGIN { printf "%.3f", b - a }')
-  throttled=$(($(cpu_quota_throttled "node$i") - throttled))
-  echo -e "$tag\t$i\t$worker_cpu\t$cpu_s\t$throttled" >>"$out/quota.tsv"
+  local tag="$1" i="$2" g cpu_s throttled
+  for g in $(node_groups "$i" "$workers_per_node"); do
+    read -r cpu_s throttled <<<"${quota_before[$g]}"
+    cpu_s=$(awk -v a="$cpu_s" -v b="$(cpu_quota_usage_s "$g")" 'BEGIN { printf "%.3f", b - a }')
+    throttled=$(($(cpu_quota_throttled "$g") - throttled))
+    echo -e "$tag\t$g\t$worker_cpu\t$cpu_s\t$throttled" >>"$out/quota.tsv"
+  done
 }
 
 # Runs the started jobs to the end, stops the CPU sampler, then records per node how many bytes
@@ -226,39 +266,52 @@ finish_run() {
   done
 }
 
-# Prepares a run of N workers whose files go to RUN_DIR: traffic counters, a fresh port, and the
-# CPU sampler (RUN_DIR/cpu-samples.tsv; the run's processes are those with MATCH, by default
-# RUN_DIR, in their command line; see lab/cpu.sh).
+# Prepares a run on N nodes of W workers each whose files go to RUN_DIR: the CPU groups (with
+# --worker-cpu), traffic counters, a fresh port, and the CPU sampler (RUN_DIR/cpu-samples.tsv;
+# the run's processes are those with MATCH, by default RUN_DIR, in their command line; see
+# lab/cpu.sh). Sets workers_per_node and, with --worker-cpu, cgroup_flag[i] (node i's
+# --worker-cgroup value).
+declare -A quota_before
 start_run() {
-  local n="$1" run_dir="$2" match="${3:-$2}" i
-  pids=() logs=() eth_before=() vx_before=() quota_before=()
+  local n="$1" w="$2" run_dir="$3" match="${4:-$3}" i g
+  pids=() logs=() eth_before=() vx_before=() quota_before=() cgroup_flag=()
+  workers_per_node=$w
   for ((i = 0; i < n; i++)); do
     read -r "eth_before[$i]" "vx_before[$i]" <<<"$(tx_bytes "$i")"
-    [ -z "$worker_cpu" ] || quota_before[i]="$(cpu_quota_usage_s "node$i") $(cpu_quota_throttled "node$i")"
+    [ -n "$worker_cpu" ] || continue
+    cgroup_flag[i]=$(worker_cgroup_flag "$i")
+    for g in $(node_groups "$i" "$w"); do
+      cpu_quota_create "$g"
+      quota_before[$g]="$(cpu_quota_usage_s "$g") $(cpu_quota_throttled "$g")"
+    done
   done
   port=$((port + 1))
   mkdir -p "$run_dir"
   cpu_sampler_start "$run_dir/cpu-samples.tsv" "$match"
 }
 
-# bare metal: `chexscale launch` on each of N nodes (node namespaces, fabric addresses).
+# bare metal: `chexscale launch --nproc-per-node W` on each of N nodes (node namespaces, fabric
+# addresses).
 run_bare_metal() {
-  local label="$1" n="$2" flags="$3" tag run_dir i
-  tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
+  local label="$1" n="$2" w="$3" flags="$4" tag run_dir i
+  tag="$(echo "$label" | tr / -)-w$((n * w))$(round_suffix)"
   run_dir="$out/runs/$tag"
   rm -rf "$run_dir"
-  start_run "$n" "$run_dir"
+  start_run "$n" "$w" "$run_dir"
   for ((i = 0; i < n; i++)); do
-    # shellcheck disable=SC2046
+    local cgroup=()
+    [ -z "$worker_cpu" ] || cgroup=(--worker-cgroup "${cgroup_flag[$i]}")
+    # shellcheck disable=SC2046,SC2207
     local cmd=("$bin" launch --nnodes "$n" --node-rank "$i" --master-addr "$(lab_fabric_addr 0)"
-      --master-port "$port" --nproc-per-node 1 -- $(bench_args "$label" "$run_dir" "$flags"))
+      --master-port "$port" --nproc-per-node "$w" "${cgroup[@]}" --
+      $(bench_args "$label" "$run_dir" "$flags"))
     echo "[$(lab_node_ns "$i")] ${cmd[*]}" >>"$commands_log"
     spawn "$out/logs/$tag-node$i.log" cpu_quota_maybe_run "node$i" \
-      ip netns exec "$(lab_node_ns "$i")" env -i PATH="$PATH" HOME=/tmp \
+      lab_netns_exec "$(lab_node_ns "$i")" env -i PATH="$PATH" HOME=/tmp \
       timeout -k 10 "$run_timeout" "${cmd[@]}"
   done
   finish_run "$tag" "$n"
-  collect "$run_dir" "$label" "$n" "$tag"
+  collect "$run_dir" "$label" "$((n * w))" "$tag"
 }
 
 # kubernetes: render the job, then run each pod's container as the kubelet would: as a bare
@@ -266,8 +319,9 @@ run_bare_metal() {
 # it, whose output volume is the claim "output" at /runs/<tag>, the host folder
 # pods/<tag>/pvc/output (group-writable by the pod's fsGroup, as the kubelet does).
 run_kubernetes() {
-  local label="$1" n="$2" flags="$3" host_network="$4" tag run_dir pod_out root manifest job i ns
-  tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
+  local label="$1" n="$2" w="$3" flags="$4" host_network="$5" tag run_dir pod_out root manifest
+  local job i ns
+  tag="$(echo "$label" | tr / -)-w$((n * w))$(round_suffix)"
   manifest="$out/manifests/$tag.yaml"
   job="chx-$(echo "$tag" | tr -c 'a-z0-9\n' '-' | cut -c1-40)"
   if [ "$pods" = containers ]; then
@@ -282,13 +336,13 @@ run_kubernetes() {
     pod_out="$run_dir"
     rm -rf "$run_dir"
   fi
-  start_run "$n" "$run_dir" "$pod_out"
+  start_run "$n" "$w" "$run_dir" "$pod_out"
   # Containers: the image renders its own Job, so manifest and program are of one version.
   local render=("$bin" k8s render)
   [ "$pods" = processes ] || render=("$CONTAINER_ENGINE" run --rm "${ENGINE_RUN_FLAGS[@]}"
     --network none --user 1000:1000 "$pod_image" k8s render --image "$pod_image"
     --output-pvc output --output-mount "$pod_out")
-  render+=(--job-name "$job" --nnodes "$n" --nproc-per-node 1 --master-port "$port"
+  render+=(--job-name "$job" --nnodes "$n" --nproc-per-node "$w" --master-port "$port"
     --gloo-socket-ifname eth0)
   [ "$host_network" = 1 ] && render+=(--host-network)
   # shellcheck disable=SC2046
@@ -306,38 +360,44 @@ run_kubernetes() {
       spawn "$out/logs/$tag-pod$i.log" pods_run_container "$manifest" "$i" "$n" "$ns" \
         "$host_network" "$root" "$run_timeout" "$commands_log"
     else
+      # The pod's launcher takes --worker-cgroup from its environment (CHEXSCALE_<OPTION>).
+      POD_EXTRA_ENV=()
+      [ -z "$worker_cpu" ] || POD_EXTRA_ENV=(CHEXSCALE_WORKER_CGROUP="${cgroup_flag[$i]}")
       spawn "$out/logs/$tag-pod$i.log" cpu_quota_maybe_run "node$i" pods_run "$manifest" "$i" \
         "$ns" "$host_network" "$bin" "$run_timeout" "$commands_log"
     fi
   done
+  POD_EXTRA_ENV=()
   finish_run "$tag" "$n"
-  collect "$run_dir" "$label" "$n" "$tag"
+  collect "$run_dir" "$label" "$((n * w))" "$tag"
 }
 
-# The PyTorch DDP peer, one rank per node with torchrun's environment: over the fabric from the
-# node namespaces (bare-metal) or over the overlay from the pod namespaces (kubernetes).
+# The PyTorch DDP peer, W ranks per node on N nodes with torchrun's environment: over the fabric
+# from the node namespaces (bare-metal) or over the overlay from the pod namespaces (kubernetes).
 run_peer() {
-  local label="$1" n="$2" system="$3" flags="$4" tag run_dir master ns i
-  tag="$(echo "$label" | tr / -)-w$n$(round_suffix)"
+  local label="$1" n="$2" w="$3" system="$4" flags="$5" tag run_dir master ns i j rank
+  tag="$(echo "$label" | tr / -)-w$((n * w))$(round_suffix)"
   run_dir="$out/runs/$tag"
   rm -rf "$run_dir"
-  start_run "$n" "$run_dir"
+  start_run "$n" "$w" "$run_dir"
   if [ "$system" = kubernetes ]; then master=$(lab_pod_addr 0); else master=$(lab_fabric_addr 0); fi
-  for ((i = 0; i < n; i++)); do
+  for ((rank = 0; rank < n * w; rank++)); do
+    i=$((rank / w)) j=$((rank % w))
     if [ "$system" = kubernetes ]; then ns=$(lab_pod_ns "$i"); else ns=$(lab_node_ns "$i"); fi
     local cmd=(/usr/bin/python3 "$here/../bench/peer/ddp_bench.py" --arch "$arch"
       --image-size "$image_size" --batch-size "$batch" --steps "$steps" --warmup-steps "$warmup"
       --threads "$threads" --label "$label" --json "$run_dir/bench.json")
     # shellcheck disable=SC2206
     cmd+=($flags)
-    echo "[$ns] RANK=$i WORLD_SIZE=$n MASTER_ADDR=$master MASTER_PORT=$port ${cmd[*]}" >>"$commands_log"
-    spawn "$out/logs/$tag-node$i.log" cpu_quota_maybe_run "node$i" ip netns exec "$ns" env -i \
-      PATH="$PATH" HOME=/tmp RANK="$i" WORLD_SIZE="$n" MASTER_ADDR="$master" MASTER_PORT="$port" \
+    echo "[$ns] RANK=$rank LOCAL_RANK=$j LOCAL_WORLD_SIZE=$w WORLD_SIZE=$((n * w)) MASTER_ADDR=$master MASTER_PORT=$port ${cmd[*]}" >>"$commands_log"
+    spawn "$out/logs/$tag-rank$rank.log" cpu_quota_maybe_run "node$i-w$j" lab_netns_exec "$ns" env -i \
+      PATH="$PATH" HOME=/tmp RANK="$rank" LOCAL_RANK="$j" LOCAL_WORLD_SIZE="$w" WORLD_SIZE="$((n * w))" \
+      MASTER_ADDR="$master" MASTER_PORT="$port" \
       GLOO_SOCKET_IFNAME=eth0 \
       timeout -k 10 "$run_timeout" "${cmd[@]}"
   done
   finish_run "$tag" "$n"
-  collect "$run_dir" "$label" "$n" "$tag"
+  collect "$run_dir" "$label" "$((n * w))" "$tag"
 }
 
 # Moves a run's bench.json into its result set as bench-w<N>.json (bench-w<N>-r<K>.json in rounds),
@@ -364,15 +424,15 @@ copy_single() {
   cp "$out/sets/$(echo "$from" | tr / -)"/{bench,cpu}-w1*.json "$out/sets/$(echo "$to" | tr / -)/"
 }
 
-# Runs the engine variant V with N workers on both systems, in this round's order; "single" is
-# the 1-worker run without engine flags.
+# Runs the engine variant V on N nodes of W workers on both systems, in this round's order;
+# "single" is the 1-worker run without engine flags.
 run_both() {
-  local v="$1" n="$2" flags="$3" system
+  local v="$1" n="$2" w="$3" flags="$4" system
   for system in $(round_order); do
     if [ "$system" = bare-metal ]; then
-      run_bare_metal "bare-metal/$v" "$n" "$flags"
+      run_bare_metal "bare-metal/$v" "$n" "$w" "$flags"
     else
-      run_kubernetes "kubernetes/$v" "$n" "$flags" 0
+      run_kubernetes "kubernetes/$v" "$n" "$w" "$flags" 0
     fi
   done
 }
@@ -389,12 +449,9 @@ on_exit() {
   [ "$keep_cluster" = 1 ] || "$here/cluster.sh" down >/dev/null 2>&1 || true
 }
 trap on_exit EXIT
-if [ -n "$worker_cpu" ]; then
-  for ((i = 0; i < nodes; i++)); do cpu_quota_create "node$i"; done
-fi
 echo "$invocation" >"$out/README.txt"
 {
-  echo "nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"
+  echo "layouts=$layouts nodes=$nodes arch=$arch image_size=$image_size batch=$batch steps=$steps warmup=$warmup threads=$threads"
   echo "variants=$variants fabric_rate=${fabric_rate:-uncapped} overlay_rate=${overlay_rate:-uncapped} rounds=$rounds"
   echo "pods=$pods${pod_image:+ image=$pod_image} worker_cpu=${worker_cpu:-unlimited}"
 } >>"$out/README.txt"
@@ -417,22 +474,28 @@ done
 for ((round = 1; round <= rounds; round++)); do
   [ "$rounds" -gt 1 ] && say "round $round of $rounds: $(round_order | sed 's/ / first, then /')"
   say "single worker, both systems (${arch} ${image_size}px, batch ${batch})"
-  run_both single 1 ""
+  run_both single 1 1 ""
   for v in "${variant_list[@]}"; do
-    if [ "$v" = hostnet ]; then
-      say "variant hostnet: pods on the host network, engine as '$first_engine'"
-      run_kubernetes "kubernetes/hostnet" "$nodes" "$(variant_flags "$first_engine")" 1
-      continue
-    fi
-    say "variant $v: $(variant_flags "$v")"
-    run_both "$v" "$nodes" "$(variant_flags "$v")"
+    for k in "${!layout_nodes[@]}"; do
+      ln=${layout_nodes[$k]} lw=${layout_workers[$k]}
+      if [ "$v" = hostnet ]; then
+        say "variant hostnet, ${ln}x${lw}: pods on the host network, engine as '$first_engine'"
+        run_kubernetes "kubernetes/hostnet" "$ln" "$lw" "$(variant_flags "$first_engine")" 1
+        continue
+      fi
+      say "variant $v, ${ln}x${lw}: $(variant_flags "$v")"
+      run_both "$v" "$ln" "$lw" "$(variant_flags "$v")"
+    done
   done
   if [ "$peer" = 1 ]; then
     say "PyTorch DDP peer (bench/peer/ddp_bench.py), both systems"
     for system in $(round_order); do
-      run_peer "$system/pytorch-ddp" 1 "$system" ""
+      run_peer "$system/pytorch-ddp" 1 1 "$system" ""
       for v in "${peer_variant_list[@]}"; do
-        run_peer "$system/$(peer_set "$v")" "$nodes" "$system" "$(variant_flags "$v")"
+        for k in "${!layout_nodes[@]}"; do
+          run_peer "$system/$(peer_set "$v")" "${layout_nodes[$k]}" "${layout_workers[$k]}" \
+            "$system" "$(variant_flags "$v")"
+        done
       done
     done
   fi

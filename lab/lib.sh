@@ -71,6 +71,20 @@ lab_rate_bps() {
   esac
 }
 
+# `ip netns exec NS CMD...` that keeps this host's /sys: the same network namespace and the same
+# /etc/hosts binding (/etc/netns/NS/hosts over /etc/hosts, in a mount namespace of its own), but
+# without ip's remount of /sys, which hides /sys/fs/cgroup (`launch --worker-cgroup` needs it).
+# /sys/class/net then shows the host's devices: read a namespace's counters with ip netns exec.
+lab_netns_exec() {
+  local ns="$1"
+  shift
+  [ -e "/run/netns/$ns" ] || lab_die "no network namespace $ns"
+  # shellcheck disable=SC2016
+  unshare --mount --propagation private -- /bin/sh -c '
+    ns=$1; shift
+    [ ! -f "/etc/netns/$ns/hosts" ] || mount --bind "/etc/netns/$ns/hosts" /etc/hosts || exit 126
+    exec nsenter --net="/run/netns/$ns" -- "$@"' lab_netns_exec "$ns" "$@"
+}
 
 # The lab's own names, one "ADDRESS NAME" a line: node-<i> (fabric) and pod-<i> (pod network).
 lab_base_hosts() {

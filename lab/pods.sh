@@ -6,6 +6,10 @@
 # (pods_run_container; the engine flags of lab/pod_containers.sh, which the caller sources).
 # Needs yq (Debian package yq) and jq.
 
+# NAME=VALUE entries pods_run adds to the pod's environment (the lab's own, outside the manifest:
+# compare.sh's CHEXSCALE_WORKER_CGROUP for fixed-speed workers).
+POD_EXTRA_ENV=()
+
 # The Job's pod spec (JSON) from a multi-document manifest.
 pods_spec() {
   yq -c 'select(.kind == "Job") | .spec.template.spec' "$1"
@@ -91,10 +95,10 @@ pods_run() {
   mapfile -t env_lines <<<"$env_text"
   mapfile -t argv <<<"$argv_text"
   [ "${#argv[@]}" -gt 0 ] || lab_die "$manifest: the Job's container has no command"
-  echo "[$ns] ${env_lines[*]} ${argv[*]}" >>"$commands_log"
+  echo "[$ns] ${env_lines[*]} ${POD_EXTRA_ENV[*]} ${argv[*]}" >>"$commands_log"
   cd /tmp
-  ip netns exec "$ns" env -i PATH="$(dirname "$bin"):/usr/local/bin:/usr/bin:/bin" "${env_lines[@]}" \
-    timeout -k 10 "$timeout_s" "${argv[@]}"
+  lab_netns_exec "$ns" env -i PATH="$(dirname "$bin"):/usr/local/bin:/usr/bin:/bin" "${env_lines[@]}" \
+    "${POD_EXTRA_ENV[@]}" timeout -k 10 "$timeout_s" "${argv[@]}"
 }
 
 # Runs pod INDEX of MANIFEST (N pods) as a container of the manifest's image joined to the

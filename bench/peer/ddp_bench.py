@@ -286,7 +286,8 @@ def main(argv):
         # One rank of a multi-node job: this process is the worker.
         faulthandler.register(signal.SIGTERM, chain=True)
         rank, args.workers = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        args.nnodes = args.workers
+        # torchrun's LOCAL_WORLD_SIZE: ranks per node (the lab's layouts run several on a node).
+        args.nnodes = max(1, args.workers // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
         class ReportQueue:  # rank 0 reports as it hands the results on
             def put(self, item):
                 report(args, *item)

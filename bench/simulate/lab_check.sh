@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The simulator against the lab: every configuration this machine can run, each predicted by
 # `chexscale simulate` from its one-worker compute profile and the commbench profiles of the
-# paths alone, then measured by lab/compare.sh (both systems, two nodes of one worker), and the
-# errors tabulated.
+# paths alone, then measured by lab/compare.sh (both systems, every layout of nodes x workers), and
+# the errors tabulated.
 #
 # Usage: bench/simulate/lab_check.sh [options]
 #   --archs LIST        models                                        [densenet121,resnet50]
@@ -10,6 +10,11 @@
 #                       uncapped)                          [-/-,1gbit/250mbit,2gbit/500mbit]
 #   --variants LIST     engine variants of lab/compare.sh that the simulator has: naive, overlapped,
 #                       fp16                                          [naive,overlapped,fp16]
+#   --layouts LIST      NODESxWORKERS layouts of lab/compare.sh --layouts; a layout with several
+#                       workers per node adds the loopback inside a node as the path
+#                       "intra-node"                                                   [2x1]
+#   --rounds N          lab/compare.sh --rounds N (the systems' order alternating); the
+#                       measured images/s is the median of the rounds                   [1]
 #   --image-size S --batch B --steps K --warmup W
 #                       the bench workload (one thread per worker)          [64, 8, 10, 2]
 #   --out DIR           profiles/, lab/ (compare.sh's results), sim/, check.tsv, check.md
@@ -18,18 +23,21 @@
 #   --worker-cpu C      fixed-speed workers: the compute profile and every measured worker run
 #                       in a CPU cgroup of their own with a quota of C cores (lab/cpu_quota.sh,
 #                       lab/compare.sh --worker-cpu), so that a profile taken at one load
-#                       predicts runs made at another; the commbench profiles of the paths stay
-#                       outside the quotas                                       [no quota]
+#                       predicts runs made at another; the commbench profiles' ranks run at the
+#                       same quota (a worker's communication is CPU work in its own process),
+#                       the kernel's network path outside                       [no quota]
 #   --predict-only      measure nothing: predict again from the profiles and tabulate against
 #                       the measurements already in --out (a changed simulator on recorded runs;
 #                       no root needed)
 #
 # For each cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16
-# sends) over the fabric (node namespaces) and over the overlay (pod namespaces); then for each
+# sends) over the fabric (node namespaces), over the overlay (pod namespaces) and, for layouts of
+# several workers per node, over the loopback of one node (two ranks in it); then for each
 # model its one-worker compute profile (`bench --profile` on this host, no network) right before
 # lab/compare.sh measures the variants, because this machine's speed drifts over minutes. Each
 # variant's prediction (`simulate --system bare-metal=fabric --system kubernetes=overlay
-# --nodes 2`) is made from those profiles only, never from the runs it predicts. check.md holds
+# --nodes N --workers-per-node W` per layout) is made from those profiles only, never from the
+# runs it predicts. check.md holds
 # the table: measured and predicted images/s and the error per configuration, the median and
 # the worst absolute error.
 # Needs root (network namespaces); run it on an otherwise idle machine.
@@ -43,13 +51,15 @@ lab="$here/../../lab"
 
 archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlapped,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
-predict_only=0 worker_cpu=""
+predict_only=0 worker_cpu="" layouts=2x1 rounds=1
 invocation="bench/simulate/lab_check.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --archs) archs="$2"; shift 2 ;;
     --caps) caps="$2"; shift 2 ;;
     --variants) variants="$2"; shift 2 ;;
+    --layouts) layouts="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --image-size) image_size="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
@@ -86,6 +96,14 @@ for v in "${variant_list[@]}"; do sim_flags "$v" >/dev/null; done
 # The element types to profile each path for: float16 only when a variant sends it.
 dtypes=(float32)
 [[ ",$variants," == *,fp16,* ]] && dtypes+=(float16)
+IFS=, read -r -a layout_list <<<"$layouts"
+paths=(fabric overlay)
+for l in "${layout_list[@]}"; do
+  [[ "$l" =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || lab_die "--layouts: '$l' is not NODESxWORKERS"
+  [ "${l#*x}" = 1 ] || [[ " ${paths[*]} " == *" intra-node "* ]] || paths+=(intra-node)
+done
+lab_nodes=2  # commbench over the fabric and overlay needs two nodes; compare.sh takes more
+for l in "${layout_list[@]}"; do [ "${l%x*}" -le "$lab_nodes" ] || lab_nodes=${l%x*}; done
 for c in "${cap_list[@]}"; do
   [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
 done
@@ -123,34 +141,55 @@ compute_profile() {
     >"${file%.json}.log" 2>&1 || lab_die "bench --profile $arch failed: $(tail -n 5 "${file%.json}.log")"
 }
 
-# commbench of DTYPE over PATH (fabric: node namespaces and addresses; overlay: pods) into FILE.
+# commbench of DTYPE over PATH into FILE: fabric (two node namespaces, fabric addresses), overlay
+# (two pod namespaces), intra-node (two ranks in node 0's namespace, over its loopback). With
+# --worker-cpu each rank runs in a group of its own at the workers' quota (comm-<node>-w<rank>).
 port=29700
 commbench_path() {
-  local path="$1" file="$2" dtype="$3" i ns master pids=()
+  local path="$1" file="$2" dtype="$3" i ns master launchers=2 per_node=1 pids=()
   port=$((port + 1))
-  if [ "$path" = fabric ]; then master=$(lab_fabric_addr 0); else master=$(lab_pod_addr 0); fi
-  for i in 0 1; do
-    if [ "$path" = fabric ]; then ns=$(lab_node_ns "$i"); else ns=$(lab_pod_ns "$i"); fi
-    ip netns exec "$ns" env -i PATH="$PATH" HOME=/tmp GLOO_SOCKET_IFNAME=eth0 \
-      timeout -k 5 300 "$bin" launch --nnodes 2 --node-rank "$i" --master-addr "$master" \
-      --master-port "$port" --nproc-per-node 1 -- commbench -b 64K -e 64M -f 4 -n 3 -w 1 \
+  case "$path" in
+    fabric) master=$(lab_fabric_addr 0) ;;
+    overlay) master=$(lab_pod_addr 0) ;;
+    intra-node) master=127.0.0.1 launchers=1 per_node=2 ;;
+  esac
+  for ((i = 0; i < launchers; i++)); do
+    if [ "$path" = overlay ]; then ns=$(lab_pod_ns "$i"); else ns=$(lab_node_ns "$i"); fi
+    local cgroup=() j
+    if [ -n "$CPU_QUOTA_CORES" ]; then
+      for ((j = 0; j < per_node; j++)); do cpu_quota_create "comm$i-w$j"; done
+      cgroup=(--worker-cgroup "$(cpu_quota_dirs "comm$i-w{local_rank}" | paste -sd,)")
+    fi
+    lab_netns_exec "$ns" env -i PATH="$PATH" HOME=/tmp GLOO_SOCKET_IFNAME="$([ "$path" = intra-node ] && echo lo || echo eth0)" \
+      timeout -k 5 300 "$bin" launch --nnodes "$launchers" --node-rank "$i" --master-addr "$master" \
+      --master-port "$port" --nproc-per-node "$per_node" "${cgroup[@]}" -- \
+      commbench -b 64K -e 64M -f 4 -n 3 -w 1 \
       --dtype "$dtype" --profile "$file" --profile-path "$path" >"$out/logs/$(basename "$file" .json)-$i.log" 2>&1 &
     pids+=($!)
   done
   for i in "${pids[@]}"; do wait "$i" || lab_die "commbench over the $path failed (logs in $out/logs)"; done
 }
 
-echo -e "arch\tcap\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/check.tsv"
+# The median images/s of the measured runs of N workers in SET_DIR (one per round).
+median_images_per_sec() {
+  local files
+  mapfile -t files < <(ls "$1/bench-w$2.json" "$1/bench-w$2"-r*.json 2>/dev/null)
+  [ "${#files[@]}" -gt 0 ] || lab_die "no measured run of $2 workers in $1"
+  jq -s 'map(.images_per_sec) | sort | if length % 2 == 1 then .[length / 2 | floor]
+    else (.[length / 2 - 1] + .[length / 2]) / 2 end' "${files[@]}"
+}
+
+echo -e "arch\tcap\tlayout\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/check.tsv"
 for cap in "${cap_list[@]}"; do
   fabric="${cap%/*}" overlay="${cap#*/}"
   tag="fabric-${fabric/#-/uncapped}_overlay-${overlay/#-/uncapped}"
-  rates=(--nodes 2)
+  rates=(--nodes "$lab_nodes")
   [ "$fabric" = - ] || rates+=(--fabric-rate "$fabric")
   [ "$overlay" = - ] || rates+=(--overlay-rate "$overlay")
   if [ "$predict_only" = 0 ]; then
     say "lab up: $tag"
     "$lab/cluster.sh" up "${rates[@]}" >"$out/logs/cluster-$tag.log" 2>&1
-    for path in fabric overlay; do
+    for path in "${paths[@]}"; do
       for dtype in "${dtypes[@]}"; do
         say "commbench profile over the $path, $dtype ($tag)"
         commbench_path "$path" "$out/profiles/$path-$tag-$dtype.json" "$dtype"
@@ -168,36 +207,44 @@ for cap in "${cap_list[@]}"; do
       compute_profile "$arch" "$compute"
       say "measured: $arch over $tag (lab/compare.sh, variants $variants)"
       "$lab/compare.sh" --arch "$arch" --image-size "$image_size" --batch "$batch" \
-        --steps "$steps" --warmup "$warmup" --threads 1 --variants "$variants" \
+        --steps "$steps" --warmup "$warmup" --threads 1 --variants "$variants" --layouts "$layouts" \
+        --rounds "$rounds" \
         "${compare_rates[@]}" "${compare_cpu[@]}" --out "$out/lab/$arch-$tag" --bin "$bin" \
         --keep-cluster \
         >"$out/logs/compare-$arch-$tag.log" 2>&1 ||
         lab_die "lab/compare.sh failed: $(tail -n 5 "$out/logs/compare-$arch-$tag.log")"
     fi
-    for v in "${variant_list[@]}"; do
-      sim="$out/sim/$arch-$tag-$v"
-      # shellcheck disable=SC2046
-      networks=()
-      for path in fabric overlay; do
-        for dtype in "${dtypes[@]}"; do
-          networks+=(--network "$path=$out/profiles/$path-$tag-$dtype.json")
-        done
-      done
-      "$bin" simulate --compute "$compute" "${networks[@]}" \
-        --system bare-metal=fabric --system kubernetes=overlay --nodes 2 --workers-per-node 1 \
-        $(sim_flags "$v") --no-charts --out "$sim" >"$out/logs/sim-$arch-$tag-$v.log" 2>&1 ||
-        lab_die "simulate failed: $(tail -n 5 "$out/logs/sim-$arch-$tag-$v.log")"
-      for system in bare-metal kubernetes; do
-        measured=$(jq .images_per_sec "$out/lab/$arch-$tag/sets/$system-$v/bench-w2.json")
-        predicted=$(jq --arg s "$system" \
-          '.systems[] | select(.name == $s) | .jobs[] | select(.workers == 2) | .images_per_sec' \
-          "$sim/simulate.json")
-        echo -e "$arch\t$cap\t$system\t$v\t$measured\t$predicted" |
-          awk -F'\t' -v OFS='\t' '{ print $0, ($6 - $5) / $5 }' >>"$out/check.tsv"
+    networks=()
+    for path in "${paths[@]}"; do
+      for dtype in "${dtypes[@]}"; do
+        networks+=(--network "$path=$out/profiles/$path-$tag-$dtype.json")
       done
     done
-    say "$(tail -n "$((2 * ${#variant_list[@]}))" "$out/check.tsv" |
-      awk -F'\t' '{ printf "%s %s %+.1f%%  ", $3, $4, 100 * $7 }')"
+    for v in "${variant_list[@]}"; do
+      for layout in "${layout_list[@]}"; do
+        ln=${layout%x*} lw=${layout#*x} sim="$out/sim/$arch-$tag-$v-$layout"
+        # shellcheck disable=SC2046
+        "$bin" simulate --compute "$compute" "${networks[@]}" \
+          --system bare-metal=fabric --system kubernetes=overlay --nodes "$ln" \
+          --workers-per-node "$lw" $(sim_flags "$v") --no-charts --out "$sim" \
+          >"$out/logs/sim-$arch-$tag-$v-$layout.log" 2>&1 ||
+          lab_die "simulate failed: $(tail -n 5 "$out/logs/sim-$arch-$tag-$v-$layout.log")"
+        for system in bare-metal kubernetes; do
+          # The predicted runs, a set per system and variant for `chexscale report` beside the
+          # measured ones; a 1x1 layout is predicted for the sets, not counted in the check.
+          mkdir -p "$out/predicted/$arch-$tag/$system-$v"
+          cp "$sim/runs/$system/bench-w$((ln * lw)).json" "$out/predicted/$arch-$tag/$system-$v/"
+          [ "$((ln * lw))" -gt 1 ] || continue
+          measured=$(median_images_per_sec "$out/lab/$arch-$tag/sets/$system-$v" "$((ln * lw))")
+          predicted=$(jq --arg s "$system" --argjson w "$((ln * lw))" \
+            '.systems[] | select(.name == $s) | .jobs[] | select(.workers == $w) | .images_per_sec' \
+            "$sim/simulate.json")
+          echo -e "$arch\t$cap\t$layout\t$system\t$v\t$measured\t$predicted" |
+            awk -F'\t' -v OFS='\t' '{ print $0, ($7 - $6) / $6 }' >>"$out/check.tsv"
+        done
+      done
+    done
+    say "$(tail -n +2 "$out/check.tsv" | awk -F'\t' -v a="$arch" -v c="$cap" '$1 == a && $2 == c { printf "%s %s %s %+.1f%%  ", $3, $4, $5, 100 * $8 }')"
   done
 done
 
@@ -207,14 +254,14 @@ done
   echo
   echo "Measured by \`$(cat "$out/README.txt")\`; predicted by \`$invocation\` (compute"
   echo "profiles on one worker, ${image_size} px, batch $batch, one thread${worker_cpu:+, every worker"
-  echo "fixed at $worker_cpu of a core}; two nodes of one worker;"
+  echo "fixed at $worker_cpu of a core}; layouts $layouts (nodes x workers per node);"
   echo "$steps timed steps after $warmup)."
   echo
-  echo "| model | fabric / overlay cap | system | variant | measured images/s | predicted | error |"
-  echo "|---|---|---|---|---:|---:|---:|"
-  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", $1, $2, $3, $4, $5, $6, 100 * $7 }'
+  echo "| model | fabric / overlay cap | layout | system | variant | measured images/s | predicted | error |"
+  echo "|---|---|---|---|---|---:|---:|---:|"
+  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", $1, $2, $3, $4, $5, $6, $7, 100 * $8 }'
   echo
-  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ e = $7 < 0 ? -$7 : $7; print e }' | sort -g |
+  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ e = $8 < 0 ? -$8 : $8; print e }' | sort -g |
     awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
       printf "%d configurations: median absolute error %.1f %%, worst %.1f %%\n", NR, 100 * m, 100 * a[NR] }'
 } >"$out/check.md"

@@ -50,8 +50,9 @@ int run_report(const ReportArgs& args) {
     }
   }
   fmt::print("\nwrote {0}/report.md, {0}/report.json{1}\n", args.out,
-             args.charts ? fmt::format(", {0}/{1}.png|svg, {0}/{2}.png|svg", args.out,
-                                       report::kThroughputChart, report::kBreakdownChart)
+             args.charts ? fmt::format(", {0}/{1}.png|svg, {0}/{2}.png|svg, {0}/{3}.png|svg",
+                                       args.out, report::kThroughputChart, report::kEfficiencyChart,
+                                       report::kBreakdownChart)
                          : "");
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -46,25 +47,54 @@ std::string legend_title(const Comparison& cmp, const SetComparison& s) {
   return s.label;
 }
 
-// Rows: worker counts; columns: one per set; "?" where a set has no run with that many workers.
-std::string throughput_data(const Comparison& cmp) {
+// Every worker count any set has a run with.
+std::set<int> worker_counts(const Comparison& cmp) {
   std::set<int> workers;
   for (const auto& s : cmp.sets) {
     for (const auto& r : s.runs)
       workers.insert(r.workers);
   }
+  return workers;
+}
+
+const RunComparison* run_with(const SetComparison& s, int workers) {
+  for (const auto& r : s.runs) {
+    if (r.workers == workers) return &r;
+  }
+  return nullptr;
+}
+
+// Rows: worker counts; three columns per set: images/s (the median over rounds), the slowest and
+// the fastest round (the error bar); "?" where a set has no run with that many workers.
+std::string throughput_data(const Comparison& cmp) {
   std::string out = "workers";
   for (const auto& s : cmp.sets)
-    out += " " + quoted(legend_title(cmp, s));
+    out += " " + quoted(legend_title(cmp, s)) + " min max";
   out += "\n";
-  for (int w : workers) {
+  for (int w : worker_counts(cmp)) {
     out += std::to_string(w);
     for (const auto& s : cmp.sets) {
-      const RunComparison* hit = nullptr;
-      for (const auto& r : s.runs) {
-        if (r.workers == w) hit = &r;
-      }
-      out += hit ? fmt::format(" {:.4f}", hit->images_per_sec) : " ?";
+      const RunComparison* hit = run_with(s, w);
+      out += hit ? fmt::format(" {:.4f} {:.4f} {:.4f}", hit->images_per_sec,
+                               hit->images_per_sec_min, hit->images_per_sec_max)
+                 : " ? ? ?";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// Rows: worker counts; a column per set: its scaling efficiency ("?" where it has no run).
+std::string efficiency_data(const Comparison& cmp) {
+  std::string out = "workers";
+  for (const auto& s : cmp.sets)
+    out += " " + quoted(s.label);
+  out += "\n";
+  for (int w : worker_counts(cmp)) {
+    out += std::to_string(w);
+    for (const auto& s : cmp.sets) {
+      const RunComparison* hit = run_with(s, w);
+      out += hit ? fmt::format(" {:.4f}", hit->efficiency) : " ?";
     }
     out += "\n";
   }
@@ -117,17 +147,45 @@ std::string bar_chart_preamble(const Comparison& cmp, const std::string& what) {
 }
 
 std::string throughput_script(const Comparison& cmp) {
-  const std::string plot =
-      fmt::format("plot for [i=2:{}] '{}/{}.dat' using i:xtic(1) title columnheader(i)",
-                  cmp.sets.size() + 1, kPlotDir, kThroughputChart);
-  return "# Figure 1: training throughput against workers, one bar per set.\n" +
+  const std::string plot = fmt::format(
+      "plot for [i=0:{}] '{}/{}.dat' using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):"
+      "xtic(1) title columnheader(2+3*i)",
+      cmp.sets.size() - 1, kPlotDir, kThroughputChart);
+  return "# Figure 1: training throughput against workers, one bar per set (the median over\n"
+         "# rounds), its error bar from the slowest to the fastest round.\n" +
          bar_chart_preamble(cmp, "Training throughput") +
          "set datafile missing '?'\n"
-         "set style histogram clustered gap 1\n"
+         "set style histogram errorbars gap 1 lw 1\n"
          "set boxwidth 0.9\n"
          "set xlabel 'workers'\n"
          "set ylabel 'images/s'\n" +
          terminals_and_plot(kThroughputChart, plot);
+}
+
+// Scaling efficiency against workers, a line per set, the ideal (1.0) dashed; the worker axis
+// logarithmic once the counts span more than a factor of 16 (simulated sizes).
+std::string efficiency_script(const Comparison& cmp) {
+  const std::set<int> workers = worker_counts(cmp);
+  const bool log_axis = !workers.empty() && *workers.rbegin() > 16 * *workers.begin();
+  const std::string plot = fmt::format(
+      "plot for [i=2:{}] '{}/{}.dat' using 1:i with linespoints lw 2 pt 7 title columnheader(i), "
+      "1 with lines dt 2 lc rgb 'black' title 'ideal'",
+      cmp.sets.size() + 1, kPlotDir, kEfficiencyChart);
+  return "# Scaling efficiency T(N) / (N x T(1)) against workers, one line per set.\n" +
+         fmt::format(
+             "set grid xtics ytics\nset key below height 1\nset title {}\n",
+             quoted(fmt::format("Scaling efficiency: {} {}x{}, batch {} per worker", cmp.arch,
+                                cmp.image_size, cmp.image_size, cmp.batch_per_worker))) +
+         "set datafile missing '?'\n"
+         "set yrange [0:1.1]\n" +
+         (log_axis ? "set logscale x 2\n" : "") +
+         fmt::format("set xrange [{}:{}]\nset xtics ({})\n",
+                     workers.empty() ? 1 : (log_axis ? *workers.begin() : 0),
+                     workers.empty() ? 2 : *workers.rbegin() + (log_axis ? 0 : 1),
+                     fmt::join(workers, ", ")) +
+         "set xlabel 'workers'\n"
+         "set ylabel 'scaling efficiency'\n" +
+         terminals_and_plot(kEfficiencyChart, plot);
 }
 
 std::string breakdown_script(const Comparison& cmp) {
@@ -204,6 +262,7 @@ void write_charts(const Comparison& cmp, const std::string& out_dir, const Chart
   const std::pair<std::string, std::pair<std::string, std::string>> charts[] = {
       {kThroughputChart, {throughput_data(cmp), throughput_script(cmp)}},
       {kBreakdownChart, {breakdown_data(cmp), breakdown_script(cmp)}},
+      {kEfficiencyChart, {efficiency_data(cmp), efficiency_script(cmp)}},
   };
   for (const auto& [name, content] : charts) {
     write_file_atomic(fmt::format("{}/{}.dat", plot_dir, name), content.first);

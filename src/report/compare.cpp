@@ -113,7 +113,13 @@ SetComparison describe_set(const ResultSet& set) {
     rc.images_per_sec = run.images_per_sec;
     rc.images_per_sec_per_worker = run.images_per_sec_per_worker;
     rc.split = split_phases(run.breakdown);
-    rc.rounds = std::max<int>(1, static_cast<int>(set.rounds_with(run.world_size).size()));
+    const std::vector<BenchRun> rounds = set.rounds_with(run.world_size);
+    rc.rounds = std::max<int>(1, static_cast<int>(rounds.size()));
+    rc.images_per_sec_min = rc.images_per_sec_max = run.images_per_sec;
+    for (const auto& round : rounds) {
+      rc.images_per_sec_min = std::min(rc.images_per_sec_min, round.images_per_sec);
+      rc.images_per_sec_max = std::max(rc.images_per_sec_max, round.images_per_sec);
+    }
     rc.efficiency = scaling_efficiency(run.images_per_sec, run.world_size, smallest.images_per_sec,
                                        smallest.world_size);
     out.runs.push_back(rc);

@@ -37,8 +37,10 @@ struct RunComparison {
   double efficiency = 1.0;        // against the set's smallest worker count
   PhaseSplit split;               // medians over the rounds when measured in rounds
   int rounds = 1;                 // how many rounds images_per_sec and split are the medians of
-  std::optional<double> gap_pct;  // needs a reference run with the same worker count; with
-                                  // paired rounds, the median of round_gaps
+  double images_per_sec_min = 0;  // the slowest and fastest round (images_per_sec when one)
+  double images_per_sec_max = 0;
+  std::optional<double> gap_pct;        // needs a reference run with the same worker count; with
+                                        // paired rounds, the median of round_gaps
   std::optional<PhaseSplit> gap_split;  // this split minus the reference's split
   std::vector<RoundGap> round_gaps;     // each round against the reference's same round
 };

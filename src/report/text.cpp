@@ -158,16 +158,23 @@ std::string markdown_sets(const Comparison& cmp) {
 
 std::string markdown_throughput(const Comparison& cmp) {
   std::string md =
-      "\n## Throughput\n\n| set | workers | nodes | images/s | images/s per worker | scaling "
-      "efficiency | gap vs reference |\n|---|---:|---:|---:|---:|---:|---:|\n";
+      "\n## Throughput\n\n| set | workers | nodes | images/s | range over rounds | images/s per "
+      "worker | scaling efficiency | gap vs reference "
+      "|\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& s : cmp.sets) {
     for (const auto& r : s.runs) {
-      md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {} | {} |\n", s.label, r.workers,
-                        r.nnodes, r.images_per_sec, r.images_per_sec_per_worker,
+      const std::string range = r.rounds > 1
+                                    ? fmt::format("{:.2f}-{:.2f} ({} rounds)", r.images_per_sec_min,
+                                                  r.images_per_sec_max, r.rounds)
+                                    : "-";
+      md += fmt::format("| {} | {} | {} | {:.2f} | {} | {:.2f} | {} | {} |\n", s.label, r.workers,
+                        r.nnodes, r.images_per_sec, range, r.images_per_sec_per_worker,
                         fmt::format("{:.3f}", r.efficiency), opt_fixed(r.gap_pct, "{:+.1f} %"));
     }
   }
-  return md + fmt::format("\n![images/s against workers]({}.svg)\n", kThroughputChart);
+  return md +
+         fmt::format("\n![images/s against workers]({}.svg)\n\n![scaling efficiency]({}.svg)\n",
+                     kThroughputChart, kEfficiencyChart);
 }
 
 std::string markdown_variant_gaps(const Comparison& cmp) {
@@ -323,6 +330,8 @@ std::string format_json_report(const Comparison& cmp) {
                  {"nnodes", r.nnodes},
                  {"file", r.file},
                  {"images_per_sec", r.images_per_sec},
+                 {"images_per_sec_min", r.images_per_sec_min},
+                 {"images_per_sec_max", r.images_per_sec_max},
                  {"images_per_sec_per_worker", r.images_per_sec_per_worker},
                  {"efficiency", r.efficiency},
                  {"gap_pct", optional_json(r.gap_pct)},
@@ -348,10 +357,12 @@ std::string format_json_report(const Comparison& cmp) {
                                  {"comm_penalty_spread", spread_json(g.comm_penalty_spread)}});
   }
   j["notes"] = cmp.notes;
-  j["charts"] = {{"throughput",
-                  {std::string(kThroughputChart) + ".png", std::string(kThroughputChart) + ".svg"}},
-                 {"breakdown",
-                  {std::string(kBreakdownChart) + ".png", std::string(kBreakdownChart) + ".svg"}}};
+  j["charts"] = {
+      {"throughput",
+       {std::string(kThroughputChart) + ".png", std::string(kThroughputChart) + ".svg"}},
+      {"breakdown", {std::string(kBreakdownChart) + ".png", std::string(kBreakdownChart) + ".svg"}},
+      {"efficiency",
+       {std::string(kEfficiencyChart) + ".png", std::string(kEfficiencyChart) + ".svg"}}};
   return j.dump(2) + "\n";
 }
 

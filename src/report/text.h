@@ -10,6 +10,7 @@ namespace chexscale::report {
 // File names of the charts inside a report directory.
 inline constexpr const char* kThroughputChart = "throughput";  // + .png / .svg
 inline constexpr const char* kBreakdownChart = "breakdown";
+inline constexpr const char* kEfficiencyChart = "efficiency";  // scaling efficiency per set
 
 // The table printed by `chexscale report`: one row per set and worker count, then each set's gap
 // and the phases it comes from.

@@ -39,10 +39,11 @@ TEST_F(LabSimulate, TwoCappedConfigurationsArePredictedWithinTenPercent) {
   int checked = 0;
   while (std::getline(rows, line)) {
     std::istringstream fields(line);
-    std::string arch, cap, system, variant;
+    std::string arch, cap, layout, system, variant;
     double measured = 0, predicted = 0, error = 0;
-    fields >> arch >> cap >> system >> variant >> measured >> predicted >> error;
+    fields >> arch >> cap >> layout >> system >> variant >> measured >> predicted >> error;
     ASSERT_FALSE(fields.fail()) << line;
+    EXPECT_EQ(layout, "2x1") << line;  // lab_check.sh's default: two nodes of one worker
     EXPECT_NEAR(error, (predicted - measured) / measured, 1e-6) << line;
     fmt::print("{} {} {}: measured {:.2f} images/s, predicted {:.2f}, error {:+.1f} %\n", arch,
                system, variant, measured, predicted, 100 * error);

@@ -1,5 +1,6 @@
 // Charts drawn by the real gnuplot: valid PNG and SVG files that show the sets, the legend off the
-// plot area however many sets there are, and a clear error when gnuplot is missing.
+// plot area however many sets there are, error bars from the slowest to the fastest round, the
+// efficiency panel with its ideal line, and a clear error when gnuplot is missing.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -42,12 +43,12 @@ std::pair<uint32_t, uint32_t> png_size(const std::string& bytes) {
   return {be32(16), be32(20)};
 }
 
-TEST(ReportCharts, WritesValidPngAndSvgForBothCharts) {
+TEST(ReportCharts, WritesValidPngAndSvgForEveryChart) {
   TempDir dir;
   const Comparison cmp = two_systems(dir);
   const std::string out = dir.path() + "/report";
   write_charts(cmp, out, {});
-  for (const char* name : {"throughput", "breakdown"}) {
+  for (const char* name : {"throughput", "breakdown", "efficiency"}) {
     const std::string png = read_file(out + "/" + name + ".png");
     ASSERT_GT(png.size(), 1000u) << name;
     const auto [w, h] = png_size(png);
@@ -67,6 +68,57 @@ TEST(ReportCharts, WritesValidPngAndSvgForBothCharts) {
   const std::string stack = read_file(out + "/breakdown.svg");
   EXPECT_NE(stack.find("exposed communication"), std::string::npos);
   EXPECT_NE(stack.find("kubernetes w2"), std::string::npos);
+  const std::string efficiency = read_file(out + "/efficiency.svg");
+  EXPECT_NE(efficiency.find("ideal"), std::string::npos);
+  EXPECT_NE(efficiency.find("kubernetes"), std::string::npos);
+}
+
+// Three rounds at 2 workers (17, 19, 18 images/s) and one run at 1: the bar is the median with an
+// error bar from 17 to 19; the efficiency panel's points are the sets' efficiencies (the median
+// 18 over 2 x 10); a single run's bar has no spread.
+TEST(ReportCharts, ErrorBarsSpanTheRoundsAndTheEfficiencyPanelHasEverySet) {
+  TempDir dir;
+  write_bench(dir, "bm", run_spec(1, 10.0));
+  for (const auto& [round, ips] : {std::pair{1, 17.0}, {2, 19.0}, {3, 18.0}})
+    write_bench_round(dir, "bm", run_spec(2, ips), round);
+  write_bench(dir, "k8s", run_spec(1, 10.0));
+  write_bench(dir, "k8s", run_spec(2, 15.0));
+  const Comparison cmp = compare_result_sets({load_result_set("bare-metal", dir.path() + "/bm"),
+                                              load_result_set("kubernetes", dir.path() + "/k8s")},
+                                             {});
+  const std::string out = dir.path() + "/report";
+  write_charts(cmp, out, {});
+  const std::string bars = read_file(out + "/plot/throughput.dat");
+  EXPECT_NE(bars.find("\n1 10.0000 10.0000 10.0000 10.0000 10.0000 10.0000\n"), std::string::npos)
+      << bars;
+  EXPECT_NE(bars.find("\n2 18.0000 17.0000 19.0000 15.0000 15.0000 15.0000\n"), std::string::npos)
+      << bars;
+  EXPECT_NE(read_file(out + "/plot/throughput.gp").find("histogram errorbars"), std::string::npos);
+  const std::string efficiency = read_file(out + "/plot/efficiency.dat");
+  EXPECT_NE(efficiency.find("\n2 0.9000 0.7500\n"), std::string::npos) << efficiency;
+}
+
+// Worker counts over more than a factor of 16 (a simulated 16-1,024 sweep) get a logarithmic
+// worker axis in the efficiency panel; the lab's 1-8 a linear one.
+TEST(ReportCharts, TheEfficiencyAxisIsLogarithmicForLargeSweeps) {
+  TempDir dir;
+  for (const char* system : {"bm", "k8s"}) {
+    for (int w : {1, 8, 64, 512})
+      write_bench(dir, std::string("sim-") + system, run_spec(w, 10.0 * w));
+    for (int w : {1, 2, 4, 8})
+      write_bench(dir, std::string("lab-") + system, run_spec(w, 10.0 * w));
+  }
+  for (const auto& [set, log_axis] : {std::pair{"sim", true}, {"lab", false}}) {
+    const std::string base = dir.path() + "/" + set;
+    const Comparison cmp = compare_result_sets(
+        {load_result_set("bare-metal", base + "-bm"), load_result_set("kubernetes", base + "-k8s")},
+        {});
+    const std::string out = dir.path() + "/report-" + set;
+    write_charts(cmp, out, {});
+    const std::string script = read_file(out + "/plot/efficiency.gp");
+    EXPECT_EQ(script.find("set logscale x 2") != std::string::npos, log_axis) << set;
+    EXPECT_NE(script.find("title 'ideal'"), std::string::npos);
+  }
 }
 
 // Five systems whose one-worker bars are nearly as tall as the tallest, where a legend inside the

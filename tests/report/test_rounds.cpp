@@ -156,6 +156,13 @@ TEST(ReportRounds, MarkdownTerminalAndJsonListEveryRound) {
   const auto& run = j.at("sets").at(1).at("runs").at(0);
   EXPECT_EQ(run.at("rounds"), 4);
   EXPECT_NEAR(run.at("gap_pct").get<double>(), 5.0, 1e-9);
+  // Bare metal's 2-worker rounds (20, 10, 15): the median and the range beside it.
+  EXPECT_NE(md.find("| bare-metal · fp16 | 2 | 2 | 15.00 | 10.00-20.00 (3 rounds) |"),
+            std::string::npos)
+      << md;
+  const auto& bare = j.at("sets").at(0).at("runs").at(1);
+  EXPECT_NEAR(bare.at("images_per_sec_min").get<double>(), 10.0, 1e-9);
+  EXPECT_NEAR(bare.at("images_per_sec_max").get<double>(), 20.0, 1e-9);
 }
 
 }  // namespace
