@@ -166,7 +166,7 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   EXPECT_EQ(bench.at(kBareDdp + "/w2").at("nnodes"), 2);
   EXPECT_EQ(bench.at(kPodsDdp + "/w2").at("nnodes"), 2);
   EXPECT_EQ(bench.at(kPodsDdp + "/w2").at("backend"), "gloo");
-  for (const char* log : {"bare-metal-pytorch-ddp-w2-node1", "kubernetes-pytorch-ddp-w2-node1"}) {
+  for (const char* log : {"bare-metal-pytorch-ddp-w2-rank1", "kubernetes-pytorch-ddp-w2-rank1"}) {
     EXPECT_NE(read_file(out + "/logs/" + log + ".log").find("ddp_bench rank 1: done"),
               std::string::npos)
         << log;
