@@ -9,7 +9,8 @@
 #   --caps LIST         comma list of FABRIC/OVERLAY rate pairs (lab/cluster.sh rates; "-" for
 #                       uncapped)                          [-/-,1gbit/250mbit,2gbit/500mbit]
 #   --variants LIST     engine variants of lab/compare.sh that the simulator has: naive, overlapped,
-#                       fp16                                          [naive,overlapped,fp16]
+#                       fp16, powersgd<R> (PowerSGD of rank R on every timed step; needs
+#                       --warmup 3 or more)                           [naive,overlapped,fp16]
 #   --layouts LIST      NODESxWORKERS layouts of lab/compare.sh --layouts; a layout with several
 #                       workers per node adds the loopback inside a node as the path
 #                       "intra-node"                                                   [2x1]
@@ -86,7 +87,8 @@ sim_flags() {
     naive) echo --no-overlap ;;
     overlapped) echo ;;
     fp16) echo --grad-compression fp16 ;;
-    *) lab_die "variant '$1': the check runs naive, overlapped and fp16" ;;
+    powersgd[1-9]*) echo --grad-compression "powersgd:${1#powersgd}" ;;
+    *) lab_die "variant '$1': the check runs naive, overlapped, fp16 and powersgd<R>" ;;
   esac
 }
 IFS=, read -r -a arch_list <<<"$archs"
@@ -253,9 +255,8 @@ done
   echo "# Simulator vs the lab"
   echo
   echo "Measured by \`$(cat "$out/README.txt")\`; predicted by \`$invocation\` (compute"
-  echo "profiles on one worker, ${image_size} px, batch $batch, one thread${worker_cpu:+, every worker"
-  echo "fixed at $worker_cpu of a core}; layouts $layouts (nodes x workers per node);"
-  echo "$steps timed steps after $warmup)."
+  echo "profiles on one worker, ${image_size} px, batch $batch, one thread${worker_cpu:+, every worker fixed at $worker_cpu of a core};"
+  echo "layouts $layouts (nodes x workers per node); $steps timed steps after $warmup${rounds:+, median of $rounds round(s)})."
   echo
   echo "| model | fabric / overlay cap | layout | system | variant | measured images/s | predicted | error |"
   echo "|---|---|---|---|---|---:|---:|---:|"
