@@ -237,10 +237,13 @@ def main():
         out = os.path.join(work, f"chart-{arch}")
         simulate(args.chexscale, folder, arch, [4, 8, 16, 32, 64, 128, 256], 4, a, out=out,
                  charts=True)
-        for ext in ("png", "svg"):
-            src = os.path.join(out, f"throughput.{ext}")
-            if os.path.exists(src):
-                shutil.copy(src, os.path.join(charts, f"scaling-{arch}.{ext}"))
+        # Images/s (bars) and scaling efficiency (log worker axis, the ideal line).
+        for chart, name in (("throughput", f"scaling-{arch}"),
+                            ("efficiency", f"scaling-{arch}-efficiency")):
+            for ext in ("png", "svg"):
+                src = os.path.join(out, f"{chart}.{ext}")
+                if os.path.exists(src):
+                    shutil.copy(src, os.path.join(charts, f"{name}.{ext}"))
 
     start = time.monotonic()
     timing = subprocess.run([args.chexscale, "simulate", "--compute",
