@@ -85,11 +85,13 @@ TEST(PowerSgdE2E, StoppedAndResumedRunEndsWithTheSameBytes) {
       << other.output;
 }
 
-// The default rank (4) from step 2 against plain allreduce on the same 3 epochs (deterministic:
-// one intra-op thread, same seed). Measured: final-epoch train loss 0.0942 vs 0.0933 (both down
-// from about 0.12 in epoch 0), final validation loss 0.158 vs 0.177 (13 validation images:
-// overfitting moves it more than compression does). Bounds: train loss within 3 %, validation loss
-// within 15 %, and both runs' train loss down by at least 15 %.
+// The default rank (4) from step 2 against plain allreduce on the same 3 epochs (deterministic on
+// one machine: one intra-op thread, same seed; another CPU's vector kernels round differently).
+// Measured: final-epoch train loss 0.0942 vs 0.0933 (both down from about 0.12 in epoch 0) on one
+// machine; final validation loss 0.158 vs 0.177 there, 0.229 (plain) vs 0.172 (PowerSGD) on an AMD
+// EPYC: on 13 validation images overfitting moves it more than compression does. Bounds: train
+// loss within 3 %, validation loss no more than 15 % above plain allreduce's, and both runs'
+// train loss down by at least 15 %.
 TEST(PowerSgdE2E, ConvergesLikePlainAllreduce) {
   test_util::TempDir tmp;
   const std::string data = make_data(tmp, 96);
@@ -112,7 +114,7 @@ TEST(PowerSgdE2E, ConvergesLikePlainAllreduce) {
   const Losses& powersgd = runs[1];
   EXPECT_LT(std::abs(powersgd.last_train - plain.last_train), 0.03 * plain.last_train)
       << "train loss: allreduce " << plain.last_train << ", powersgd " << powersgd.last_train;
-  EXPECT_LT(std::abs(powersgd.last_val - plain.last_val), 0.15 * plain.last_val)
+  EXPECT_LT(powersgd.last_val, 1.15 * plain.last_val)
       << "validation loss: allreduce " << plain.last_val << ", powersgd " << powersgd.last_val;
 }
 

@@ -257,7 +257,9 @@ TEST_F(LabCompare, OneWorkerPageFaultsDoNotDependOnTheEnvironmentSize) {
     most = std::max(most, faults);
   }
   EXPECT_GT(fewest, 10'000);  // the run itself was counted
-  EXPECT_LT(most, fewest * 105 / 100) << "page faults from " << fewest << " to " << most;
+  // The bug more than doubled the faults; beside the rest of the suite the same runs' faults
+  // moved by up to 11 % (71.9k to 79.6k), so the bound is 25 %.
+  EXPECT_LT(most, fewest * 125 / 100) << "page faults from " << fewest << " to " << most;
 }
 
 // Two rounds: every round's bench files are kept, the systems' order alternates (bare metal first
