@@ -50,12 +50,22 @@ def sh(cmd, check=True):
     return subprocess.run(cmd, shell=True, check=check, capture_output=True, text=True)
 
 
+def node_env():
+    """The clean environment a node's processes start in (env -i and its variables)."""
+    return ["env", "-i", f"PATH={os.environ['PATH']}", "HOME=/tmp", "OMP_NUM_THREADS=1",
+            "GLOO_SOCKET_IFNAME=eth0"]
+
+
 def on_node(node, args, log):
     """chexscale ARGS in node's namespace, its output appended to LOG."""
     out = open(log, "a")
-    cmd = ["ip", "netns", "exec", ns(node), "env", "-i", f"PATH={os.environ['PATH']}",
-           "HOME=/tmp", "OMP_NUM_THREADS=1", "GLOO_SOCKET_IFNAME=eth0", BIN] + args
+    cmd = ["ip", "netns", "exec", ns(node)] + node_env() + [BIN] + args
     return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+
+
+def kill_node(node):
+    """SIGKILL to every process in node's namespace."""
+    sh(f"ip netns pids {ns(node)} | xargs -r kill -9", check=False)
 
 
 class StepClock(threading.Thread):
@@ -65,6 +75,7 @@ class StepClock(threading.Thread):
         super().__init__(daemon=True)
         self.path = os.path.join(run, "metrics.jsonl")
         self.seen = []  # (time, step)
+        self.last = None  # the newest step record
         self.lock = threading.Lock()
         self.stopping = False
 
@@ -86,6 +97,7 @@ class StepClock(threading.Thread):
                 if r.get("type") == "step":
                     with self.lock:
                         self.seen.append((now, r["step"]))
+                        self.last = r
             time.sleep(0.02)
 
     def first_after(self, t, timeout=120):
@@ -228,7 +240,7 @@ def main():
                 node = rng.choice(up)
                 survivors = {n: children(procs[n].pid) for n in up if n != node}
                 if rng.random() < 0.5:
-                    sh(f"ip netns pids {ns(node)} | xargs -r kill -9", check=False)
+                    kill_node(node)
                     kind, state[node] = "kill -9", "killed"
                 else:
                     sh(f"ip -n {ns(node)} link set eth0 down")

@@ -34,7 +34,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import elastic_chaos as lab  # noqa: E402  (StepClock, children, sh, ns, addr, the cluster)
+import elastic_chaos as lab  # noqa: E402  (StepClock, node_env, kill_node, sh, ns, addr, ...)
 
 lab.PREFIX = "chxpaths"
 SERVER = 2
@@ -57,8 +57,7 @@ class Stamped:
     """A process in a node's namespace whose output lines are kept with their arrival time."""
 
     def __init__(self, node, cmd, log, hostname=None):
-        inner = ["env", "-i", f"PATH={os.environ['PATH']}", "HOME=/tmp", "OMP_NUM_THREADS=1",
-                 "GLOO_SOCKET_IFNAME=eth0", "LOGLEVEL=INFO"] + cmd
+        inner = lab.node_env() + ["LOGLEVEL=INFO"] + cmd
         if hostname:  # torchrun names rank 0's node by its hostname: the node's own address
             inner = ["unshare", "--uts", "sh", "-c", f'hostname {hostname} && exec "$@"', "sh"] + inner
         self.proc = subprocess.Popen(["ip", "netns", "exec", lab.ns(node)] + inner,
@@ -85,18 +84,14 @@ class Stamped:
         return sum(1 for at, line in list(self.lines) if t < at <= until and text in line)
 
 
-def mid_epoch(run, timeout=20):
-    """Waits until rank 0's newest step record is the epoch's third batch, so that each path's
-    fault falls at the same place between two checkpoints (one at every epoch's end)."""
+def mid_epoch(clock, timeout=20):
+    """Waits until rank 0's newest step record (CLOCK's) is the epoch's third batch, so that each
+    path's fault falls at the same place between two checkpoints (one at every epoch's end)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            with open(f"{run}/metrics.jsonl") as f:
-                steps = [r for r in map(json.loads, f.read().splitlines()) if r["type"] == "step"]
-        except (OSError, ValueError):
-            steps = []
-        if steps and steps[-1]["batch"] == 3:
-            return
+        with clock.lock:
+            if clock.last is not None and clock.last["batch"] == 3:
+                return
         time.sleep(0.01)
 
 
@@ -153,11 +148,11 @@ def run_path(path, work, data, gap):
         faults = []
         for kind in ("kill -9", "join", "link cut", "link restored"):
             if kind in ("kill -9", "link cut"):
-                mid_epoch(run)
+                mid_epoch(clock)
             before = lab.children(nodes[0].proc.pid)
             t = time.monotonic()
             if kind == "kill -9":
-                lab.sh(f"ip netns pids {lab.ns(1)} | xargs -r kill -9", check=False)
+                lab.kill_node(1)
             elif kind == "join":
                 start(1)
             elif kind == "link cut":
@@ -203,7 +198,7 @@ def run_path(path, work, data, gap):
                 n.proc.terminate()
         time.sleep(3)
         for node in (0, 1, SERVER):
-            lab.sh(f"ip netns pids {lab.ns(node)} | xargs -r kill -9", check=False)
+            lab.kill_node(node)
         lab.sh(f"ip -n {lab.ns(1)} link set eth0 up", check=False)
 
 
