@@ -27,18 +27,28 @@ namespace {
 
 constexpr const char* kInPlace = "--elastic in-place";
 
-// When each step record of a run's metrics.jsonl appeared (polled every 5 ms on a thread).
+// When each step record of a run's metrics.jsonl appeared, and when the survivor's other work
+// between steps ended (an epoch record after validation, a new checkpoint manifest), polled
+// every 5 ms on a thread.
 class StepClock {
  public:
   explicit StepClock(std::string run) : run_(std::move(run)) {
     thread_ = std::thread([this] {
+      size_t records = 0;
+      std::string manifest;
       while (!stop_) {
         const std::vector<int64_t> steps = logged_steps(run_);
+        const size_t now_records = count_lines(file_contents(run_ + "/metrics.jsonl"));
+        const std::string now_manifest = newest_step_manifest(run_ + "/checkpoints");
         {
           std::lock_guard<std::mutex> lock(mutex_);
+          const auto now = Clock::now();
           while (seen_.size() < steps.size())
-            seen_.push_back({steps[seen_.size()], Clock::now()});
+            seen_.push_back({steps[seen_.size()], now});
+          if (now_records > records || now_manifest != manifest) events_.push_back(now);
         }
+        records = std::max(records, now_records);
+        manifest = now_manifest;
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
     });
@@ -55,6 +65,12 @@ class StepClock {
     std::lock_guard<std::mutex> lock(mutex_);
     return seen_;
   }
+  // When a step, epoch or other record, or a newer checkpoint, appeared: the ends of the
+  // survivor's pieces of work.
+  std::vector<Clock::time_point> events() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return events_;
+  }
   // The first record of a step after `step` that appeared after `t`, waiting up to 60 s for it
   // (a record written just before `t` may be seen just after it).
   std::optional<Seen> first_after(Clock::time_point t, int64_t step = -1) const {
@@ -68,10 +84,15 @@ class StepClock {
   }
 
  private:
+  static size_t count_lines(const std::string& text) {
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  }
+
   const std::string run_;
   std::atomic<bool> stop_{false};
   mutable std::mutex mutex_;
   std::vector<Seen> seen_;
+  std::vector<Clock::time_point> events_;
   std::thread thread_;
 };
 
@@ -206,22 +227,26 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   // A few steps of the new round.
   const auto settled = Clock::now() + std::chrono::seconds(3);
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  // The join's cost to the survivor: the longest time between two of its step records from the
-  // newcomer's start to a few steps into the new round, less its usual time per step (of two
-  // workers, the median before the fault).
+  // The join's cost to the survivor: the longest time between two of its records (a step, an
+  // epoch's validation, a checkpoint: the work it does anyway) from the newcomer's start to a
+  // few steps into the new round, less its usual time per step (of two workers, the median
+  // before the fault).
+  double around_join = 0;
+  const std::vector<Clock::time_point> events = clock.events();
+  for (size_t i = 1; i < events.size(); ++i) {
+    if (events[i] > joined && events[i] <= settled)
+      around_join =
+          std::max(around_join, std::chrono::duration<double>(events[i] - events[i - 1]).count());
+  }
   const std::vector<StepClock::Seen> seen = clock.seen();
   std::vector<double> intervals;
-  double around_join = 0;
-  for (size_t i = 1; i < seen.size(); ++i) {
-    const double dt = std::chrono::duration<double>(seen[i].at - seen[i - 1].at).count();
-    if (seen[i].at < fault && i >= 2) intervals.push_back(dt);  // not the first step's warm-up
-    if (seen[i].at > joined && seen[i].at <= settled) around_join = std::max(around_join, dt);
-  }
+  for (size_t i = 2; i < seen.size() && seen[i].at < fault; ++i)  // not the first step's warm-up
+    intervals.push_back(std::chrono::duration<double>(seen[i].at - seen[i - 1].at).count());
   ASSERT_FALSE(intervals.empty());
   std::sort(intervals.begin(), intervals.end());
   const double step_time = intervals[intervals.size() / 2];
   fmt::print(
-      "[in place: node {} joins] the survivor's steps around the join {:.2f} s apart, {:.2f} s "
+      "[in place: node {} joins] the survivor's records around the join {:.2f} s apart, {:.2f} s "
       "per step before: the join cost {:.2f} s ({} MB of state sent; {} s from leaving round 1 "
       "to holding it)\n",
       victim, around_join, step_time, around_join - step_time, pause[1].str(), pause[2].str());
