@@ -85,6 +85,7 @@ class GradientReducer::Impl {
   void on_gradient_ready(size_t index);
   size_t num_buckets() const { return buckets_.size(); }
   std::optional<CompressionState> compression_state();
+  std::optional<CompressionState> common_compression_state() const;
   void restore_compression_state(const CompressionState& state);
 
  private:
@@ -479,17 +480,13 @@ double GradientReducer::Impl::finish() {
 }
 
 std::optional<CompressionState> GradientReducer::Impl::compression_state() {
-  if (options_.compression != Compression::kPowerSgd) return std::nullopt;
-  CompressionState state;
-  state.steps = steps_;
-  state.world_size = ctx_->world_size();
-  state.rank = options_.powersgd_rank;
+  std::optional<CompressionState> common = common_compression_state();
+  if (!common) return std::nullopt;
+  CompressionState state = std::move(*common);
   std::vector<torch::Tensor> residuals;
   for (const Bucket& bucket : buckets_) {
-    if (!bucket.powersgd || !bucket.powersgd->started()) continue;
-    residuals.push_back(bucket.powersgd->flat_residuals());
-    for (auto& named : bucket.powersgd->q_state())
-      state.tensors.push_back(std::move(named));
+    if (bucket.powersgd && bucket.powersgd->started())
+      residuals.push_back(bucket.powersgd->flat_residuals());
   }
   if (residuals.empty()) return state;  // before the first compressed step: nothing to keep
   const torch::Tensor all = ctx_->all_gather(torch::cat(residuals));
@@ -504,6 +501,20 @@ std::optional<CompressionState> GradientReducer::Impl::compression_state() {
         state.tensors.push_back(std::move(named));
       at += numel;
     }
+  }
+  return state;
+}
+
+std::optional<CompressionState> GradientReducer::Impl::common_compression_state() const {
+  if (options_.compression != Compression::kPowerSgd) return std::nullopt;
+  CompressionState state;
+  state.steps = steps_;
+  state.world_size = ctx_->world_size();
+  state.rank = options_.powersgd_rank;
+  for (const Bucket& bucket : buckets_) {
+    if (!bucket.powersgd || !bucket.powersgd->started()) continue;
+    for (auto& named : bucket.powersgd->q_state())
+      state.tensors.push_back(std::move(named));
   }
   return state;
 }
@@ -564,6 +575,10 @@ size_t GradientReducer::num_buckets() const {
 
 std::optional<CompressionState> GradientReducer::compression_state() {
   return impl_->compression_state();
+}
+
+std::optional<CompressionState> GradientReducer::common_compression_state() const {
+  return impl_->common_compression_state();
 }
 
 void GradientReducer::restore_compression_state(const CompressionState& state) {

@@ -86,6 +86,10 @@ class GradientReducer {
   // PowerSGD only (nullopt otherwise). Collective: every rank calls it after the same step; rank 0
   // gets every rank's residuals, the others their own.
   std::optional<CompressionState> compression_state();
+  // PowerSGD only (nullopt otherwise): the part of its state that every rank holds alike (the
+  // steps and each started matrix's warm start Q, no residuals). Not collective: for the proof
+  // that the ranks agree (--elastic in-place).
+  std::optional<CompressionState> common_compression_state() const;
   // Puts a checkpoint's state back (every rank, before the first step). From another world size
   // or approximation rank only the step count is kept: the warm start and the residuals restart,
   // and a warning says so.

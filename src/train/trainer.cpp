@@ -128,11 +128,6 @@ class Trainer::Impl {
           "`timeline` with --elastic in-place: a worker's rank changes from round to round, so "
           "per-rank timelines would mix ranks; trace a run of fixed size");
     }
-    if (ctx_->elastic_round() && opt_.reducer.compression == distributed::Compression::kPowerSgd) {
-      throw UsageError(
-          "`compression` powersgd: --elastic in-place does not carry PowerSGD's error feedback "
-          "through a regroup; use --elastic restart, or fp16 or no compression");
-    }
     make_loaders();
     // The head has one output per label of the data set's label set.
     opt_.model.num_classes = static_cast<int64_t>(train_loader_->label_names().size());
@@ -326,9 +321,18 @@ class Trainer::Impl {
     return part;
   }
 
-  // The digest of this rank's training state (regroup_state.h).
+  // The digest of this rank's training state (regroup_state.h), PowerSGD's steps and warm
+  // start included (its residuals are each rank's own).
   uint64_t digest_of_state() const {
-    return state_digest(run_checkpoint_tensors(*model_, *optimizer_, params_), memory_state_json());
+    std::vector<models::NamedTensor> tensors =
+        run_checkpoint_tensors(*model_, *optimizer_, params_);
+    nlohmann::json state = memory_state_json();
+    if (const auto compression = reducer_ ? reducer_->common_compression_state() : std::nullopt) {
+      state["powersgd_steps"] = compression->steps;
+      for (const auto& [name, tensor] : compression->tensors)
+        tensors.push_back({"powersgd." + name, tensor});
+    }
+    return state_digest(tensors, state);
   }
 
   // This rank's training state as a checkpoint in memory (position, model, optimizer, loss
@@ -753,15 +757,24 @@ class Trainer::Impl {
                                    fmt::join(train_loader_->label_names(), ", ")));
     }
     restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler());
-    if (reducer_) {
-      if (const auto compression = compression_state_of(*ckpt))
-        reducer_->restore_compression_state(*compression);
-    }
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
     // From the next epoch on, a new layout's order is its own.
     pos_ =
         resume_position(s, ctx_->world_size(), opt_.data.batch_size, train_loader_->dataset_size());
+    if (reducer_) {
+      if (const auto compression = compression_state_of(*ckpt)) {
+        reducer_->restore_compression_state(*compression);
+      } else if (ctx_->elastic_round()) {
+        // A state from memory (or a checkpoint written alone) carries no PowerSGD state: a
+        // regroup changes the world, so the warm start and the error feedback restart (a failed
+        // step may have changed them on some ranks only), and the steps that count towards
+        // `powersgd_start_step` are the run's.
+        distributed::CompressionState from_run;
+        from_run.steps = pos_.global_step;
+        reducer_->restore_compression_state(from_run);
+      }
+    }
     position_world_size_ = ctx_->world_size();
     holds_state_ = true;
   }

@@ -4,7 +4,8 @@
 // restored. The survivors' workers keep their processes (same PIDs) and their state: no
 // checkpoint is read, no step is trained twice, every rank holds the same bytes after each
 // regroup (the workers check it), and every epoch trains every example once. Each test prints
-// its timings: fault to the first step after it, the survivors' pause at a join.
+// its timings: fault to the first step after it, the survivors' pause at a join. PowerSGD goes
+// through a kill and a join the same way.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -304,6 +305,53 @@ TEST_F(LabInPlace, ALinkCutAndRestoredDropsTheNodeAndItRejoinsInPlace) {
   for (const auto& node : r)
     EXPECT_EQ(node.output.find("ended with exit status"), std::string::npos) << node.output;
   expect_only_the_failed_step_twice(run, redone);
+  expect_each_example_once_per_epoch(run, kEpochs);
+}
+
+// PowerSGD in place: rank 1's node killed, the survivor goes on alone, the node started again
+// joins. The survivor keeps its process through both regroups, every rank ends with the same
+// bytes (PowerSGD's steps and warm start included), and the steps that count towards
+// --powersgd-start-step are the run's: the last checkpoint's PowerSGD step count is its step,
+// not the steps since the join.
+TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank) {
+  auto server = rendezvous_server();
+  const std::string run = tmp_.path() + "/run";
+  constexpr int kEpochs = 6;
+  const std::string powersgd = "--grad-compression powersgd:2 --powersgd-start-step 2";
+  std::unique_ptr<Process> nodes[2] = {
+      elastic_node(0, run, kEpochs, "node0.log", kInPlace, powersgd)};
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  nodes[1] = elastic_node(1, run, kEpochs, "node1.log", kInPlace, powersgd);
+  ASSERT_TRUE(wait_for(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
+  const int victim = rank0_node(*nodes[0]) == 0 ? 1 : 0;
+  const int survivor = 1 - victim;
+  const std::vector<pid_t> workers = children_of(nodes[survivor]->pid());
+  ASSERT_EQ(workers.size(), 1u) << nodes[survivor]->output();
+  const size_t from = nodes[survivor]->output().size();
+  kill_every_process_of(victim);
+  ASSERT_TRUE(wait_for(*nodes[survivor], "round 1: 1 node(s)", from)) << nodes[survivor]->output();
+  nodes[victim] = elastic_node(victim, run, kEpochs, "back.log", kInPlace, powersgd);
+  ASSERT_TRUE(wait_for(*nodes[survivor], "round 2: 2 node(s)", from))
+      << nodes[survivor]->output() << nodes[victim]->output();
+  EXPECT_EQ(children_of(nodes[survivor]->pid()), workers) << "a regroup restarted the survivor";
+
+  const auto r = wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(4));
+  EXPECT_EQ(r[survivor].exit_code, 0) << r[survivor].output;
+  EXPECT_EQ(r[victim].exit_code, 0) << r[victim].output;
+  const std::string all = r[0].output + r[1].output;
+  EXPECT_NE(all.find("round 2: every rank took rank "), std::string::npos) << all;
+  EXPECT_NE(all.find("with every rank (2) holding the same bytes"), std::string::npos) << all;
+  EXPECT_EQ(all.find("resumed from "), std::string::npos) << all;
+  EXPECT_EQ(all.find("error feedback restart"), std::string::npos) << all;
+  EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  const std::string manifest = newest_step_manifest(run + "/checkpoints");
+  ASSERT_FALSE(manifest.empty());
+  const auto state =
+      nlohmann::json::parse(file_contents(run + "/checkpoints/" + manifest)).at("state");
+  ASSERT_TRUE(state.contains("powersgd")) << state.dump();
+  EXPECT_EQ(state.at("powersgd").at("world_size"), 2);
+  EXPECT_EQ(state.at("powersgd").at("steps"), state.at("global_step")) << state.dump();
   expect_each_example_once_per_epoch(run, kEpochs);
 }
 
