@@ -13,7 +13,7 @@
 #                       --warmup 3 or more)                           [naive,overlapped,fp16]
 #   --layouts LIST      NODESxWORKERS layouts of lab/compare.sh --layouts; a layout with several
 #                       workers per node adds the loopback inside a node as the path
-#                       "intra-node"                                                   [2x1]
+#                       "intra-node"; one layout per worker count                      [2x1]
 #   --rounds N          lab/compare.sh --rounds N (the systems' order alternating); the
 #                       measured images/s is the median of the rounds                   [1]
 #   --image-size S --batch B --steps K --warmup W
@@ -27,6 +27,11 @@
 #                       predicts runs made at another; the commbench profiles' ranks run at the
 #                       same quota (a worker's communication is CPU work in its own process),
 #                       the kernel's network path outside                       [no quota]
+#   --crowded-profile   each layout of W workers in all gets a compute profile of its own, taken
+#                       beside W-1 other one-worker benches of the same model (each in a group
+#                       of its own at --worker-cpu), so that what the layout's workers share on
+#                       this host (caches, memory bandwidth, the two vCPUs' cores) is in the
+#                       profile; without it, one profile of one worker alone serves every layout
 #   --predict-only      measure nothing: predict again from the profiles and tabulate against
 #                       the measurements already in --out (a changed simulator on recorded runs;
 #                       no root needed)
@@ -52,7 +57,7 @@ lab="$here/../../lab"
 
 archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlapped,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
-predict_only=0 worker_cpu="" layouts=2x1 rounds=1
+predict_only=0 worker_cpu="" layouts=2x1 rounds=1 crowded=0
 invocation="bench/simulate/lab_check.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -68,6 +73,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
     --predict-only) predict_only=1; shift ;;
+    --crowded-profile) crowded=1; shift ;;
     --worker-cpu) worker_cpu="$2"; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see bench/simulate/lab_check.sh --help)" ;;
@@ -100,8 +106,13 @@ dtypes=(float32)
 [[ ",$variants," == *,fp16,* ]] && dtypes+=(float16)
 IFS=, read -r -a layout_list <<<"$layouts"
 paths=(fabric overlay)
+seen_workers=" "
 for l in "${layout_list[@]}"; do
   [[ "$l" =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || lab_die "--layouts: '$l' is not NODESxWORKERS"
+  # lab/compare.sh's result sets hold one run per worker count: say so before any measurement.
+  [[ "$seen_workers" != *" $((${l%x*} * ${l#*x})) "* ]] ||
+    lab_die "--layouts: two layouts with $((${l%x*} * ${l#*x})) workers ('$layouts'); lab/compare.sh keeps one run per worker count"
+  seen_workers+="$((${l%x*} * ${l#*x})) "
   [ "${l#*x}" = 1 ] || [[ " ${paths[*]} " == *" intra-node "* ]] || paths+=(intra-node)
 done
 lab_nodes=2  # commbench over the fabric and overlay needs two nodes; compare.sh takes more
@@ -135,12 +146,30 @@ compare_cpu=()
 [ -z "$worker_cpu" ] || compare_cpu=(--worker-cpu "$worker_cpu")
 
 # One worker's compute profile of ARCH on this host into FILE (no network), with --worker-cpu
-# in the cgroup "profile" at the workers' quota.
+# in the cgroup "profile" at the workers' quota; beside OTHERS (default 0) other benches of ARCH,
+# each in a group crowd<i> of its own, started first and running three times as many steps.
 compute_profile() {
-  local arch="$1" file="$2"
+  local arch="$1" file="$2" others="${3:-0}" i crowd=()
+  for ((i = 1; i <= others; i++)); do
+    [ -z "$CPU_QUOTA_CORES" ] || cpu_quota_create "crowd$i"
+    cpu_quota_maybe_run "crowd$i" "$bin" bench --arch "$arch" --image-size "$image_size" \
+      --batch-size "$batch" --threads 1 --steps $((3 * steps)) --warmup-steps "$warmup" \
+      --out "${file%.json}-crowd$i" >"${file%.json}-crowd$i.log" 2>&1 &
+    crowd+=($!)
+  done
+  [ "$others" = 0 ] || sleep $((2 + others))  # past their start-up (model build), into their steps
   cpu_quota_maybe_run profile \
     "$bin" bench --arch "$arch" "${workload[@]}" --profile "$file" --out "${file%.json}-bench" \
     >"${file%.json}.log" 2>&1 || lab_die "bench --profile $arch failed: $(tail -n 5 "${file%.json}.log")"
+  for i in "${crowd[@]}"; do kill "$i" 2>/dev/null || true; done
+  for i in "${crowd[@]}"; do wait "$i" 2>/dev/null || true; done
+}
+
+# The compute profile that predicts LAYOUT: its own with --crowded-profile, else the one alone.
+compute_for_layout() {
+  local base="$1" layout="$2"
+  local w=$(( ${layout%x*} * ${layout#*x} ))
+  if [ "$crowded" = 1 ] && [ "$w" -gt 1 ]; then echo "${base%.json}-w$w.json"; else echo "$base"; fi
 }
 
 # commbench of DTYPE over PATH into FILE: fabric (two node namespaces, fabric addresses), overlay
@@ -207,6 +236,16 @@ for cap in "${cap_list[@]}"; do
       # Right before the runs it predicts: this machine's speed drifts over minutes.
       say "compute profile: $arch ${image_size}px batch $batch, one worker"
       compute_profile "$arch" "$compute"
+      if [ "$crowded" = 1 ]; then
+        profiled=" "
+        for layout in "${layout_list[@]}"; do
+          w=$(( ${layout%x*} * ${layout#*x} ))
+          [ "$w" -gt 1 ] && [[ "$profiled" != *" $w "* ]] || continue  # 1x2 and 2x1 share one
+          profiled+="$w "
+          say "compute profile: $arch beside $((w - 1)) other worker(s) (layout $layout)"
+          compute_profile "$arch" "$(compute_for_layout "$compute" "$layout")" $((w - 1))
+        done
+      fi
       say "measured: $arch over $tag (lab/compare.sh, variants $variants)"
       "$lab/compare.sh" --arch "$arch" --image-size "$image_size" --batch "$batch" \
         --steps "$steps" --warmup "$warmup" --threads 1 --variants "$variants" --layouts "$layouts" \
@@ -226,7 +265,7 @@ for cap in "${cap_list[@]}"; do
       for layout in "${layout_list[@]}"; do
         ln=${layout%x*} lw=${layout#*x} sim="$out/sim/$arch-$tag-$v-$layout"
         # shellcheck disable=SC2046
-        "$bin" simulate --compute "$compute" "${networks[@]}" \
+        "$bin" simulate --compute "$(compute_for_layout "$compute" "$layout")" "${networks[@]}" \
           --system bare-metal=fabric --system kubernetes=overlay --nodes "$ln" \
           --workers-per-node "$lw" $(sim_flags "$v") --no-charts --out "$sim" \
           >"$out/logs/sim-$arch-$tag-$v-$layout.log" 2>&1 ||
@@ -255,7 +294,7 @@ done
   echo "# Simulator vs the lab"
   echo
   echo "Measured by \`$(cat "$out/README.txt")\`; predicted by \`$invocation\` (compute"
-  echo "profiles on one worker, ${image_size} px, batch $batch, one thread${worker_cpu:+, every worker fixed at $worker_cpu of a core};"
+  echo "profiles on one worker$([ "$crowded" = 0 ] || echo " beside the layout's other workers"), ${image_size} px, batch $batch, one thread${worker_cpu:+, every worker fixed at $worker_cpu of a core};"
   echo "layouts $layouts (nodes x workers per node); $steps timed steps after $warmup${rounds:+, median of $rounds round(s)})."
   echo
   echo "| model | fabric / overlay cap | layout | system | variant | measured images/s | predicted | error |"
