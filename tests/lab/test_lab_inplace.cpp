@@ -211,11 +211,11 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   ASSERT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
   const std::optional<StepClock::Seen> after_join = clock.first_after(*rejoined);
   ASSERT_TRUE(after_join) << nodes[survivor]->output() << nodes[victim]->output();
-  // The survivor's pause: from leaving round 1 (before a step, which it then trains in round 2)
-  // until every rank holds its state, as the new round's rank 0 logs it.
+  // The new round's rank 0 logs the state's size and, when it is the survivor (the newcomer may
+  // be rank 0 instead: "this rank is new"), its pause from leaving round 1 to holding the state.
   const std::regex pause_line(
       R"(round 2: every rank took rank \d+'s training state from memory \(step \d+, )"
-      R"(([0-9.]+) MB\) and holds the same bytes; ([0-9.]+) s since this rank left)");
+      R"(([0-9.]+) MB\) and holds the same bytes; ([^\n]*))");
   std::string all;
   std::smatch pause;
   for (const auto deadline = Clock::now() + std::chrono::seconds(10);
@@ -248,11 +248,12 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   const double step_time = intervals[intervals.size() / 2];
   fmt::print(
       "[in place: node {} joins] the survivor's records around the join {:.2f} s apart, {:.2f} s "
-      "per step before: the join cost {:.2f} s ({} MB of state sent; {} s from leaving round 1 "
-      "to holding it)\n",
+      "per step before: the join cost {:.2f} s ({} MB of state sent; rank 0: {})\n",
       victim, around_join, step_time, around_join - step_time, pause[1].str(), pause[2].str());
-  // The goal is 1 s plus the state over the link: room for a loaded machine.
-  EXPECT_LT(around_join - step_time, 3.0) << all;
+  // The goal is 1 s plus the state over the link: room for a loaded machine, and on a machine
+  // so loaded that a step takes several times its usual 0.45 s, room for the regroup's work to
+  // slow as much (a restart would cost about 6 steps; the PIDs below catch it anyway).
+  EXPECT_LT(around_join - step_time, std::max(3.0, 4.0 * step_time)) << all;
   EXPECT_EQ(children_of(nodes[survivor]->pid()), workers) << "the join restarted the survivor";
 
   const auto r = wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(4));
