@@ -110,9 +110,10 @@ seen_workers=" "
 for l in "${layout_list[@]}"; do
   [[ "$l" =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || lab_die "--layouts: '$l' is not NODESxWORKERS"
   # lab/compare.sh's result sets hold one run per worker count: say so before any measurement.
-  [[ "$seen_workers" != *" $((${l%x*} * ${l#*x})) "* ]] ||
-    lab_die "--layouts: two layouts with $((${l%x*} * ${l#*x})) workers ('$layouts'); lab/compare.sh keeps one run per worker count"
-  seen_workers+="$((${l%x*} * ${l#*x})) "
+  w=$((${l%x*} * ${l#*x}))
+  [[ "$seen_workers" != *" $w "* ]] ||
+    lab_die "--layouts: two layouts with $w workers ('$layouts'); lab/compare.sh keeps one run per worker count"
+  seen_workers+="$w "
   [ "${l#*x}" = 1 ] || [[ " ${paths[*]} " == *" intra-node "* ]] || paths+=(intra-node)
 done
 lab_nodes=2  # commbench over the fabric and overlay needs two nodes; compare.sh takes more

@@ -49,10 +49,10 @@ inline std::optional<Clock::time_point> wait_for(const Process& process, const s
   return std::nullopt;
 }
 
-// The step records of a run's metrics.jsonl (its step numbers, in file order).
-inline std::vector<int64_t> logged_steps(const std::string& run) {
+// The step records of metrics.jsonl text (their step numbers, in file order).
+inline std::vector<int64_t> steps_in_metrics(const std::string& metrics) {
   std::vector<int64_t> steps;
-  std::istringstream in(file_contents(run + "/metrics.jsonl"));
+  std::istringstream in(metrics);
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
     const auto record = nlohmann::json::parse(line, nullptr, false);
@@ -61,6 +61,11 @@ inline std::vector<int64_t> logged_steps(const std::string& run) {
     }
   }
   return steps;
+}
+
+// The step records of a run's metrics.jsonl.
+inline std::vector<int64_t> logged_steps(const std::string& run) {
+  return steps_in_metrics(file_contents(run + "/metrics.jsonl"));
 }
 
 inline std::string newest_step_manifest(const std::string& dir) {

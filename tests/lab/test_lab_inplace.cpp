@@ -38,8 +38,9 @@ class StepClock {
       size_t records = 0;
       std::string manifest;
       while (!stop_) {
-        const std::vector<int64_t> steps = logged_steps(run_);
-        const size_t now_records = count_lines(file_contents(run_ + "/metrics.jsonl"));
+        const std::string metrics = file_contents(run_ + "/metrics.jsonl");
+        const std::vector<int64_t> steps = steps_in_metrics(metrics);
+        const size_t now_records = count_lines(metrics);
         const std::string now_manifest = newest_step_manifest(run_ + "/checkpoints");
         {
           std::lock_guard<std::mutex> lock(mutex_);
