@@ -6,7 +6,11 @@ add_library(chexscale_pch OBJECT ${CMAKE_SOURCE_DIR}/src/common/pch.cpp)
 # valid for all of them; CLI11 (header-only, no definitions) is for the cli's targets.
 target_link_libraries(chexscale_pch PUBLIC chexscale_torch CLI11::CLI11 nlohmann_json::nlohmann_json
   spdlog::spdlog fmt::fmt yaml-cpp)
-target_precompile_headers(chexscale_pch PRIVATE ${CMAKE_SOURCE_DIR}/src/common/pch.h)
+# Included by a path relative to src/ (not the absolute one CMake writes for a file path), so the
+# generated cmake_pch.hxx has the same bytes in every checkout: ccache (base_dir) then shares the
+# header and every object built on it between clones at different paths and the image's build.
+target_include_directories(chexscale_pch PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_precompile_headers(chexscale_pch PRIVATE [["common/pch.h"]])
 
 # chexscale_add_module(NAME <module> SOURCES ... DEPS ...): static library chexscale_<module>.
 function(chexscale_add_module)
