@@ -23,11 +23,14 @@ function(chexscale_add_module)
   set_property(GLOBAL APPEND PROPERTY CHEXSCALE_MODULES ${target})
 endfunction()
 
-# chexscale_add_test(NAME <exe> SOURCES ... DEPS ... [TIMEOUT s] [SERIAL]): a GoogleTest executable,
-# tests discovered at run time. SERIAL: ctest runs its tests alone (measurements that compare
-# timings of runs on this machine and would measure the other tests' load instead).
+# chexscale_add_test(NAME <exe> SOURCES ... DEPS ... [TIMEOUT s] [SERIAL] [ENV NAME=VALUE ...]): a
+# GoogleTest executable, tests discovered at run time. SERIAL: ctest runs its tests alone
+# (measurements that compare timings of runs on this machine and would measure the other tests'
+# load instead). ENV: more environment for its tests, such as the paths of helper programs built
+# beside them (in the environment, not compiled in: an object with a build folder's path in it
+# would never be shared through ccache with another checkout's build).
 function(chexscale_add_test)
-  cmake_parse_arguments(T "SERIAL" "NAME;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "NAME;TIMEOUT" "SOURCES;DEPS;ENV" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
   target_include_directories(${T_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
@@ -46,7 +49,9 @@ function(chexscale_add_test)
   if(T_SERIAL)
     set(_serial " RUN_SERIAL TRUE")
   endif()
+  set(_env "CHEXSCALE_BIN=$<TARGET_FILE:chexscale>;CHEXSCALE_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  list(APPEND _env "OMP_NUM_THREADS=1" ${T_ENV})
   file(GENERATE OUTPUT ${_env_file} CONTENT
-    "if(${T_NAME}_TESTS)\n  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES ENVIRONMENT \"CHEXSCALE_BIN=$<TARGET_FILE:chexscale>;CHEXSCALE_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1\"${_serial})\nendif()\n")
+    "if(${T_NAME}_TESTS)\n  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES ENVIRONMENT \"${_env}\"${_serial})\nendif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_env_file})
 endfunction()

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "test_util/chexscale_cli.h"
+#include "test_util/helper_programs.h"
 #include "test_util/temp_dir.h"
 #include "test_util/worker_group.h"
 
@@ -48,8 +49,8 @@ TEST(LaunchCli, SigtermIsForwardedAndTheLauncherExitsWithIt) {
   test_util::TempDir dir;
   test_util::WorkerGroup launcher(
       test_util::chexscale_bin(),
-      {"launch", "--nproc-per-node", "2", "--program", CHEXSCALE_DISTRIBUTED_WORKER, "--", "loop",
-       dir.path(), "100000"},
+      {"launch", "--nproc-per-node", "2", "--program", test_util::distributed_worker(), "--",
+       "loop", dir.path(), "100000"},
       1, dir.path());
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   int steps = 0;

@@ -12,6 +12,7 @@
 
 #include "common/torch_compat.h"
 #include "distributed/tiny_net.h"
+#include "test_util/helper_programs.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 #include "test_util/worker_group.h"
@@ -136,7 +137,7 @@ void check_gradient_files(const test_util::TempDir& dir, int world,
 
 void check_job(int world) {
   test_util::TempDir dir;
-  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"grads", dir.path()}, world,
+  test_util::WorkerGroup job(test_util::distributed_worker(), {"grads", dir.path()}, world,
                              dir.path());
   const auto exits = job.wait_all(std::chrono::seconds(120));
   for (int r = 0; r < world; ++r)
@@ -150,7 +151,7 @@ void check_job(int world) {
 // the uncompressed one.
 void check_powersgd(int world) {
   test_util::TempDir dir;
-  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"powersgd", dir.path()}, world,
+  test_util::WorkerGroup job(test_util::distributed_worker(), {"powersgd", dir.path()}, world,
                              dir.path());
   const auto exits = job.wait_all(std::chrono::seconds(120));
   for (int r = 0; r < world; ++r)
@@ -239,7 +240,7 @@ TEST(ReducerGradients, ThreeRanksMatchSingleProcessForEveryConfiguration) {
 // Two nodes of two ranks on this host: node reduce over loopback, leaders' allreduce, broadcast.
 TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
   test_util::TempDir dir;
-  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"grads", dir.path()}, 4, dir.path(),
+  test_util::WorkerGroup job(test_util::distributed_worker(), {"grads", dir.path()}, 4, dir.path(),
                              {{"CHEXSCALE_TEST_HIERARCHICAL", "1"}}, 2);
   const auto exits = job.wait_all(std::chrono::seconds(180));
   for (int r = 0; r < 4; ++r)
@@ -256,8 +257,8 @@ TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
 // One node: the hierarchical allreduce would be the flat one, which is kept (and said so).
 TEST(ReducerHierarchical, OneNodeKeepsTheFlatAllreduce) {
   test_util::TempDir dir;
-  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"loop", dir.path(), "2"}, 2, dir.path(),
-                             {{"CHEXSCALE_TEST_HIERARCHICAL", "1"}});
+  test_util::WorkerGroup job(test_util::distributed_worker(), {"loop", dir.path(), "2"}, 2,
+                             dir.path(), {{"CHEXSCALE_TEST_HIERARCHICAL", "1"}});
   const auto exits = job.wait_all(std::chrono::seconds(120));
   for (int r = 0; r < 2; ++r)
     ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
@@ -273,7 +274,7 @@ TEST(ReducerHierarchical, RanksNotNumberedNodeByNodeAreAUsageError) {
   std::vector<test_util::ProcessSpec> specs;
   for (int rank = 0; rank < 4; ++rank) {
     specs.push_back(
-        {{CHEXSCALE_DISTRIBUTED_WORKER, "loop", dir.path(), "1"},
+        {{test_util::distributed_worker(), "loop", dir.path(), "1"},
          test_util::environment_with(
              {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "WORLD_SIZE=4",
               "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank / 2),
@@ -296,7 +297,7 @@ TEST(ReducerHierarchical, MpiFourRanksAsTwoNodesMatchSingleProcess) {
   const auto result = test_util::run_processes(
       {{{CHEXSCALE_MPIEXEC, "-np", "4", "--oversubscribe", "--allow-run-as-root", "--mca",
          "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
-         CHEXSCALE_DISTRIBUTED_WORKER, "grads", dir.path()},
+         test_util::distributed_worker(), "grads", dir.path()},
         test_util::environment_with(
             {"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_HIERARCHICAL=1",
              "CHEXSCALE_TEST_RANKS_PER_NODE=2", "OMP_NUM_THREADS=1", "MASTER_ADDR=127.0.0.1",

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "test_util/helper_programs.h"
 #include "test_util/temp_dir.h"
 #include "test_util/worker_group.h"
 
@@ -17,7 +18,7 @@ constexpr int kCollectiveTimeout = 20;
 TEST(Failures, KilledRankEndsTheOthersWithItsNameWithinTheTimeout) {
   test_util::TempDir dir;
   test_util::WorkerGroup job(
-      CHEXSCALE_DISTRIBUTED_WORKER, {"loop", dir.path(), "100000"}, 3, dir.path(),
+      test_util::distributed_worker(), {"loop", dir.path(), "100000"}, 3, dir.path(),
       {{"CHEXSCALE_TEST_COLLECTIVE_TIMEOUT", std::to_string(kCollectiveTimeout)}});
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (test_util::worker_progress(dir.path()) < 3 && std::chrono::steady_clock::now() < until) {
@@ -39,7 +40,7 @@ TEST(Failures, KilledRankEndsTheOthersWithItsNameWithinTheTimeout) {
 
 TEST(Failures, StalledRankIsNamedAsNotArrivedAfterTheCollectiveTimeout) {
   test_util::TempDir dir;
-  test_util::WorkerGroup job(CHEXSCALE_DISTRIBUTED_WORKER, {"stall", dir.path()}, 2, dir.path(),
+  test_util::WorkerGroup job(test_util::distributed_worker(), {"stall", dir.path()}, 2, dir.path(),
                              {{"CHEXSCALE_TEST_COLLECTIVE_TIMEOUT", "3"}});
   const auto exits = job.wait_all(std::chrono::seconds(25));
   EXPECT_EQ(exits[0].exit_code, 1) << exits[0].output;

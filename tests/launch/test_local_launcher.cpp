@@ -21,6 +21,7 @@
 #include "launch/local_launcher.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/error_message.h"
+#include "test_util/helper_programs.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 #include "test_util/worker_group.h"
@@ -39,7 +40,7 @@ Captured run_workers(const std::vector<std::string>& args, int nproc, int max_re
   launch::LaunchOptions o;
   o.nproc_per_node = nproc;
   o.max_restarts = max_restarts;
-  o.program = CHEXSCALE_DISTRIBUTED_WORKER;
+  o.program = test_util::distributed_worker();
   o.args = args;
   o.grace_period = std::chrono::milliseconds(2000);
   const std::string log = dir.path() + "/launch.log";
@@ -127,7 +128,7 @@ TEST(LocalLauncher, ImplausibleValuesAreRejected) {
   o.nproc_per_node = 2;
   o.program = "/nonexistent/worker";
   EXPECT_THROW(launch::resolve_topology(o, {}), UsageError);
-  o.program = CHEXSCALE_DISTRIBUTED_WORKER;
+  o.program = test_util::distributed_worker();
   EXPECT_EQ(launch::resolve_topology(o, {}).nproc_per_node, 2);
 }
 
@@ -272,7 +273,7 @@ TEST(LaunchSignals, WorkersOfAKilledLauncherDoNotLingerAndThePortIsFree) {
   test_util::TempDir dir;
   const int port = distributed::pick_free_port();
   const std::string job = fmt::format("launch --nproc-per-node 2 --master-port {} --program {} -- ",
-                                      port, CHEXSCALE_DISTRIBUTED_WORKER);
+                                      port, test_util::distributed_worker());
   test_util::Process launcher(test_util::chexscale_command(job + "loop " + dir.path() + " 100000"));
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (test_util::worker_progress(dir.path()) < 2 && std::chrono::steady_clock::now() < until)
@@ -471,7 +472,7 @@ TEST_F(ElasticLaunch, AFinishedJobRefusesNewLaunchersAndANewRdzvIdRunsAgain) {
     return test_util::run_chexscale(
         fmt::format("launch --nnodes 1:2 --rdzv-id {} --nproc-per-node 1 --master-addr 127.0.0.1 "
                     "--master-port {} --node-name a --rdzv-last-call 1 --program {} -- loop {} 3",
-                    id, port_, CHEXSCALE_DISTRIBUTED_WORKER, out));
+                    id, port_, test_util::distributed_worker(), out));
   };
   const auto first = job("first", dir.path() + "/1");
   ASSERT_EQ(first.exit_code, 0) << first.output;
@@ -508,7 +509,7 @@ TEST_F(ElasticLaunch, AJobTokenAdmitsItsJobAndRefusesStrayLaunchersAndWorkers) {
     return test_util::run_chexscale(fmt::format(
         "launch --nnodes 1:2 --rdzv-id {} {} --nproc-per-node {} --master-addr 127.0.0.1 "
         "--master-port {} --node-name {} --rdzv-last-call 1 --program {} -- loop {} 3",
-        job, token_flag, workers, port_, node, CHEXSCALE_DISTRIBUTED_WORKER, out));
+        job, token_flag, workers, port_, node, test_util::distributed_worker(), out));
   };
   const auto bad_token = launch("stray", "tokenjob", "--rdzv-token-file " + wrong, dir.path());
   EXPECT_NE(bad_token.exit_code, 0) << bad_token.output;
@@ -532,7 +533,7 @@ TEST_F(ElasticLaunch, AJobTokenAdmitsItsJobAndRefusesStrayLaunchersAndWorkers) {
       "TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RUN_ID=tokenjob CHEXSCALE_RDZV_TOKEN=nope "
       "MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 "
       "LOCAL_WORLD_SIZE=1 {} loop {} 3",
-      port_, CHEXSCALE_DISTRIBUTED_WORKER, dir.path()));
+      port_, test_util::distributed_worker(), dir.path()));
   EXPECT_NE(worker.exit_code, 0) << worker.output;
   EXPECT_NE(worker.output.find("refused rank 0 of job 'tokenjob': wrong job token"),
             std::string::npos)

@@ -10,6 +10,7 @@
 #include "distributed/rendezvous.h"
 #include "e2e/metrics_records.h"
 #include "test_util/chexscale_cli.h"
+#include "test_util/helper_programs.h"
 #include "test_util/read_file.h"
 #include "test_util/temp_dir.h"
 
@@ -32,8 +33,8 @@ std::string mpirun(const std::vector<std::string>& env = {}) {
 TEST(MpiBackend, ReducerStepsRunToCompletionUnderMpirun) {
   test_util::TempDir dir;
   const auto run =
-      test_util::run_shell(mpirun({"CHEXSCALE_TEST_BACKEND=mpi"}) + CHEXSCALE_DISTRIBUTED_WORKER +
-                           " loop " + dir.path() + " 3");
+      test_util::run_shell(mpirun({"CHEXSCALE_TEST_BACKEND=mpi"}) +
+                           test_util::distributed_worker() + " loop " + dir.path() + " 3");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("rank 0 finished 3 steps"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("rank 1 finished 3 steps"), std::string::npos) << run.output;
@@ -43,7 +44,7 @@ TEST(MpiBackend, TheWatchdogNamesAStalledRank) {
   test_util::TempDir dir;
   const auto run = test_util::run_shell(
       mpirun({"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_COLLECTIVE_TIMEOUT=3"}) +
-      CHEXSCALE_DISTRIBUTED_WORKER + " stall " + dir.path());
+      test_util::distributed_worker() + " stall " + dir.path());
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("barrier (collective #1) did not complete within 3 s on rank 0"),
             std::string::npos)

@@ -7,6 +7,7 @@
 #include "distributed/rendezvous.h"
 #include "e2e/launched_train.h"
 #include "test_util/chexscale_cli.h"
+#include "test_util/helper_programs.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale {
@@ -23,8 +24,8 @@ std::string mpirun(int np, int port) {
 TEST(Mpirun, TwoRanksRunAShortJobToCompletion) {
   test_util::TempDir dir;
   const auto run =
-      test_util::run_shell(mpirun(2, distributed::pick_free_port()) + CHEXSCALE_DISTRIBUTED_WORKER +
-                           " loop " + dir.path() + " 3");
+      test_util::run_shell(mpirun(2, distributed::pick_free_port()) +
+                           test_util::distributed_worker() + " loop " + dir.path() + " 3");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("OpenMPI convention"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("rank 0 finished 3 steps"), std::string::npos) << run.output;

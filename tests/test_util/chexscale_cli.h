@@ -3,18 +3,16 @@
 #pragma once
 
 #include <cstdlib>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "test_util/helper_programs.h"
 #include "test_util/process.h"
 
 namespace chexscale::test_util {
 
 inline std::string chexscale_bin() {
-  const char* bin = std::getenv("CHEXSCALE_BIN");
-  if (bin == nullptr) throw std::runtime_error("CHEXSCALE_BIN is not set (ctest sets it)");
-  return bin;
+  return program_from_env("CHEXSCALE_BIN");
 }
 
 inline std::string source_dir() {

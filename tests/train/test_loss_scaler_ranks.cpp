@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "test_util/helper_programs.h"
 #include "test_util/temp_dir.h"
 #include "test_util/worker_group.h"
 
@@ -16,7 +17,7 @@ using nlohmann::json;
 
 TEST(LossScalerRanks, OneRanksOverflowSkipsTheStepOnEveryRank) {
   test_util::TempDir dir;
-  test_util::WorkerGroup group(CHEXSCALE_SCALER_WORKER, {dir.path(), "12"}, 2, dir.path(),
+  test_util::WorkerGroup group(test_util::scaler_worker(), {dir.path(), "12"}, 2, dir.path(),
                                {{"OMP_NUM_THREADS", "1"}});
   const auto exits = group.wait_all(std::chrono::seconds(120));
   for (const auto& e : exits)
