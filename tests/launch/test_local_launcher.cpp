@@ -562,7 +562,9 @@ TEST_F(ElasticLaunch, AJobTokenAdmitsItsJobAndRefusesStrayLaunchersAndWorkers) {
 // once a server is back on the port, joins its round and runs.
 TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinAreRetriedUntilTheServerIsBack) {
   auto a = node("a", elastic_worker(0), "--nnodes 2:3");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a waits in round 0
+  // a waits in round 0 (its launcher reached the server: on a loaded machine that took more than
+  // a second).
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
   stop_server();
   ASSERT_TRUE(wait_for_output(*a, "retry 2 in", 1)) << a->output();
   start_server();
@@ -581,7 +583,7 @@ TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinAreRetriedUntilTheServerIsBack) {
 // With no server back, the retries end at --rdzv-timeout with the last error.
 TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinEndAtTheRdzvTimeout) {
   auto a = node("a", elastic_worker(0), "--nnodes 2:3 --rdzv-timeout 4");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // as above, within the 4 s
   stop_server();
   const auto ra = a->wait(std::chrono::seconds(30));
   EXPECT_NE(ra.exit_code, 0) << ra.output;
