@@ -28,6 +28,23 @@ constexpr int kExitPreempted = 75;
 constexpr int kExitFailure = 1;
 
 // `batch_size` leaves no batch of one image (BatchNorm refuses it) on one worker or two.
+// Waits (up to 10 s) until signal `sig` is no longer pending in process `pid` (its handler has
+// taken it): a second one sent before that would merge with it. False if it stays pending.
+bool wait_until_taken(pid_t pid, int sig) {
+  const unsigned long long bit = 1ull << (sig - 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream status(fmt::format("/proc/{}/status", pid));
+    unsigned long long pending = 0;
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
+        pending |= std::stoull(line.substr(7), nullptr, 16);
+    if ((pending & bit) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
 std::string flags(const std::string& data, const std::string& out, int batch_size = 8) {
   return fmt::format(
       "train --data {} --out {} --arch resnet18 --image-size 32 --crop-size 32 --batch-size {} "
@@ -187,8 +204,9 @@ TEST(StopE2E, SecondSigtermEndsAtOnceWithoutPartialFiles) {
   test_util::Process run(test_util::chexscale_command(flags(data, out)));
   wait_for(out + "/checkpoints/step-000000004.json");
   run.send_signal(SIGTERM);
-  // Two pending SIGTERMs are one: the second must come once the first was handled.
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  // Two pending SIGTERMs are one: the second must come once the first was taken (on a loaded
+  // machine a fixed pause can end before the process was even scheduled).
+  ASSERT_TRUE(wait_until_taken(run.pid(), SIGTERM));
   run.send_signal(SIGTERM);
   const auto ended = run.wait(std::chrono::seconds(60));
   ASSERT_EQ(ended.exit_code, kExitFailure) << ended.output;
