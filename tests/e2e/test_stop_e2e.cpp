@@ -27,7 +27,6 @@ using test_util::run_chexscale;
 constexpr int kExitPreempted = 75;
 constexpr int kExitFailure = 1;
 
-// `batch_size` leaves no batch of one image (BatchNorm refuses it) on one worker or two.
 // Waits (up to 10 s) until signal `sig` is no longer pending in process `pid` (its handler has
 // taken it): a second one sent before that would merge with it. False if it stays pending.
 bool wait_until_taken(pid_t pid, int sig) {
@@ -45,6 +44,7 @@ bool wait_until_taken(pid_t pid, int sig) {
   return false;
 }
 
+// `batch_size` leaves no batch of one image (BatchNorm refuses it) on one worker or two.
 std::string flags(const std::string& data, const std::string& out, int batch_size = 8) {
   return fmt::format(
       "train --data {} --out {} --arch resnet18 --image-size 32 --crop-size 32 --batch-size {} "
