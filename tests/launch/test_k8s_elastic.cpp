@@ -263,10 +263,10 @@ TEST(K8sElastic, RejectsWhatCannotRecoverInPlace) {
       "elastic 'in-place' with flavor indexed-job: only the elastic flavours");
   rejects(
       K8sFlavor::kPyTorchJob, [](auto& o) { o.elastic = K8sElastic::kRestart; },
-      "elastic 'restart' with flavor pytorchjob");
+      "elastic 'restart' with flavor pytorchjob: only the elastic");
   rejects(
       elastic, [](auto& o) { o.elastic = K8sElastic::kInPlace, o.nnodes = 1; },
-      "elastic in-place with nnodes 1: recovering in place needs 2 or more pods");
+      "elastic in-place with nnodes 1: recovering in place needs 2 or more");
   rejects(
       elastic, [](auto& o) { o.elastic = K8sElastic::kInPlace, o.command = {"bench"}; },
       "elastic in-place with the worker command 'bench': only train's workers regroup");
@@ -287,7 +287,7 @@ TEST(K8sElastic, RejectsWhatCannotRecoverInPlace) {
       elastic, [](auto& o) { o.rdzv_token = "two\nlines"; }, "rdzv_token:");
   rejects(
       elastic, [](auto& o) { o.rdzv_token_secret = "Team_Token"; },
-      "rdzv_token_secret 'Team_Token': expected a Secret's name");
+      "rdzv_token_secret 'Team_Token': expected a Secret's");
   rejects(
       elastic, [](auto& o) { o.rdzv_token_secret = "t", o.elastic = K8sElastic::kRestart; },
       "rdzv_token_secret 't': only a job recovering in place");
