@@ -187,7 +187,9 @@ std::vector<std::string> in_place_launcher_args(const K8sRenderOptions& o,
                                    "--master-port",
                                    std::to_string(o.master_port),
                                    "--rdzv-id",
-                                   o.job_name};
+                                   o.job_name,
+                                   "--max-restarts",
+                                   std::to_string(o.max_restarts)};
   const auto flags = in_place_flags(node_name);
   args.insert(args.end(), flags.begin(), flags.end());
   args.insert(args.end(), {"--nproc-per-node", std::to_string(o.nproc_per_node)});

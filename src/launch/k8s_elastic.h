@@ -27,9 +27,10 @@ std::vector<K8sObject> rendezvous_server_objects(const K8sRenderOptions& options
 
 // In place: the launcher's arguments with the rendezvous given as flags (the TrainJob, whose
 // torch plugin sets a fixed size and pod 0 as master): `launch --nnodes MIN:MAX --master-addr
-// <job>-rdzv --master-port P --rdzv-id <job> --elastic in-place --rdzv-token-file F --node-name
-// NODE --nproc-per-node G --stop-grace S -- <command>`. `node_name` names the pod in the job's
-// messages, the same for the pod that replaces it.
+// <job>-rdzv --master-port P --rdzv-id <job> --max-restarts R --elastic in-place --rdzv-token-file
+// F --node-name NODE --nproc-per-node G --stop-grace S -- <command>` (the plugin sets no
+// PET_MAX_RESTARTS). `node_name` names the pod in the job's messages, the same for the pod that
+// replaces it.
 std::vector<std::string> in_place_launcher_args(const K8sRenderOptions& options,
                                                 const std::string& node_name);
 

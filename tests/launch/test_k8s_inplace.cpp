@@ -269,7 +269,7 @@ TEST_F(K8sInPlace, AKilledPodIsReplacedAndJoinsWhileTheOtherKeepsItsWorkersAndSt
   EXPECT_EQ(run_records(run()).memberships,
             (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
   server_->send_signal(SIGTERM);
-  const ProcessResult served = server_->wait(std::chrono::seconds(20));
+  const ProcessResult served = server_->wait_until(Clock::now() + std::chrono::seconds(20));
   EXPECT_EQ(served.exit_code, 0) << served.output;
   EXPECT_NE(served.output.find("refused node cxr-stray-0 of job 'cxr': wrong job token"),
             std::string::npos)
@@ -315,11 +315,11 @@ TEST_F(K8sInPlaceTrainJob, APodReplacedAtOnceJoinsInPlaceWhateverRoundItMeets) {
 // is named; --nnodes MIN:MAX is the policy's range; a range the flavour cannot take is refused
 // naming the flag.
 TEST(K8sInPlaceCli, EachRenderingGetsItsOwnTokenUnlessASecretIsNamed) {
-  const std::string render =
-      "k8s render --flavor pytorchjob-elastic --nnodes 2:4 -- train --data /data";
+  const std::string render = "k8s render --flavor pytorchjob-elastic --nnodes 2:4";
+  const std::string command = " -- train --data /data 2>/dev/null";
   std::string tokens[2];
   for (std::string& token : tokens) {
-    const auto r = run_chexscale(render + " 2>/dev/null");
+    const auto r = run_chexscale(render + command);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto objects = launch::parse_yaml_stream(r.output);
     token = find_kind(objects, "Secret").at("stringData").at("token");
@@ -330,7 +330,7 @@ TEST(K8sInPlaceCli, EachRenderingGetsItsOwnTokenUnlessASecretIsNamed) {
     EXPECT_EQ(policy.at("maxReplicas"), 4);
   }
   EXPECT_NE(tokens[0], tokens[1]);
-  const auto named = run_chexscale(render + " --rdzv-token-secret team-a-token 2>/dev/null");
+  const auto named = run_chexscale(render + " --rdzv-token-secret team-a-token" + command);
   ASSERT_EQ(named.exit_code, 0) << named.output;
   EXPECT_EQ(named.output.find("kind: Secret"), std::string::npos) << named.output;
   EXPECT_NE(named.output.find("secretName: team-a-token"), std::string::npos) << named.output;
