@@ -174,14 +174,33 @@ TEST(K8sElastic, TheTrainJobGivesTheServerAsFlagsAndReplacesAKilledPod) {
                                                 {"PET_NODE_RANK", "2"},
                                                 {"PET_MASTER_ADDR", "cxr-node-0-0.cxr"},
                                                 {"PET_MASTER_PORT", "29500"}});
-  EXPECT_EQ(args, (std::vector<std::string>{
-                      "launch",   "--nnodes",      "1:3",          "--master-addr",
-                      "cxr-rdzv", "--master-port", "29511",        "--rdzv-id",
-                      "cxr",      "--elastic",     "in-place",     "--rdzv-token-file",
-                      kTokenFile, "--node-name",   "cxr-node-0-2", "--nproc-per-node",
-                      "2",        "--stop-grace",  "25",           "--",
-                      "train",    "--data",        "/data",        "--resume",
-                      "auto"}));
+  EXPECT_EQ(args, (std::vector<std::string>{"launch",
+                                            "--nnodes",
+                                            "1:3",
+                                            "--master-addr",
+                                            "cxr-rdzv",
+                                            "--master-port",
+                                            "29511",
+                                            "--rdzv-id",
+                                            "cxr",
+                                            "--max-restarts",
+                                            "3",
+                                            "--elastic",
+                                            "in-place",
+                                            "--rdzv-token-file",
+                                            kTokenFile,
+                                            "--node-name",
+                                            "cxr-node-0-2",
+                                            "--nproc-per-node",
+                                            "2",
+                                            "--stop-grace",
+                                            "25",
+                                            "--",
+                                            "train",
+                                            "--data",
+                                            "/data",
+                                            "--resume",
+                                            "auto"}));
   expect_token_file(node_job["template"]["spec"], "cxr-rdzv-token");
   // The Job controller: a killed pod counts against backoffLimit and is recreated; a preempted
   // or stopped one is recreated without counting; the launcher's own failures fail the Job.
