@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Renders the example manifests in deploy/k8s from experiment.yaml: the default overlay set-up
-# (Indexed Job, PyTorchJob, TrainJob), gang-scheduled ones (Volcano, Kueue) and the
-# bare-metal-like one (host network + RDMA).
+# (Indexed Job, PyTorchJob, TrainJob), gang-scheduled ones (Volcano, Kueue), the bare-metal-like
+# one (host network + RDMA) and an elastic PyTorchJob training that recovers in place (its job
+# token in a Secret you create: docs/kubernetes.md, "In-place recovery").
 # Usage: deploy/k8s/render-examples.sh CHEXSCALE_BIN [OUT_DIR]   (OUT_DIR defaults to deploy/k8s)
 # tests/launch/test_k8s_schema.cpp checks that the committed examples are what this script
 # renders today.
@@ -19,3 +20,5 @@ render --flavor pytorchjob --queue team-a --out "$out/pytorchjob-kueue" -- bench
 render --host-network --rdma-resource rdma/hca_shared_devices_a=1 --nccl-socket-ifname ib0 \
   --gloo-socket-ifname ib0 --out "$out/hostnet-rdma" -- bench --label kubernetes/hostnet \
   --out /output/k8s-hostnet
+render --flavor pytorchjob-elastic --job-name chexnet-train --rdzv-token-secret chexnet-train-token \
+  --out "$out/pytorchjob-elastic-inplace" -- train --backend gloo --data /data --out /output/train

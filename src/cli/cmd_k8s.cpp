@@ -1,7 +1,8 @@
 // `chexscale k8s render`: Kubernetes manifests (Indexed Job, PyTorchJob or TrainJob, optionally
-// gang-scheduled by Kueue or Volcano) for a job, as YAML on stdout or one file per object in a
-// directory, ready for `kubectl apply -f`; on stderr, one line per cluster requirement the job
-// could silently miss (an older Trainer, a Kueue integration that is off).
+// gang-scheduled by Kueue or Volcano; the elastic flavours recovering in place with a rendezvous
+// server of their own) for a job, as YAML on stdout or one file per object in a directory, ready
+// for `kubectl apply -f`; on stderr, one line per cluster requirement the job could silently miss
+// (an older Trainer, a Kueue integration that is off).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include "launch/k8s_render.h"
 #include "launch/k8s_warnings.h"
 #include "launch/k8s_yaml.h"
+#include "launch/local_launcher.h"
+#include "launch/rendezvous_server.h"
 #include "train/stop_contract.h"
 
 namespace chexscale::cli {
@@ -23,6 +26,8 @@ struct RenderFlags {
   std::string flavor = launch::to_string(launch::K8sRenderOptions{}.flavor);
   std::string image_pull_policy = launch::to_string(launch::K8sRenderOptions{}.image_pull_policy);
   std::string scheduler = launch::to_string(launch::K8sRenderOptions{}.scheduler);
+  std::string elastic = launch::to_string(launch::K8sRenderOptions{}.elastic);
+  std::string nnodes = "1";
   std::string out_dir;
 };
 
@@ -49,17 +54,32 @@ void add_job_options(CLI::App* cmd, RenderFlags& f) {
       ->capture_default_str();
   cmd->add_option("--image-pull-policy", f.image_pull_policy, "Always, IfNotPresent or Never")
       ->capture_default_str();
-  cmd->add_option("--nnodes", o.nnodes, "Pods (nodes) in the job")->capture_default_str();
+  cmd->add_option("--nnodes", f.nnodes,
+                  "Pods (nodes) in the job, N or MIN:MAX: an elastic flavour recovering in place "
+                  "trains on as few as MIN pods (default 1) while others are replaced")
+      ->capture_default_str();
   cmd->add_option("--nproc-per-node", o.nproc_per_node, "Worker processes per pod")
       ->capture_default_str();
   cmd->add_flag("--gpus", o.gpus, "Request nvidia.com/gpu = --nproc-per-node per pod");
-  cmd->add_option("--max-restarts", o.max_restarts,
-                  "pytorchjob-elastic: restarts of each pod's worker group (elasticPolicy)")
+  cmd->add_option("--elastic", f.elastic,
+                  "pytorchjob-elastic, trainjob: what a lost pod costs. in-place = its controller "
+                  "replaces it and it joins in place, the other pods keep their workers (a "
+                  "rendezvous server Deployment <job>-rdzv and a job token); restart = a fixed "
+                  "group, the store on pod 0; auto = in-place from 2 pods on")
       ->capture_default_str();
+  cmd->add_option("--max-restarts", o.max_restarts,
+                  "Elastic flavours: in place, the failures the job survives (failed rounds, "
+                  "replaced pods); restart (pytorchjob-elastic), the restarts of each pod's "
+                  "worker group (elasticPolicy.maxRestarts)")
+      ->capture_default_str();
+  cmd->add_option("--rdzv-token-secret", o.rdzv_token_secret,
+                  "In place: an existing Secret whose key 'token' is the job token; default: "
+                  "render Secret <job>-rdzv-token with a new random token");
   cmd->add_option("--master-port", o.master_port, "Rendezvous (TCPStore) port")
       ->capture_default_str();
   cmd->add_option("--master-addr", o.master_addr,
-                  "Rendezvous host the pods use (default: <job>-0.<job>, rank 0's DNS name)");
+                  "Rendezvous host the pods use (default: <job>-0.<job>, rank 0's DNS name; in "
+                  "place, <job>-rdzv, the rendezvous server's Service)");
 }
 
 // Each pod: resources, volumes, network, placement, user, stopping and the worker command.
@@ -108,6 +128,15 @@ int run_render(const RunContext& ctx, RenderFlags& f) {
   f.options.flavor = launch::parse_k8s_flavor(f.flavor);
   f.options.image_pull_policy = launch::parse_image_pull_policy(f.image_pull_policy);
   f.options.scheduler = launch::parse_k8s_scheduler(f.scheduler);
+  f.options.elastic = launch::parse_k8s_elastic(f.elastic);
+  launch::LaunchOptions range;  // "N" or "MIN:MAX" as the launcher reads it
+  launch::parse_nnodes(f.nnodes, "--nnodes", range);
+  const bool is_range = f.nnodes.find(':') != std::string::npos;
+  f.options.nnodes = range.max_nnodes > 0 ? range.max_nnodes : range.nnodes;
+  f.options.min_nnodes = is_range ? range.nnodes : 0;
+  // A fresh token per rendering: each job its own, never written anywhere but its Secret.
+  if (launch::in_place(f.options) && f.options.rdzv_token_secret.empty())
+    f.options.rdzv_token = launch::new_job_token();
   // The experiment's config file travels with the job, so pods run what bare metal runs.
   if (!ctx.config.config_file().empty())
     f.options.config_yaml = read_file(ctx.config.config_file());
@@ -135,7 +164,8 @@ void add_k8s_command(CLI::App& app, CommandRegistry& registry) {
   auto* render = k8s->add_subcommand(
       "render",
       "Render the manifests of a job: Indexed Job + headless Service (or a Kubeflow PyTorchJob or\n"
-      "TrainJob; --queue for Kueue, --scheduler volcano for gang scheduling),\n"
+      "TrainJob; --queue for Kueue, --scheduler volcano for gang scheduling; the elastic flavours\n"
+      "recover in place: a rendezvous server Deployment, a job token Secret),\n"
       "NetworkPolicy and the --config file as a ConfigMap, with secure defaults. Warns (stderr)\n"
       "where the cluster needs a release or setting that it could lack without an error.\n"
       "Example: chexscale k8s render --nnodes 2 --out k8s/ -- bench --arch densenet121");

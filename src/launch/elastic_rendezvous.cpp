@@ -66,7 +66,7 @@ std::optional<Membership> ElasticRendezvous::join(Clock::time_point deadline) {
   int waited_in = -1;  // the running round this node counts as waiting in
   while (true) {
     if (finished()) {
-      if (took_part_) return std::nullopt;
+      if (took_part_ || away_at_the_end()) return std::nullopt;
       throw DistError(fmt::format(
           "job '{}' on this rendezvous server has finished already (node {} was not part of it): "
           "start a new job with a new --rdzv-id, or restart the rendezvous server",
@@ -204,6 +204,36 @@ bool ElasticRendezvous::previous_round_back(int r, int previous_nodes, std::map<
     if (now - s.changed < rules_.heartbeat_timeout) return false;
   }
   return true;
+}
+
+std::vector<std::string> ElasticRendezvous::round_nodes(int r) {
+  std::vector<std::string> names;
+  const std::optional<int> size = round_size(r);
+  for (int i = 0; i < size.value_or(0); ++i) {
+    const std::string entry = from_bytes(store_->get(key(fmt::format("r{}/node/{}", r, i))));
+    names.push_back(entry.substr(entry.find(' ') + 1));
+  }
+  return names;
+}
+
+bool ElasticRendezvous::away_at_the_end() {
+  int rounds = 0;  // closed ones
+  while (round_size(rounds))
+    ++rounds;
+  const auto in_round = [&](int r) {
+    const std::vector<std::string> names = round_nodes(r);
+    return std::find(names.begin(), names.end(), node_name_) != names.end();
+  };
+  if (rounds == 0 || in_round(rounds - 1)) return false;
+  for (int r = 0; r < rounds - 1; ++r) {
+    if (!in_round(r)) continue;
+    log::info(
+        "chexscale launch: job '{}' finished in round {} while node {} was away (it took part "
+        "in round {}): nothing left to do",
+        job_id_, rounds - 1, node_name_, r);
+    return true;
+  }
+  return false;
 }
 
 std::optional<Membership> ElasticRendezvous::admitted(int r, int place) {

@@ -66,9 +66,11 @@ class ElasticRendezvous {
 
   // Joins the open round (or, while one is under way, waits as a newcomer or spare for the next,
   // saying so once) and waits until it closes. nullopt when the job has finished after this node
-  // took part in it or waited for it. Throws DistError when no round takes this node in by
-  // `deadline` (moved on by join_timeout when a spare's round opens), naming why, or when the
-  // job finished before this node came. A store error leaves as the store's exception.
+  // took part in it or waited for it, or after a node of this name took part in an earlier round
+  // but not the last (lost, then back late: nothing left to do). Throws DistError when no round
+  // takes this node in by `deadline` (moved on by join_timeout when a spare's round opens),
+  // naming why, or when the job finished before this node came. A store error leaves as the
+  // store's exception.
   std::optional<Membership> join(std::chrono::steady_clock::time_point deadline);
   // Carries on through another client of the store (after a store error).
   void use_store(c10::intrusive_ptr<c10d::Store> store) { store_ = std::move(store); }
@@ -123,6 +125,11 @@ class ElasticRendezvous {
   // How many nodes of round r-1 have joined round r.
   int nodes_back(int r, int previous_nodes);
   bool previous_round_back(int r, int previous_nodes, std::map<int, Seen>& silent, TimePoint now);
+  // The names of the nodes of closed round r, by node rank (none when it has not closed).
+  std::vector<std::string> round_nodes(int r);
+  // Whether this node (by name) took part in a round of the job but not in its last: it was lost
+  // and comes back after the others finished (a pod its controller replaced late).
+  bool away_at_the_end();
   // The membership of closed round r for the node at `place`; nullopt when it closed without it.
   std::optional<Membership> admitted(int r, int place);
 

@@ -1,6 +1,8 @@
 // The Kubernetes options' enum names and derived names; see k8s_options.h. The options' checks,
-// K8sRenderOptions::validate(), are the renderer's (k8s_render.cpp).
+// K8sRenderOptions::validate(), are in k8s_checks.cpp.
 #include "launch/k8s_options.h"
+
+#include <algorithm>
 
 #include "common/enum_parse.h"
 #include "common/error.h"
@@ -41,6 +43,23 @@ K8sScheduler parse_k8s_scheduler(std::string_view text) {
   return parse_enum(text, "scheduler", {K8sScheduler::kDefault, K8sScheduler::kVolcano});
 }
 
+const char* to_string(K8sElastic elastic) {
+  switch (elastic) {
+    case K8sElastic::kAuto:
+      return "auto";
+    case K8sElastic::kInPlace:
+      return "in-place";
+    case K8sElastic::kRestart:
+      return "restart";
+  }
+  throw Error("unknown K8sElastic value");
+}
+
+K8sElastic parse_k8s_elastic(std::string_view text) {
+  return parse_enum(text, "elastic",
+                    {K8sElastic::kAuto, K8sElastic::kInPlace, K8sElastic::kRestart});
+}
+
 const char* to_string(ImagePullPolicy policy) {
   switch (policy) {
     case ImagePullPolicy::kAlways:
@@ -65,6 +84,44 @@ std::string training_runtime_name(const K8sRenderOptions& o) {
 
 std::string master_address(const K8sRenderOptions& o) {
   return o.master_addr.empty() ? o.job_name + "-0." + o.job_name : o.master_addr;
+}
+
+bool command_has_flag(const std::vector<std::string>& command, const std::string& flag) {
+  return std::any_of(command.begin(), command.end(), [&](const std::string& word) {
+    return word == flag || word.rfind(flag + "=", 0) == 0;
+  });
+}
+
+bool elastic_flavor(const K8sRenderOptions& o) {
+  return o.flavor == K8sFlavor::kElasticPyTorchJob || o.flavor == K8sFlavor::kTrainJob;
+}
+
+bool names_gloo(const std::vector<std::string>& command) {
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (command[i] == "--backend=gloo") return true;
+    if (command[i] == "--backend" && i + 1 < command.size() && command[i + 1] == "gloo")
+      return true;
+  }
+  return false;
+}
+
+bool in_place(const K8sRenderOptions& o) {
+  if (!elastic_flavor(o)) return false;
+  if (o.elastic != K8sElastic::kAuto) return o.elastic == K8sElastic::kInPlace;
+  const bool trains = !o.command.empty() && o.command.front() == "train";
+  return o.nnodes >= 2 && trains && (!o.gpus || names_gloo(o.command));
+}
+
+int min_pods(const K8sRenderOptions& o) {
+  return o.min_nnodes > 0 ? o.min_nnodes : 1;
+}
+
+std::string rendezvous_server_name(const K8sRenderOptions& o) {
+  return o.job_name + "-rdzv";
+}
+
+std::string rdzv_token_secret_name(const K8sRenderOptions& o) {
+  return o.rdzv_token_secret.empty() ? o.job_name + "-rdzv-token" : o.rdzv_token_secret;
 }
 
 }  // namespace chexscale::launch

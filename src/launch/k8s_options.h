@@ -30,6 +30,16 @@ enum class K8sScheduler { kDefault, kVolcano };
 const char* to_string(K8sScheduler scheduler);            // "default", "volcano"
 K8sScheduler parse_k8s_scheduler(std::string_view text);  // UsageError naming the valid values
 
+// What an elastic flavour (pytorchjob-elastic, trainjob) does when a pod is lost or replaced:
+// in-place = the other pods' workers keep running and regroup, the replacement joins from their
+// memory (`chexscale launch --elastic in-place` against a rendezvous server of the job's own);
+// restart = a fixed group whose store is on pod 0. auto: in-place where it can work (see
+// in_place()), else restart.
+enum class K8sElastic { kAuto, kInPlace, kRestart };
+
+const char* to_string(K8sElastic elastic);            // "auto", "in-place", "restart"
+K8sElastic parse_k8s_elastic(std::string_view text);  // UsageError naming the valid values
+
 // When the kubelet pulls the image (the container's imagePullPolicy).
 enum class ImagePullPolicy { kAlways, kIfNotPresent, kNever };
 
@@ -49,6 +59,15 @@ inline constexpr const char* kKueueQueueLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
 inline constexpr const char* kTrainerAncestorLabel = "trainer.kubeflow.org/trainjob-ancestor-step";
 inline constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
+inline constexpr const char* kComponentLabel = "app.kubernetes.io/component";
+// In-place recovery: the job token's Secret key and where every pod finds it as a file.
+inline constexpr const char* kRdzvTokenKey = "token";
+inline constexpr const char* kRdzvTokenDir = "/var/run/secrets/chexscale";
+// In-place recovery: a pod whose container ends with one of these statuses (killed by SIGINT,
+// SIGKILL or SIGTERM: 128 + the signal; an OOM kill is 137) is replaced by its controller and
+// joins in place; any other failure but kExitPreempted fails the job. The same statuses as the
+// training operator's ExitCode policy (IsRetryableExitCode), so both flavours act alike.
+inline constexpr int kReplacedExitCodes[] = {130, 137, 143};
 // The pod's terminationGracePeriodSeconds is the workers' --stop-grace plus this: the launcher
 // kills them kStopKillMargin after it and exits; the default, 25 + 5, is Kubernetes' own 30 s.
 inline constexpr int kPodStopMargin = 5;
@@ -60,16 +79,27 @@ struct K8sRenderOptions {
   std::string namespace_name = "default";
   std::string image = std::string("chexscale:") + kVersion;  // the Dockerfiles' tag
   ImagePullPolicy image_pull_policy = ImagePullPolicy::kIfNotPresent;
-  int nnodes = 1;          // pods
-  int nproc_per_node = 1;  // worker processes per pod
-  bool gpus = false;       // request nvidia.com/gpu = nproc_per_node per pod
+  int nnodes = 1;  // pods (elastic in-place: the most nodes the job trains on)
+  // Elastic in-place: the fewest pods the job trains on while others are replaced (--nnodes
+  // MIN:MAX); 0 = 1.
+  int min_nnodes = 0;
+  K8sElastic elastic = K8sElastic::kAuto;  // see K8sElastic
+  int nproc_per_node = 1;                  // worker processes per pod
+  bool gpus = false;                       // request nvidia.com/gpu = nproc_per_node per pod
   int master_port = distributed::kDefaultMasterPort;  // TCPStore rendezvous port
-  int max_restarts = 0;          // elastic PyTorchJob: restarts of a pod's group (elasticPolicy)
-  std::string master_addr;       // "" = <job>-0.<job> (the headless Service's DNS name)
-  std::string cpu = "2";         // per-pod CPU request
-  std::string memory = "8Gi";    // per-pod memory request and limit
-  std::string shm_size = "2Gi";  // /dev/shm emptyDir (medium Memory) size limit
-  std::string data_pvc;          // "" = no data volume
+  // Elastic flavours: restart: the restarts of a pod's group (elasticPolicy.maxRestarts);
+  // in-place: the failures the job survives (failed rounds on the rendezvous server, replaced
+  // pods).
+  int max_restarts = 3;
+  // In-place: the job token, rendered into Secret <job>-rdzv-token; or the name of an existing
+  // Secret holding it under key kRdzvTokenKey (then none is rendered). One of them is needed.
+  std::string rdzv_token;
+  std::string rdzv_token_secret;
+  std::string master_addr;           // "" = <job>-0.<job> (the headless Service's DNS name)
+  std::string cpu = "2";             // per-pod CPU request
+  std::string memory = "8Gi";        // per-pod memory request and limit
+  std::string shm_size = "2Gi";      // /dev/shm emptyDir (medium Memory) size limit
+  std::string data_pvc;              // "" = no data volume
   std::string data_mount = "/data";  // mounted read-only
   std::string output_pvc;            // "" = emptyDir (lost with the pod)
   std::string output_mount = "/output";
@@ -93,6 +123,28 @@ struct K8sRenderOptions {
 
 // The rendezvous host the pods use: options.master_addr or "<job>-0.<job>".
 std::string master_address(const K8sRenderOptions& options);
+
+// Whether the flavour is an elastic one (pytorchjob-elastic, trainjob).
+bool elastic_flavor(const K8sRenderOptions& options);
+
+// Whether a worker command names the Gloo backend (--backend gloo), the only one that regroups.
+bool names_gloo(const std::vector<std::string>& command);
+
+// Whether the job recovers in place: an elastic flavour with elastic in-place, or auto with 2 or
+// more pods whose workers can regroup (a `train` command, Gloo: no --gpus, or --backend gloo).
+bool in_place(const K8sRenderOptions& options);
+
+// Whether a worker command sets `flag` ("--flag" or "--flag=VALUE").
+bool command_has_flag(const std::vector<std::string>& command, const std::string& flag);
+
+// In-place: the fewest pods the job trains on (min_nnodes, or 1).
+int min_pods(const K8sRenderOptions& options);
+
+// In-place: the rendezvous server's Deployment and Service, "<job>-rdzv".
+std::string rendezvous_server_name(const K8sRenderOptions& options);
+
+// In-place: the Secret holding the job token (rdzv_token_secret, or "<job>-rdzv-token").
+std::string rdzv_token_secret_name(const K8sRenderOptions& options);
 
 // The cluster-scoped ClusterTrainingRuntime of a TrainJob: "chexscale-<namespace>-<job>".
 std::string training_runtime_name(const K8sRenderOptions& options);

@@ -1,4 +1,4 @@
-// The shared pod template of both job flavours; see k8s_pod.h.
+// The shared pod template of every job flavour and the parts other objects share; see k8s_pod.h.
 #include "launch/k8s_pod.h"
 
 #include <string>
@@ -13,6 +13,9 @@ constexpr const char* kTmpVolume = "tmp";
 constexpr const char* kOutputVolume = "output";
 constexpr const char* kDataVolume = "data";
 constexpr const char* kConfigVolume = "config";
+constexpr const char* kRdzvTokenVolume = "rdzv-token";
+// The token file's mode, 0440: its owner (root) and the pod's fsGroup read it, no one else.
+constexpr int kRdzvTokenMode = 0440;
 
 K8sObject env_var(const std::string& name, const std::string& value) {
   return {{"name", name}, {"value", value}};
@@ -49,17 +52,6 @@ K8sObject resources(const K8sRenderOptions& o) {
   return {{"requests", {{"cpu", o.cpu}, {"memory", o.memory}}}, {"limits", limits}};
 }
 
-K8sObject container_security(const K8sRenderOptions& o) {
-  K8sObject caps = {{"drop", {"ALL"}}};
-  // Registering memory with an InfiniBand HCA needs to lock pages; nothing else needs a capability.
-  if (!o.rdma_resource.empty()) caps["add"] = {"IPC_LOCK"};
-  return {{"allowPrivilegeEscalation", false},
-          {"privileged", false},
-          {"readOnlyRootFilesystem", true},
-          {"runAsNonRoot", true},
-          {"capabilities", caps}};
-}
-
 K8sObject volume_mounts(const K8sRenderOptions& o) {
   K8sObject mounts = K8sObject::array();
   mounts.push_back(mount(kTmpVolume, "/tmp", false));
@@ -67,6 +59,7 @@ K8sObject volume_mounts(const K8sRenderOptions& o) {
   mounts.push_back(mount(kOutputVolume, o.output_mount, false));
   if (!o.data_pvc.empty()) mounts.push_back(mount(kDataVolume, o.data_mount, true));
   if (!o.config_yaml.empty()) mounts.push_back(mount(kConfigVolume, kConfigMountDir, true));
+  if (in_place(o)) mounts.push_back(rdzv_token_mount());
   return mounts;
 }
 
@@ -88,15 +81,64 @@ K8sObject volumes(const K8sRenderOptions& o) {
   if (!o.config_yaml.empty()) {
     v.push_back({{"name", kConfigVolume}, {"configMap", {{"name", o.job_name + "-config"}}}});
   }
+  if (in_place(o)) v.push_back(rdzv_token_volume(o));
   return v;
 }
 
 }  // namespace
 
-K8sObject job_labels(const K8sRenderOptions& o) {
+K8sObject job_labels(const K8sRenderOptions& o, const std::string& component) {
   return {{"app.kubernetes.io/name", "chexscale"},
           {kInstanceLabel, o.job_name},
-          {"app.kubernetes.io/component", "worker"}};
+          {kComponentLabel, component}};
+}
+
+K8sObject object_metadata(const K8sRenderOptions& o, const std::string& name,
+                          const std::string& component) {
+  return {{"name", name}, {"namespace", o.namespace_name}, {"labels", job_labels(o, component)}};
+}
+
+K8sObject pod_security(const K8sRenderOptions& o) {
+  return {{"runAsNonRoot", true},
+          {"runAsUser", o.run_as_user},
+          {"runAsGroup", o.run_as_user},
+          {"fsGroup", o.run_as_user},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+K8sObject container_security(bool ipc_lock) {
+  K8sObject caps = {{"drop", {"ALL"}}};
+  if (ipc_lock) caps["add"] = {"IPC_LOCK"};
+  return {{"allowPrivilegeEscalation", false},
+          {"privileged", false},
+          {"readOnlyRootFilesystem", true},
+          {"runAsNonRoot", true},
+          {"capabilities", caps}};
+}
+
+K8sObject rdzv_token_volume(const K8sRenderOptions& o) {
+  return {{"name", kRdzvTokenVolume},
+          {"secret",
+           {{"secretName", rdzv_token_secret_name(o)},
+            {"items", {{{"key", kRdzvTokenKey}, {"path", kRdzvTokenKey}}}},
+            {"defaultMode", kRdzvTokenMode}}}};
+}
+
+K8sObject rdzv_token_mount() {
+  return mount(kRdzvTokenVolume, kRdzvTokenDir, true);
+}
+
+std::string rdzv_token_file() {
+  return std::string(kRdzvTokenDir) + "/" + kRdzvTokenKey;
+}
+
+std::vector<std::string> stop_grace_and_command(const K8sRenderOptions& o) {
+  std::vector<std::string> args = {"--stop-grace", std::to_string(o.stop_grace), "--"};
+  args.insert(args.end(), o.command.begin(), o.command.end());
+  if (o.command.front() == "train" && !command_has_flag(o.command, "--resume")) {
+    args.insert(args.end(), {"--resume", "auto"});
+  }
+  return args;
 }
 
 K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
@@ -109,7 +151,9 @@ K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
       {"env", container_env(o, c)},
       {"ports", {{{"name", c.port_name}, {"containerPort", o.master_port}, {"protocol", "TCP"}}}},
       {"resources", resources(o)},
-      {"securityContext", container_security(o)},
+      // Registering memory with an InfiniBand HCA needs to lock pages; nothing else needs a
+      // capability.
+      {"securityContext", container_security(!o.rdma_resource.empty())},
       {"volumeMounts", volume_mounts(o)}};
 
   // Never: the Job's podFailurePolicy requires it, and a failed pod is the job's to recreate.
@@ -118,12 +162,7 @@ K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
                     {"terminationGracePeriodSeconds", o.stop_grace + kPodStopMargin},
                     {"automountServiceAccountToken", false},
                     {"enableServiceLinks", false},
-                    {"securityContext",
-                     {{"runAsNonRoot", true},
-                      {"runAsUser", o.run_as_user},
-                      {"runAsGroup", o.run_as_user},
-                      {"fsGroup", o.run_as_user},
-                      {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
+                    {"securityContext", pod_security(o)}};
   if (o.scheduler == K8sScheduler::kVolcano) spec["schedulerName"] = "volcano";
   if (o.host_network) {
     spec["hostNetwork"] = true;
@@ -137,15 +176,17 @@ K8sObject pod_template(const K8sRenderOptions& o, const PodContainerSpec& c) {
     }
     spec["nodeSelector"] = selector;
   }
-  if (!o.tolerations.empty()) {
-    K8sObject tolerations = K8sObject::array();
-    for (const auto& t : o.tolerations)
-      tolerations.push_back(parse_toleration(t));
-    spec["tolerations"] = tolerations;
-  }
+  if (!o.tolerations.empty()) spec["tolerations"] = toleration_list(o);
   spec["containers"] = {container};
   spec["volumes"] = volumes(o);
   return {{"metadata", {{"labels", job_labels(o)}}}, {"spec", spec}};
+}
+
+K8sObject toleration_list(const K8sRenderOptions& o) {
+  K8sObject tolerations = K8sObject::array();
+  for (const auto& t : o.tolerations)
+    tolerations.push_back(parse_toleration(t));
+  return tolerations;
 }
 
 std::pair<std::string, std::string> parse_key_value(const std::string& spec,

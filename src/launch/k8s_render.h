@@ -13,12 +13,12 @@
 // Gang scheduling, so that no pod holds a GPU while it waits for the others: a Kueue LocalQueue
 // (queue label, the job created suspended until Kueue admits all of its pods at once) or Volcano
 // (schedulerName volcano and a PodGroup whose minMember is every pod).
-// The elastic PyTorchJob flavour renders Worker replicas under an elasticPolicy (a fixed size,
-// minReplicas = maxReplicas) whose operator sets torchrun's PET_* variables; its pods run
-//   chexscale launch -- <command>
-// where they would run torchrun: the launcher reads PET_NNODES, PET_NPROC_PER_NODE,
-// PET_MAX_RESTARTS and PET_RDZV_ENDPOINT (<job>-worker-0:P) as its flags, and NODE_RANK, which the
-// pod takes from its replica-index label.
+// The elastic flavours (the elastic PyTorchJob: Worker replicas under an elasticPolicy whose
+// operator sets torchrun's PET_* variables; the TrainJob) recover in place when they have 2 or
+// more pods (K8sElastic): a rendezvous server of the job's own (Deployment and Service
+// <job>-rdzv), a job token (Secret), launchers `chexscale launch --nnodes MIN:MAX --elastic
+// in-place`, and a pod killed by a signal recreated by its controller, which joins in place
+// (k8s_elastic.h). With --elastic restart they keep a fixed size whose store is on pod 0.
 // Preemption: every pod's launcher gets --stop-grace S, so that a SIGTERM (eviction, preemption,
 // a deleted pod) gives the workers S seconds to stop at a checkpoint and exit 75, and the pod
 // S + kPodStopMargin seconds (terminationGracePeriodSeconds) before the kubelet kills it. A `train`
@@ -35,8 +35,9 @@
 
 namespace chexscale::launch {
 
-// All objects for `kubectl apply -f`, in apply order (ConfigMap, Service, NetworkPolicy, PodGroup
-// or ClusterTrainingRuntime, job).
+// All objects for `kubectl apply -f`, in apply order (ConfigMap, Service, NetworkPolicy, PodGroup,
+// in place the token's Secret and the rendezvous server's Service and Deployment, the
+// ClusterTrainingRuntime, the job).
 // Validates the options first.
 std::vector<K8sObject> render_manifests(const K8sRenderOptions& options);
 

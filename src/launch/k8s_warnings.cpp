@@ -2,7 +2,9 @@
 // controllers' sources: Kubeflow Trainer's Volcano plugin (podGroupPolicy.volcano) came in v2.1;
 // Kueue's default configuration lists no Kubeflow Trainer v1 integration (PyTorchJob, ...) from
 // v0.19 on; the training operator copies spec.nprocPerNode into the pods of a Worker-only
-// (elastic) PyTorchJob as PET_NPROC_PER_NODE from v1.8 on.
+// (elastic) PyTorchJob as PET_NPROC_PER_NODE from v1.8 on. And one of chexscale's own: recovering
+// in place with GPUs needs the Gloo backend, which a config file may set where the renderer does
+// not look.
 #include "launch/k8s_warnings.h"
 
 #include <fmt/format.h>
@@ -32,6 +34,12 @@ std::vector<std::string> render_warnings(const K8sRenderOptions& o) {
         "pods as PET_NPROC_PER_NODE from Kubeflow training-operator v1.8 on; older operators "
         "leave it unset and each pod runs 1 worker",
         o.nproc_per_node));
+  }
+  if (in_place(o) && o.gpus && !names_gloo(o.command)) {
+    warnings.push_back(
+        "--elastic in-place --gpus: the workers regroup Gloo process groups only and refuse "
+        "NCCL, the default on a GPU; give the train command --backend gloo (or set it in the "
+        "config file), or render --elastic restart");
   }
   return warnings;
 }

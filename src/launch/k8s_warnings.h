@@ -1,6 +1,7 @@
 // What the rendered manifests need of the cluster beyond their schemas: fields and integrations
 // that an older or default-configured controller ignores without an error, so that the job would
-// run without what it was rendered for (gang scheduling, admission, its workers per pod).
+// run without what it was rendered for (gang scheduling, admission, its workers per pod); and a
+// worker setting the renderer cannot see (the Gloo backend an in-place job on GPUs needs).
 // `chexscale k8s render` prints each as one line on stderr; the manifests are written regardless.
 #pragma once
 

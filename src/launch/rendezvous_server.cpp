@@ -63,4 +63,16 @@ std::string read_job_token(const std::string& file) {
   return token;
 }
 
+std::string new_job_token() {
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  unsigned char bytes[32] = {};
+  if (!random.read(reinterpret_cast<char*>(bytes), sizeof bytes)) {
+    throw Error("cannot read /dev/urandom for a job token");
+  }
+  std::string token;
+  for (unsigned char b : bytes)
+    token += fmt::format("{:02x}", b);
+  return token;
+}
+
 }  // namespace chexscale::launch

@@ -23,4 +23,8 @@ int serve_rendezvous(const ServerOptions& options);
 // or is empty), else CHEXSCALE_RDZV_TOKEN, else "".
 std::string read_job_token(const std::string& file);
 
+// A new job token: 32 bytes from /dev/urandom as 64 hex digits. Throws Error when it cannot be
+// read.
+std::string new_job_token();
+
 }  // namespace chexscale::launch

@@ -116,15 +116,6 @@ test_util::ProcessResult stop_after_step_4(test_util::Process& run, const std::s
   return run.wait(std::chrono::seconds(120));
 }
 
-// The workers a launcher started (its children), in the order it started them.
-std::vector<pid_t> children_of(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, pid));
-  std::vector<pid_t> children;
-  for (pid_t child = 0; in >> child;)
-    children.push_back(child);
-  return children;
-}
-
 void expect_stopped_and_resumes(const test_util::ProcessResult& stopped, const std::string& out,
                                 const std::string& resume_command,
                                 const std::string& signal = "SIGTERM") {
@@ -165,7 +156,7 @@ TEST(StopE2E, SigtermToOneOfTwoWorkersStopsBothAtOneStep) {
   const std::string b = dir.path() + "/b";
   test_util::Process run_b(test_util::chexscale_command(two_workers(b)));
   wait_for(b + "/checkpoints/step-000000004.json");
-  const std::vector<pid_t> workers = children_of(run_b.pid());
+  const std::vector<pid_t> workers = test_util::children_of(run_b.pid());
   ASSERT_EQ(workers.size(), 2u);
   // Rank 1 writes no checkpoint: rank 0 learns of the stop through the step's collective only.
   const auto stopped = stop_after_step_4(run_b, b, workers.back());
@@ -183,7 +174,7 @@ TEST(StopE2E, SigintToTheLauncherStopsBothWorkersWithACheckpoint) {
   const std::string two_workers = "launch --nproc-per-node 2 -- " + flags(data, out, 6);
   test_util::Process run(test_util::chexscale_command(two_workers));
   wait_for(out + "/checkpoints/step-000000004.json");
-  ASSERT_EQ(children_of(run.pid()).size(), 2u);
+  ASSERT_EQ(test_util::children_of(run.pid()).size(), 2u);
   ::kill(-run.pid(), SIGINT);
   const auto stopped = run.wait(std::chrono::seconds(120));
   ASSERT_EQ(stopped.exit_code, kExitPreempted) << stopped.output;

@@ -37,18 +37,6 @@ inline double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Waits until `process` has written `text` (60 s at most); the time it appeared.
-inline std::optional<Clock::time_point> wait_for(const Process& process, const std::string& text,
-                                                 size_t from = 0) {
-  const auto deadline = Clock::now() + std::chrono::seconds(90);
-  while (Clock::now() < deadline) {
-    const std::string out = process.output();
-    if (out.size() > from && out.find(text, from) != std::string::npos) return Clock::now();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return std::nullopt;
-}
-
 // The step records of metrics.jsonl text (their step numbers, in file order).
 inline std::vector<int64_t> steps_in_metrics(const std::string& metrics) {
   std::vector<int64_t> steps;
@@ -147,7 +135,7 @@ class ElasticLab : public LabTest {
   std::unique_ptr<Process> rendezvous_server() {
     auto server =
         on_node(kServerNode, fmt::format("rendezvous-server --port {}", kPort), "server.log");
-    EXPECT_TRUE(wait_for(*server, "serving the store")) << server->output();
+    EXPECT_TRUE(wait_for_text(*server, "serving the store")) << server->output();
     return server;
   }
 
@@ -181,12 +169,12 @@ class ElasticLab : public LabTest {
   // detection, restart and first step times, printed and returned with the steps lost.
   void expect_recovery(const Process& survivor, const std::string& run, Clock::time_point fault,
                        size_t from, int64_t last_step_before, const std::string& what) {
-    const auto detected = wait_for(survivor, "round 0 ended:", from);
+    const auto detected = wait_for_text(survivor, "round 0 ended:", from);
     ASSERT_TRUE(detected) << survivor.output();
-    const auto restarted = wait_for(survivor, "round 1: 1 node(s)", from);
+    const auto restarted = wait_for_text(survivor, "round 1: 1 node(s)", from);
     ASSERT_TRUE(restarted) << survivor.output();
     const size_t logged = logged_steps(run).size();
-    const auto resumed = wait_for(survivor, "resumed from ", from);
+    const auto resumed = wait_for_text(survivor, "resumed from ", from);
     ASSERT_TRUE(resumed) << survivor.output();
     const auto deadline = Clock::now() + std::chrono::seconds(60);
     while (logged_steps(run).size() <= logged && Clock::now() < deadline)
@@ -280,15 +268,6 @@ inline void expect_same_final_checkpoints(const std::string& a, const std::strin
     ASSERT_FALSE(x.empty()) << file;
     EXPECT_TRUE(x == file_contents(b + "/checkpoints/" + file)) << file << " differs";
   }
-}
-
-// The workers of a launcher, from /proc.
-inline std::vector<pid_t> children_of(pid_t pid) {
-  std::vector<pid_t> children;
-  std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, pid));
-  for (pid_t child = 0; in >> child;)
-    children.push_back(child);
-  return children;
 }
 
 }  // namespace chexscale::test_util

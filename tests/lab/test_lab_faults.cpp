@@ -87,7 +87,7 @@ TEST_F(LabFaults, RankZeroNodeKilledTheOtherCarriesOnAloneAndTakesItBack) {
   constexpr int kEpochs = 8;
   std::unique_ptr<Process> nodes[2] = {elastic_node(0, run, kEpochs, "node0.log"),
                                        elastic_node(1, run, kEpochs, "node1.log")};
-  ASSERT_TRUE(wait_for(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  ASSERT_TRUE(wait_for_text(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
   const int victim = nodes[0]->output().find("runs ranks 0..0") != std::string::npos ? 0 : 1;
   const int survivor = 1 - victim;
@@ -103,7 +103,7 @@ TEST_F(LabFaults, RankZeroNodeKilledTheOtherCarriesOnAloneAndTakesItBack) {
       << nodes[survivor]->output();
 
   nodes[victim] = elastic_node(victim, run, kEpochs, "back.log");
-  const auto rejoined = wait_for(*nodes[survivor], "round 2: 2 node(s)", from);
+  const auto rejoined = wait_for_text(*nodes[survivor], "round 2: 2 node(s)", from);
   EXPECT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
   const auto r = wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(3));
   EXPECT_EQ(r[survivor].exit_code, 0) << r[survivor].output;
@@ -141,7 +141,7 @@ TEST_F(LabFaults, ALinkCutAndRestoredDropsTheNodeThenTakesItBack) {
   auto n0 = elastic_node(0, run, kEpochs, "node0.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto n1 = elastic_node(1, run, kEpochs, "node1.log");
-  ASSERT_TRUE(wait_for(*n0, "round 0: 2 node(s)")) << n0->output();
+  ASSERT_TRUE(wait_for_text(*n0, "round 0: 2 node(s)")) << n0->output();
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << n0->output() << n1->output();
   // The node holding rank 1 loses its link (the other keeps rank 0 and the run directory).
   const int cut = n0->output().find("runs ranks 0..0") != std::string::npos ? 1 : 0;
@@ -153,7 +153,7 @@ TEST_F(LabFaults, ALinkCutAndRestoredDropsTheNodeThenTakesItBack) {
   expect_recovery(survivor, run, fault, from, before.empty() ? 0 : before.back(),
                   fmt::format("link of node {} cut", cut));
   ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 up").exit_code, 0);
-  const auto rejoined = wait_for(survivor, "round 2: 2 node(s)", from);
+  const auto rejoined = wait_for_text(survivor, "round 2: 2 node(s)", from);
   EXPECT_TRUE(rejoined) << survivor.output() << (cut == 1 ? *n1 : *n0).output();
   const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(3));
   EXPECT_EQ(r[0].exit_code, 0) << r[0].output;

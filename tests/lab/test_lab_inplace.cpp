@@ -153,7 +153,7 @@ class LabInPlace : public ElasticLab {
                                 const StepClock& clock, Clock::time_point fault, size_t from,
                                 int64_t last_step_before, const std::string& what,
                                 int64_t& first_step_after) {
-    const auto regrouped = wait_for(survivor, "keeps its workers as ranks", from);
+    const auto regrouped = wait_for_text(survivor, "keeps its workers as ranks", from);
     ASSERT_TRUE(regrouped) << survivor.output();
     const std::optional<StepClock::Seen> first = clock.first_after(fault, last_step_before);
     ASSERT_TRUE(first) << survivor.output();
@@ -187,7 +187,7 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   constexpr int kEpochs = 8;
   std::unique_ptr<Process> nodes[2] = {elastic_node(0, run, kEpochs, "node0.log", kInPlace),
                                        elastic_node(1, run, kEpochs, "node1.log", kInPlace)};
-  ASSERT_TRUE(wait_for(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  ASSERT_TRUE(wait_for_text(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
   StepClock clock(run);
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
   const int victim = rank0_node(*nodes[0]);
@@ -208,7 +208,7 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
 
   const auto joined = Clock::now();
   nodes[victim] = elastic_node(victim, run, kEpochs, "back.log", kInPlace);
-  const auto rejoined = wait_for(*nodes[survivor], "round 2: 2 node(s)", from);
+  const auto rejoined = wait_for_text(*nodes[survivor], "round 2: 2 node(s)", from);
   ASSERT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
   const std::optional<StepClock::Seen> after_join = clock.first_after(*rejoined);
   ASSERT_TRUE(after_join) << nodes[survivor]->output() << nodes[victim]->output();
@@ -281,7 +281,7 @@ TEST_F(LabInPlace, ALinkCutAndRestoredDropsTheNodeAndItRejoinsInPlace) {
   auto n0 = elastic_node(0, run, kEpochs, "node0.log", kInPlace);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto n1 = elastic_node(1, run, kEpochs, "node1.log", kInPlace);
-  ASSERT_TRUE(wait_for(*n0, "round 0: 2 node(s)")) << n0->output();
+  ASSERT_TRUE(wait_for_text(*n0, "round 0: 2 node(s)")) << n0->output();
   StepClock clock(run);
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << n0->output() << n1->output();
   const int cut = rank0_node(*n0) == 0 ? 1 : 0;
@@ -296,7 +296,7 @@ TEST_F(LabInPlace, ALinkCutAndRestoredDropsTheNodeAndItRejoinsInPlace) {
   expect_in_place_recovery(survivor, workers, clock, fault, from, before.back(),
                            fmt::format("link of node {} cut", cut), redone);
   ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 up").exit_code, 0);
-  const auto rejoined = wait_for(survivor, "round 2: 2 node(s)", from);
+  const auto rejoined = wait_for_text(survivor, "round 2: 2 node(s)", from);
   EXPECT_TRUE(rejoined) << survivor.output() << (cut == 1 ? *n1 : *n0).output();
   EXPECT_EQ(children_of(survivor.pid()), workers) << "the rejoin restarted the survivor";
   const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(4));
@@ -324,7 +324,7 @@ TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank
       elastic_node(0, run, kEpochs, "node0.log", kInPlace, powersgd)};
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   nodes[1] = elastic_node(1, run, kEpochs, "node1.log", kInPlace, powersgd);
-  ASSERT_TRUE(wait_for(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  ASSERT_TRUE(wait_for_text(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
   const int victim = rank0_node(*nodes[0]) == 0 ? 1 : 0;
   const int survivor = 1 - victim;
@@ -332,9 +332,10 @@ TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank
   ASSERT_EQ(workers.size(), 1u) << nodes[survivor]->output();
   const size_t from = nodes[survivor]->output().size();
   kill_every_process_of(victim);
-  ASSERT_TRUE(wait_for(*nodes[survivor], "round 1: 1 node(s)", from)) << nodes[survivor]->output();
+  ASSERT_TRUE(wait_for_text(*nodes[survivor], "round 1: 1 node(s)", from))
+      << nodes[survivor]->output();
   nodes[victim] = elastic_node(victim, run, kEpochs, "back.log", kInPlace, powersgd);
-  ASSERT_TRUE(wait_for(*nodes[survivor], "round 2: 2 node(s)", from))
+  ASSERT_TRUE(wait_for_text(*nodes[survivor], "round 2: 2 node(s)", from))
       << nodes[survivor]->output() << nodes[victim]->output();
   EXPECT_EQ(children_of(nodes[survivor]->pid()), workers) << "a regroup restarted the survivor";
 

@@ -1,7 +1,8 @@
 // Runs a rendered pod template the way the kubelet would, on this machine: the container's
 // command and args with $(VAR) expanded from its env, env values and downward-API fields
-// (annotations) resolved, each volume a host directory (ConfigMap data written into it), and
-// the pod's DNS names answered by a private /etc/hosts.
+// (annotations, labels, the pod's name) resolved, each volume a host directory (ConfigMap and
+// Secret data written into it; a PersistentVolumeClaim one directory shared by every pod that
+// mounts it), and the pod's DNS names answered by a private /etc/hosts.
 //
 // Two liberties, both explained here: (1) there is no container filesystem, so paths under a
 // volume's mountPath in env values and args are rewritten to that volume's host directory;
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "launch/k8s_render.h"
+#include "launch/k8s_yaml.h"
 #include "test_util/process.h"
+#include "test_util/read_file.h"
 
 namespace chexscale::test_util {
 
@@ -27,6 +30,7 @@ struct SimulatedPod {
   std::string name;                                // pod name, also its HOSTNAME
   K8sObject template_;                             // PodTemplateSpec from the manifest
   std::map<std::string, std::string> annotations;  // set by the controller (completion index)
+  std::map<std::string, std::string> labels;       // set by the controller (replica index)
   std::vector<std::pair<std::string, std::string>> injected_env;  // set by an operator, first
 };
 
@@ -45,6 +49,25 @@ inline std::string expand_refs(std::string s, const std::map<std::string, std::s
     out += s[i];
   }
   return out;
+}
+
+// Every object of the YAML files `k8s render --out DIR` wrote.
+inline std::vector<K8sObject> read_manifests(const std::string& dir) {
+  std::vector<K8sObject> objects;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    for (auto& o : launch::parse_yaml_stream(file_contents(entry.path())))
+      objects.push_back(o);
+  }
+  return objects;
+}
+
+// The first object of `kind` (and `name`, when given).
+inline const K8sObject& find_kind(const std::vector<K8sObject>& objects, const std::string& kind,
+                                  const std::string& name = "") {
+  for (const auto& o : objects) {
+    if (o.at("kind") == kind && (name.empty() || o.at("metadata").at("name") == name)) return o;
+  }
+  throw std::runtime_error("no " + kind + " " + name + " rendered");
 }
 
 class KubeletSim {
@@ -68,7 +91,7 @@ class KubeletSim {
     const std::string pod_dir = root_ + "/" + pod.name;
     std::map<std::string, std::string> mounts;  // mountPath -> host dir
     for (const auto& m : c.at("volumeMounts")) {
-      const std::string host = pod_dir + "/volumes/" + m.at("name").get<std::string>();
+      const std::string host = volume_dir(spec, pod_dir, m.at("name"));
       std::filesystem::create_directories(host);
       mounts[m.at("mountPath")] = host;
       materialize(spec, m.at("name"), host);
@@ -114,24 +137,52 @@ class KubeletSim {
     if (path.rfind(prefix, 0) == 0) {
       return pod.annotations.at(path.substr(prefix.size(), path.size() - prefix.size() - 2));
     }
+    const std::string labels = "metadata.labels['";
+    if (path.rfind(labels, 0) == 0) {
+      return pod.labels.at(path.substr(labels.size(), path.size() - labels.size() - 2));
+    }
     if (path == "metadata.name") return pod.name;
     throw std::runtime_error("fieldRef not simulated: " + path);
   }
 
-  // ConfigMap volumes get their data as files; other volumes start empty.
+  // A claim's directory is the same for every pod (root/pvc/<claim>); other volumes are the
+  // pod's own.
+  std::string volume_dir(const K8sObject& spec, const std::string& pod_dir,
+                         const std::string& volume) const {
+    for (const auto& v : spec.at("volumes")) {
+      if (v.at("name") == volume && v.contains("persistentVolumeClaim")) {
+        return root_ + "/pvc/" + v.at("persistentVolumeClaim").at("claimName").get<std::string>();
+      }
+    }
+    return pod_dir + "/volumes/" + volume;
+  }
+
+  // ConfigMap volumes get their data as files, Secret volumes their stringData (each item's key
+  // at its path); other volumes start empty.
   void materialize(const K8sObject& spec, const std::string& volume,
                    const std::string& host) const {
     for (const auto& v : spec.at("volumes")) {
-      if (v.at("name") != volume || !v.contains("configMap")) continue;
-      for (const auto& o : objects_) {
-        if (o.at("kind") == "ConfigMap" &&
-            o.at("metadata").at("name") == v.at("configMap").at("name")) {
-          for (const auto& [file, text] : o.at("data").items()) {
-            std::ofstream(host + "/" + file) << text.get<std::string>();
-          }
+      if (v.at("name") != volume) continue;
+      if (v.contains("configMap")) {
+        for (const auto& [file, text] :
+             object("ConfigMap", v.at("configMap").at("name")).at("data").items())
+          std::ofstream(host + "/" + file) << text.get<std::string>();
+      }
+      if (v.contains("secret")) {
+        const K8sObject& data = object("Secret", v.at("secret").at("secretName")).at("stringData");
+        for (const auto& item : v.at("secret").at("items")) {
+          std::ofstream(host + "/" + item.at("path").get<std::string>())
+              << data.at(item.at("key").get<std::string>()).get<std::string>();
         }
       }
     }
+  }
+
+  const K8sObject& object(const std::string& kind, const std::string& name) const {
+    for (const auto& o : objects_) {
+      if (o.at("kind") == kind && o.at("metadata").at("name") == name) return o;
+    }
+    throw std::runtime_error("no " + kind + " " + name + " among the objects");
   }
 
   std::string root_;

@@ -8,57 +8,12 @@
 #include <regex>
 
 #include "common/error.h"
+#include "launch/k8s_golden.h"
 #include "launch/k8s_render.h"
-#include "launch/k8s_yaml.h"
 #include "test_util/error_message.h"
 
 namespace chexscale::launch {
 namespace {
-
-K8sRenderOptions base_options() {
-  K8sRenderOptions o;
-  o.job_name = "cxr";
-  o.namespace_name = "ml";
-  o.image = "registry.example/chexscale:0.1.0";
-  o.nnodes = 3;
-  o.nproc_per_node = 2;
-  o.master_port = 29511;
-  o.command = {"bench", "--arch", "densenet121"};
-  return o;
-}
-
-// Renders and parses the YAML stream back with yaml-cpp (what kubectl would read).
-std::vector<YAML::Node> render_yaml(const K8sRenderOptions& o) {
-  return YAML::LoadAll(to_yaml_stream(render_manifests(o)));
-}
-
-YAML::Node find_kind(const std::vector<YAML::Node>& docs, const std::string& kind) {
-  for (const auto& d : docs) {
-    if (d["kind"].as<std::string>() == kind) return d;
-  }
-  ADD_FAILURE() << "no " << kind << " rendered";
-  return YAML::Node();
-}
-
-std::vector<std::string> strings(const YAML::Node& seq) {
-  std::vector<std::string> out;
-  for (const auto& s : seq)
-    out.push_back(s.as<std::string>());
-  return out;
-}
-
-// What the kubelet does to args: $(NAME) becomes the value of env NAME.
-std::vector<std::string> expand(std::vector<std::string> args,
-                                const std::map<std::string, std::string>& env) {
-  for (auto& a : args) {
-    for (const auto& [name, value] : env) {
-      const std::string ref = "$(" + name + ")";
-      for (size_t p = a.find(ref); p != std::string::npos; p = a.find(ref))
-        a.replace(p, ref.size(), value);
-    }
-  }
-  return args;
-}
 
 TEST(K8sRender, PodsRunNonRootWithNothingToEscalateTo) {
   const auto job = find_kind(render_yaml(base_options()), "Job");
@@ -465,36 +420,6 @@ TEST(K8sRender, RejectsOptionsThatCannotMakeAValidJob) {
   });
 }
 
-// A pod's end as the Job controller sees it: its container's exit code, and whether the pod
-// carries the condition DisruptionTarget (evicted, preempted, drained).
-struct PodEnd {
-  int exit_code;
-  bool disrupted;
-};
-
-// The action of a Job's podFailurePolicy for a failed pod, as the Job controller picks it: the
-// first rule that matches ("Count" when none does); exit code 0 matches no onExitCodes rule.
-std::string failure_action(const YAML::Node& policy, const std::string& container, PodEnd end) {
-  for (const auto& rule : policy["rules"]) {
-    bool match = false;
-    if (rule["onPodConditions"]) {
-      for (const auto& c : rule["onPodConditions"]) {
-        match = match || (end.disrupted && c["type"].as<std::string>() == "DisruptionTarget" &&
-                          c["status"].as<std::string>() == "True");
-      }
-    } else if (end.exit_code != 0) {
-      const auto codes = rule["onExitCodes"];
-      EXPECT_EQ(codes["containerName"].as<std::string>(), container);
-      bool listed = false;
-      for (const auto& v : codes["values"])
-        listed = listed || v.as<int>() == end.exit_code;
-      match = (codes["operator"].as<std::string>() == "In") == listed;
-    }
-    if (match) return rule["action"].as<std::string>();
-  }
-  return "Count";
-}
-
 // The Job's policy recreates a preempted pod (exit 75, or disrupted whatever its status) without
 // counting it against backoffLimit (0: anything else fails the Job at once).
 void expect_preemption_policy(const YAML::Node& job_spec, const std::string& container) {
@@ -537,6 +462,7 @@ TEST(K8sRender, PreemptedPodsStopWithinTheGraceAndComeBackWithoutSpendingBackoff
     expect_stop_grace(job["spec"]["template"]["spec"], stop_grace);
 
     o.flavor = K8sFlavor::kTrainJob;
+    o.elastic = K8sElastic::kRestart;  // in place: test_k8s_elastic.cpp
     const auto runtime = find_kind(render_yaml(o), "ClusterTrainingRuntime");
     const auto jobset = runtime["spec"]["template"]["spec"];
     EXPECT_EQ(jobset["failurePolicy"]["maxRestarts"].as<int>(), 0);  // a failed Job fails it
@@ -544,10 +470,12 @@ TEST(K8sRender, PreemptedPodsStopWithinTheGraceAndComeBackWithoutSpendingBackoff
     expect_preemption_policy(node_job, kTrainerNode);
     expect_stop_grace(node_job["template"]["spec"], stop_grace);
 
-    // The training operator has no rule for 75 (1-127 are permanent under ExitCode): a Never
-    // replica fails the job, as docs/kubernetes.md says; the pods still stop within the grace.
+    // The training operator has no rule for 75 (not retryable under ExitCode): a Never replica
+    // fails the job, as docs/kubernetes.md says; the pods still stop within the grace.
     for (K8sFlavor flavor : {K8sFlavor::kPyTorchJob, K8sFlavor::kElasticPyTorchJob}) {
       o.flavor = flavor;
+      o.elastic =
+          flavor == K8sFlavor::kElasticPyTorchJob ? K8sElastic::kRestart : K8sElastic::kAuto;
       const auto replicas = find_kind(render_yaml(o), "PyTorchJob")["spec"]["pytorchReplicaSpecs"];
       for (const auto& kv : replicas) {
         EXPECT_EQ(kv.second["restartPolicy"].as<std::string>(), "Never");

@@ -58,19 +58,7 @@ std::vector<K8sObject> render(const TempDir& tmp, const std::string& flavor, int
                               environment_with(),
                               tmp.path() + "/render.log"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  std::vector<K8sObject> objects;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    for (auto& o : launch::parse_yaml_stream(file_contents(entry.path())))
-      objects.push_back(o);
-  }
-  return objects;
-}
-
-const K8sObject& find_kind(const std::vector<K8sObject>& objects, const std::string& kind) {
-  for (const auto& o : objects) {
-    if (o.at("kind") == kind) return o;
-  }
-  throw std::runtime_error("no " + kind + " rendered");
+  return read_manifests(dir);
 }
 
 // Every pod exits 0 and pod 0 (rank 0) wrote a bench.json for the whole job.
@@ -108,6 +96,7 @@ TEST(K8sRun, IndexedJobPodsTrainToCompletionAsTheKubeletRunsThem) {
     pods.push_back(kubelet.prepare({job_name + "-" + std::to_string(i),
                                     job.at("spec").at("template"),
                                     {{launch::kCompletionIndexAnnotation, std::to_string(i)}},
+                                    {},
                                     {}}));
   }
   expect_job_completed(tmp, run_processes(pods, std::chrono::seconds(150)), job_name + "-0");
@@ -145,6 +134,7 @@ TEST(K8sRun, PyTorchJobPodsTrainToCompletionWithTheOperatorsEnv) {
     specs.push_back(kubelet.prepare({pods[rank].first,
                                      *pods[rank].second,
                                      {},
+                                     {},
                                      {{"MASTER_ADDR", job_name + "-master-0"},
                                       {"MASTER_PORT", master_port},
                                       {"WORLD_SIZE", std::to_string(pods.size())},
@@ -178,6 +168,7 @@ TEST(K8sRun, TrainJobPodsTrainToCompletionWithTrainersEnv) {
         {job_name + "-node-0-" + std::to_string(i),
          node.at("template").at("spec").at("template"),
          {{launch::kCompletionIndexAnnotation, std::to_string(i)}},
+         {},
          {{"PET_NNODES", std::to_string(nnodes)},
           {"PET_NPROC_PER_NODE",
            std::to_string(train_job.at("spec").at("trainer").at("numProcPerNode").get<int>())},

@@ -41,10 +41,42 @@ std::string json_of_yaml(const std::vector<K8sObject>& objects) {
   return K8sObject(parse_yaml_stream(to_yaml_stream(objects))).dump(1);
 }
 
+// Renderings validated together: each one's objects (read back from its YAML) in a JSON file of
+// its own, and the kinds rendered.
+class Renderings {
+ public:
+  explicit Renderings(const test_util::TempDir& tmp) : tmp_(tmp) {}
+
+  void add(const K8sRenderOptions& o, const std::string& name) {
+    const auto rendered = render_manifests(o);
+    objects_ += rendered.size();
+    for (const auto& object : rendered)
+      kinds_.insert(object["kind"].get<std::string>());
+    files_.push_back(tmp_.write(name + ".json", json_of_yaml(rendered)));
+  }
+
+  const std::set<std::string>& kinds() const { return kinds_; }
+
+  // Every object of every rendering is valid.
+  void expect_valid() const {
+    const auto result = validate_files(tmp_, files_);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(
+        result.output.find("validated " + std::to_string(objects_) + " objects: 0 problem(s)"),
+        std::string::npos)
+        << result.output;
+  }
+
+ private:
+  const test_util::TempDir& tmp_;
+  std::vector<std::string> files_;
+  std::set<std::string> kinds_;
+  size_t objects_ = 0;
+};
+
 TEST(K8sSchema, EveryOptionCombinationValidates) {
   test_util::TempDir tmp;
-  std::vector<std::string> files;
-  size_t objects = 0;
+  Renderings renderings(tmp);
   // Seven independent switches: 2^7 = 128 renderings, each 3-4 objects.
   for (int bits = 0; bits < 128; ++bits) {
     K8sRenderOptions o;
@@ -68,15 +100,9 @@ TEST(K8sSchema, EveryOptionCombinationValidates) {
       o.nproc_per_node = 4;
     }
     o.command = {"train", "--arch", "densenet121", "--out", "/output/run"};
-    const auto rendered = render_manifests(o);
-    objects += rendered.size();
-    files.push_back(tmp.write("combo-" + std::to_string(bits) + ".json", json_of_yaml(rendered)));
+    renderings.add(o, "combo-" + std::to_string(bits));
   }
-  const auto result = validate_files(tmp, files);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("validated " + std::to_string(objects) + " objects: 0 problem(s)"),
-            std::string::npos)
-      << result.output;
+  renderings.expect_valid();
 }
 
 // The validator must catch what it is there to catch, or the test above proves nothing.
@@ -117,9 +143,7 @@ TEST(K8sSchema, ValidatorRejectsMisspelledFieldsAndWrongTypes) {
 // (TrainJob, ClusterTrainingRuntime, PodGroup, and the labelled, suspended Job and PyTorchJob).
 TEST(K8sSchema, EveryFlavorAndGangSchedulerValidates) {
   test_util::TempDir tmp;
-  std::vector<std::string> files;
-  std::set<std::string> kinds;
-  size_t objects = 0;
+  Renderings renderings(tmp);
   for (K8sFlavor flavor : {K8sFlavor::kIndexedJob, K8sFlavor::kPyTorchJob,
                            K8sFlavor::kElasticPyTorchJob, K8sFlavor::kTrainJob}) {
     for (int gang = 0; gang < 3; ++gang) {
@@ -132,22 +156,75 @@ TEST(K8sSchema, EveryFlavorAndGangSchedulerValidates) {
       if (gang == 1) o.queue = "team-a";
       if (gang == 2) o.scheduler = K8sScheduler::kVolcano;
       o.command = {"train", "--out", "/output/run"};
-      const auto rendered = render_manifests(o);
-      objects += rendered.size();
-      for (const auto& object : rendered)
-        kinds.insert(object["kind"].get<std::string>());
-      files.push_back(
-          tmp.write(fmt::format("{}-{}.json", to_string(flavor), gang), json_of_yaml(rendered)));
+      renderings.add(o, fmt::format("{}-{}", to_string(flavor), gang));
     }
   }
-  EXPECT_EQ(kinds,
+  EXPECT_EQ(renderings.kinds(),
             (std::set<std::string>{"ClusterTrainingRuntime", "ConfigMap", "Job", "NetworkPolicy",
                                    "PodGroup", "PyTorchJob", "Service", "TrainJob"}));
-  const auto result = validate_files(tmp, files);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("validated " + std::to_string(objects) + " objects: 0 problem(s)"),
-            std::string::npos)
-      << result.output;
+  renderings.expect_valid();
+}
+
+// The elastic flavours recovering in place, with every knob that reaches the rendezvous
+// server's pod or the token: the token's Secret or a named one, host network, tolerations,
+// RDMA, a queue, Volcano (Secret, Service and Deployment among the kinds).
+TEST(K8sSchema, InPlaceRecoveryValidates) {
+  test_util::TempDir tmp;
+  Renderings renderings(tmp);
+  for (K8sFlavor flavor : {K8sFlavor::kElasticPyTorchJob, K8sFlavor::kTrainJob}) {
+    for (int bits = 0; bits < 8; ++bits) {
+      K8sRenderOptions o;
+      o.flavor = flavor;
+      o.nnodes = 4;
+      o.min_nnodes = (bits & 1) ? 2 : 0;
+      o.elastic = K8sElastic::kInPlace;
+      if (bits & 2) {
+        o.rdzv_token_secret = "team-a-token";
+      } else {
+        o.rdzv_token = "0123456789abcdef";
+      }
+      if (bits & 4) {
+        o.host_network = true;
+        o.tolerations = {"nvidia.com/gpu:NoSchedule", "spot"};
+        o.rdma_resource = "rdma/hca_shared_devices_a=1";
+        o.queue = "team-a";
+      } else {
+        o.scheduler = K8sScheduler::kVolcano;
+      }
+      o.config_yaml = "train:\n  epochs: 2\n";
+      o.command = {"train", "--out", "/output/run"};
+      renderings.add(o, fmt::format("{}-{}", to_string(flavor), bits));
+    }
+  }
+  EXPECT_EQ(renderings.kinds(), (std::set<std::string>{"ClusterTrainingRuntime", "ConfigMap",
+                                                       "Deployment", "NetworkPolicy", "PyTorchJob",
+                                                       "Secret", "Service", "TrainJob"}));
+  renderings.expect_valid();
+}
+
+// The new kinds' validators catch what they are there to catch.
+TEST(K8sSchema, ValidatorRejectsMistakesInTheRendezvousServerAndItsSecret) {
+  test_util::TempDir tmp;
+  K8sRenderOptions o;
+  o.flavor = K8sFlavor::kElasticPyTorchJob;
+  o.nnodes = 2;
+  o.rdzv_token = "t";
+  o.command = {"train"};
+  const auto objects = parse_yaml_stream(to_yaml_stream(render_manifests(o)));
+  K8sObject secret = objects[1], deployment = objects[3];
+  ASSERT_EQ(secret["kind"], "Secret");
+  ASSERT_EQ(deployment["kind"], "Deployment");
+  secret["stringdata"] = secret["stringData"];
+  deployment["spec"]["replicas"] = "one";
+  deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = K8sObject::object();
+  const auto result = validate_files(
+      tmp, {tmp.write("bad1.json", secret.dump()), tmp.write("bad2.json", deployment.dump())});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  for (const std::string expected :
+       {"/stringdata: unknown field", "/spec/replicas: type",
+        "containers/0/readinesProbe: unknown field", "validated 2 objects: 3 problem(s)"}) {
+    EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
+  }
 }
 
 // The custom-resource checks catch misspellings, wrong types and what the controllers need.

@@ -1,5 +1,6 @@
 // The cluster requirements `k8s render` warns about (k8s_warnings.h): each warning where its
-// combination of options is rendered and nowhere else, the elastic PyTorchJob's workers per pod
+// combination of options is rendered and nowhere else (the Gloo backend of a GPU job in place
+// too), the elastic PyTorchJob's workers per pod
 // in spec.nprocPerNode (not the deprecated elasticPolicy.nProcPerNode), and the warnings as the
 // CLI prints them: one "warning: " line each on stderr, the manifests on stdout as without them.
 #include <gtest/gtest.h>
@@ -96,6 +97,30 @@ TEST(K8sWarnings, ElasticPyTorchJobSaysItsWorkersInSpecNprocPerNode) {
   o.nproc_per_node = 4;
   EXPECT_TRUE(render_warnings(o).empty());
   EXPECT_FALSE(render_manifests(o).back()["spec"].contains("nprocPerNode"));
+}
+
+// In place the workers regroup Gloo groups only: a GPU job asked to recover in place is warned
+// unless its train command names Gloo (auto does not choose in place for it at all).
+TEST(K8sWarnings, InPlaceOnGpusNeedsTheGlooBackend) {
+  for (K8sFlavor flavor : {K8sFlavor::kElasticPyTorchJob, K8sFlavor::kTrainJob}) {
+    K8sRenderOptions o = options(flavor);
+    o.command = {"train"};
+    o.rdzv_token = "t";
+    o.gpus = true;
+    EXPECT_TRUE(render_warnings(o).empty()) << to_string(flavor);  // auto: restart
+    o.elastic = K8sElastic::kInPlace;
+    const auto warnings = render_warnings(o);
+    ASSERT_EQ(warnings.size(), 1u) << to_string(flavor);
+    EXPECT_EQ(warnings[0],
+              "--elastic in-place --gpus: the workers regroup Gloo process groups only and refuse "
+              "NCCL, the default on a GPU; give the train command --backend gloo (or set it in "
+              "the config file), or render --elastic restart");
+    o.command = {"train", "--backend", "gloo"};
+    EXPECT_TRUE(render_warnings(o).empty()) << to_string(flavor);
+    o.gpus = false;
+    o.command = {"train"};
+    EXPECT_TRUE(render_warnings(o).empty()) << to_string(flavor);
+  }
 }
 
 TEST(K8sWarnings, TheCliPrintsEachOnItsOwnStderrLineAndTheSameManifests) {

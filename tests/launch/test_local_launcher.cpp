@@ -492,6 +492,34 @@ TEST_F(ElasticLaunch, AFinishedJobRefusesNewLaunchersAndANewRdzvIdRunsAgain) {
       << second.output;
 }
 
+// A node lost mid-job that comes back after the others finished (a pod its controller replaced
+// late) has nothing left to do and exits 0; a node that finished with the job, or one that was
+// never part of it, is still refused as a new job's launcher would be.
+TEST_F(ElasticLaunch, ALostNodeBackAfterTheJobFinishedExitsZeroAndOthersAreStillRefused) {
+  auto a = node("a", elastic_worker(1));
+  auto b = node("b", elastic_worker(1));
+  ASSERT_TRUE(wait_for_output(*a, "world=2", 1)) << a->output();
+  ASSERT_TRUE(wait_for_output(*b, "world=2", 1)) << b->output();
+  b->send_signal(SIGKILL);
+  const auto ra = a->wait(std::chrono::seconds(60));
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_NE(ra.output.find("round 1: 1 node(s) (a)"), std::string::npos) << ra.output;
+  const auto back = node("b", elastic_worker(1))->wait(std::chrono::seconds(60));
+  EXPECT_EQ(back.exit_code, 0) << back.output;
+  EXPECT_NE(back.output.find("job 'none' finished in round 1 while node b was away (it took part "
+                             "in round 0): nothing left to do"),
+            std::string::npos)
+      << back.output;
+  EXPECT_EQ(back.output.find("round="), std::string::npos) << back.output;  // no worker ran
+  for (const std::string name : {"a", "c"}) {
+    const auto late = node(name, elastic_worker(1))->wait(std::chrono::seconds(60));
+    EXPECT_NE(late.exit_code, 0) << late.output;
+    EXPECT_NE(late.output.find("has finished already (node " + name + " was not part of it)"),
+              std::string::npos)
+        << late.output;
+  }
+}
+
 // A server with a job token and a job id: launchers and workers without the token, and a launcher
 // of another job, are refused with the reason, each named in the server's log; the job that holds
 // the token runs as if they had never come (one node, its worker through the gate too).

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -210,6 +211,31 @@ inline std::vector<ProcessResult> run_processes(std::vector<ProcessSpec> specs,
 inline ProcessResult run_process(ProcessSpec spec,
                                  std::chrono::seconds timeout = kDefaultProcessTimeout) {
   return Process(std::move(spec)).wait(timeout);
+}
+
+// Waits until `process` has written `text` after its first `from` characters (at most
+// `timeout`); the time it appeared, or nullopt.
+inline std::optional<std::chrono::steady_clock::time_point> wait_for_text(
+    const Process& process, const std::string& text, size_t from = 0,
+    std::chrono::seconds timeout = std::chrono::seconds(90)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string out = process.output();
+    if (out.size() > from && out.find(text, from) != std::string::npos) {
+      return std::chrono::steady_clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+// The children of process `pid` (a launcher's workers), from /proc.
+inline std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> children;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (pid_t child = 0; in >> child;)
+    children.push_back(child);
+  return children;
 }
 
 // Runs a /bin/sh command line (environment `env`) to completion.

@@ -33,6 +33,8 @@ function schemaValidator(name) {
 const VALIDATORS = {
   'v1/ConfigMap': 'IoK8sApiCoreV1ConfigMap',
   'v1/Service': 'IoK8sApiCoreV1Service',
+  'v1/Secret': 'IoK8sApiCoreV1Secret',
+  'apps/v1/Deployment': 'IoK8sApiAppsV1Deployment',
   'batch/v1/Job': 'IoK8sApiBatchV1Job',
   'networking.k8s.io/v1/NetworkPolicy': 'IoK8sApiNetworkingV1NetworkPolicy',
 };
