@@ -21,6 +21,7 @@
 #include "train/checkpoint_share.h"
 #include "train/evaluate.h"
 #include "train/metrics_log.h"
+#include "train/regroup_clock.h"
 #include "train/regroup_state.h"
 #include "train/run_checkpoint.h"
 #include "train/run_state.h"
@@ -240,12 +241,15 @@ class Trainer::Impl {
         const std::optional<Checkpoint> state =
             share_checkpoint(*ctx_, holders.root, [this] { return held_; });
         restore_from(*state);
-        expect_same_state(*ctx_, digest_of_state(), holders.root, "after the regroup");
         int64_t bytes = 0;
         for (const models::NamedTensor& t : state->tensors)
           bytes += static_cast<int64_t>(t.tensor.nbytes());
-        how = fmt::format("took rank {}'s training state from memory (step {}, {:.1f} MB)",
-                          holders.root, pos_.global_step, static_cast<double>(bytes) / 1e6);
+        const std::string mb = fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
+        regroup_clock_.lap("state", mb);
+        expect_same_state(*ctx_, digest_of_state(), holders.root, "after the regroup");
+        regroup_clock_.lap("digest");
+        how = fmt::format("took rank {}'s training state from memory (step {}, {})", holders.root,
+                          pos_.global_step, mb);
       }
       if (main_) {
         const std::string pause = left_round_ < 0
@@ -297,7 +301,10 @@ class Trainer::Impl {
         if (m.name == t.name) m.tensor = t.tensor;
     }
     restore_from(merged);
-    if (!same_state_everywhere(*ctx_, digest_of_state())) return "";
+    regroup_clock_.lap("state", fmt::format("{:.1f} kB", static_cast<double>(bytes) / 1e3));
+    const bool same = same_state_everywhere(*ctx_, digest_of_state());
+    regroup_clock_.lap("digest");
+    if (!same) return "";
     return fmt::format(
         "held the same parameters and optimizer state already (step {}; rank {} sent the rest, "
         "{:.1f} kB)",
@@ -355,7 +362,7 @@ class Trainer::Impl {
   // one), waits for its agent's place in the next round, and builds that round's process group,
   // loaders, reducer and step; enter() then sends the newest state to every rank.
   void regroup(const std::string& why) {
-    regroup_clock_.reset();
+    regroup_clock_.start();
     distributed::ElasticRound& round = *ctx_->elastic_round();
     const bool standby = round.in_standby();
     const std::string cause = why.substr(0, why.find('\n'));
@@ -369,6 +376,7 @@ class Trainer::Impl {
     const auto timeout =
         std::chrono::duration_cast<std::chrono::milliseconds>(opt_.dist.rdzv_timeout);
     const distributed::ElasticPlace place = round.wait_next_place(standby ? 2 * timeout : timeout);
+    regroup_clock_.lap("place");
     const auto env = round.environment_for(place);
     const bool failed = ctx_->watchdog() != nullptr && ctx_->watchdog()->failed();
     if (reducer_) {
@@ -380,14 +388,25 @@ class Trainer::Impl {
     step_.reset();
     ctx_.reset();
     ctx_ = distributed::DistContext::init(opt_.dist, env);
+    regroup_clock_.lap("group");
     main_ = ctx_->is_main();
     opt_.membership_round = place.round;
     opt_.membership_nodes = place.nodes;
     opt_.schedule.world_size = ctx_->world_size();
     make_loaders();
+    regroup_clock_.lap("loaders");
     make_reducer_and_step();
     open_metrics();
+    regroup_clock_.lap("reducer");
   }
+  // The first step after an in-place regroup ended (its times `t`): this rank's regroup line.
+  void log_regroup_times(const StepTimes& t) {
+    regroup_clock_.lap("first step", fmt::format("its data wait {:.3f} s, step {:.3f} s",
+                                                 t.data_wait, t.total));
+    log::info("round {}: rank {}{} regrouped in {}", opt_.membership_round, ctx_->rank(),
+              left_round_ < 0 ? " (new)" : "", regroup_clock_.finish());
+  }
+
   // Steps since the last step record.
   struct Window {
     Stopwatch clock;
@@ -466,6 +485,7 @@ class Trainer::Impl {
       }
       StepResult& r = *stepped;
       r.times.data_wait = train_loader_->last_wait_seconds();
+      if (regroup_clock_.running()) log_regroup_times(r.times);
       record_timeline(start_us, r.times);
       advance_position(r, bpe);
       window.add(r);
@@ -807,7 +827,7 @@ class Trainer::Impl {
   // first round starts); the state kept through a regroup; reducers of failed groups.
   bool holds_state_ = false;
   std::optional<Checkpoint> held_;
-  Stopwatch regroup_clock_;  // since this rank left round left_round_
+  RegroupClock regroup_clock_;  // since this rank left round left_round_ (or was ready, new)
   int left_round_ = -1;
   std::vector<std::unique_ptr<distributed::GradientReducer>> retired_reducers_;
 };
