@@ -161,6 +161,7 @@ class Trainer::Impl {
     if (const distributed::ElasticRound* round = ctx_->elastic_round();
         round != nullptr && round->in_standby()) {
       // Built while the other nodes train: only now does this node join their next round.
+      warm_up();
       ctx_->elastic_round()->announce_ready();
       regroup("");
     }
@@ -196,6 +197,48 @@ class Trainer::Impl {
     val.shuffle = false;
     val.threads = opt_.val_threads;
     val_loader_ = std::make_unique<data::Loader>(val);
+  }
+
+  // After a regroup: the loaders serve this rank of the new world (their threads and data set
+  // stay). A survivor's pass most likely goes on from its own position: its first batches load
+  // while the state is exchanged (a pass that starts elsewhere replaces them).
+  void reshard_loaders() {
+    opt_.data.rank = ctx_->rank();
+    opt_.data.world_size = ctx_->world_size();
+    train_loader_->reshard(ctx_->rank(), ctx_->world_size());
+    val_loader_->reshard(ctx_->rank(), ctx_->world_size());
+    if (holds_state_ && pos_.epoch < opt_.epochs)
+      train_loader_->start_epoch(pos_.epoch, pass_start(ctx_->world_size()));
+  }
+
+  // Where this rank's pass over epoch pos_.epoch goes on in a world of `world` ranks (the rule
+  // of resume_position: in another layout, a new pass over the epoch's rest).
+  data::EpochStart pass_start(int world) const {
+    if (world == position_world_size_) return {pos_.epoch_offset, pos_.batches_done};
+    return {std::min(train_loader_->dataset_size(), pos_.samples_done), 0};
+  }
+
+  // A newcomer waiting in standby warms its model (kernels, allocator, autograd's threads) with
+  // one forward and backward pass on a batch of zeros, so that its first step in a round, which
+  // the others wait for, is not a cold one. No weight or optimizer state changes; BatchNorm's
+  // statistics and the RNG are put back and the gradients dropped.
+  void warm_up() {
+    const Stopwatch clock;
+    std::vector<torch::Tensor> buffers;
+    for (const torch::Tensor& b : model_->buffers())
+      buffers.push_back(b.clone());
+    const torch::Tensor rng = cpu_rng_state();
+    data::Batch batch;
+    const int64_t n = opt_.data.batch_size;
+    batch.images = torch::zeros({n, 3, opt_.data.crop_size, opt_.data.crop_size});
+    batch.labels = torch::zeros({n, opt_.model.num_classes});
+    step_->warm_up(batch);
+    const torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> live = model_->buffers();
+    for (size_t i = 0; i < live.size(); ++i)
+      live[i].copy_(buffers[i]);
+    set_cpu_rng_state(rng);
+    log::info("warmed the model in standby in {:.2f} s", clock.seconds());
   }
 
   // The gradient reducer of the context (several ranks) and the step that uses it.
@@ -240,7 +283,8 @@ class Trainer::Impl {
       if (how.empty()) {
         const std::optional<Checkpoint> state =
             share_checkpoint(*ctx_, holders.root, [this] { return held_; });
-        restore_from(*state);
+        restore_from(
+            *state, ctx_->rank() == holders.root ? RestoreTensors::kRngOnly : RestoreTensors::kAll);
         int64_t bytes = 0;
         for (const models::NamedTensor& t : state->tensors)
           bytes += static_cast<int64_t>(t.tensor.nbytes());
@@ -289,18 +333,14 @@ class Trainer::Impl {
   // each keeps of its own (BatchNorm's running statistics, its loss sums, its RNG) is a few kB,
   // taken from `root`. Returns how, or "" when the digests differ (then all must be sent).
   std::string take_survivors_state(int root) {
-    const Checkpoint own = *held_;
+    const Checkpoint& own = *held_;
     const std::optional<Checkpoint> roots = share_checkpoint(
         *ctx_, root, [&] { return std::optional<Checkpoint>(per_rank_part(own)); });
-    Checkpoint merged = own;
-    merged.state = roots->state;
     int64_t bytes = 0;
-    for (const models::NamedTensor& t : roots->tensors) {
+    for (const models::NamedTensor& t : roots->tensors)
       bytes += static_cast<int64_t>(t.tensor.nbytes());
-      for (models::NamedTensor& m : merged.tensors)
-        if (m.name == t.name) m.tensor = t.tensor;
-    }
-    restore_from(merged);
+    restore_from(*roots,
+                 ctx_->rank() == root ? RestoreTensors::kRngOnly : RestoreTensors::kBuffersAndRng);
     regroup_clock_.lap("state", fmt::format("{:.1f} kB", static_cast<double>(bytes) / 1e3));
     const bool same = same_state_everywhere(*ctx_, digest_of_state());
     regroup_clock_.lap("digest");
@@ -393,16 +433,17 @@ class Trainer::Impl {
     opt_.membership_round = place.round;
     opt_.membership_nodes = place.nodes;
     opt_.schedule.world_size = ctx_->world_size();
-    make_loaders();
+    reshard_loaders();
     regroup_clock_.lap("loaders");
     make_reducer_and_step();
     open_metrics();
     regroup_clock_.lap("reducer");
   }
+
   // The first step after an in-place regroup ended (its times `t`): this rank's regroup line.
   void log_regroup_times(const StepTimes& t) {
-    regroup_clock_.lap("first step", fmt::format("its data wait {:.3f} s, step {:.3f} s",
-                                                 t.data_wait, t.total));
+    regroup_clock_.lap("first step",
+                       fmt::format("its data wait {:.3f} s, step {:.3f} s", t.data_wait, t.total));
     log::info("round {}: rank {}{} regrouped in {}", opt_.membership_round, ctx_->rank(),
               left_round_ < 0 ? " (new)" : "", regroup_clock_.finish());
   }
@@ -763,8 +804,9 @@ class Trainer::Impl {
     return pos_.global_step;
   }
 
-  // Puts a checkpoint's training state in place, laid out for this world size.
-  void restore_from(const Checkpoint& c) {
+  // Puts a checkpoint's training state in place, laid out for this world size; `which` of its
+  // tensors are copied into the live ones (kRngOnly: the rest are this rank's own memory).
+  void restore_from(const Checkpoint& c, RestoreTensors which = RestoreTensors::kAll) {
     const Checkpoint* ckpt = &c;
     const RunState s = parse_run_state(ckpt->state, ckpt->path);
     if (s.model.arch != opt_.model.arch) {
@@ -776,7 +818,7 @@ class Trainer::Impl {
                                    ckpt->path, fmt::join(s.label_names, ", "),
                                    fmt::join(train_loader_->label_names(), ", ")));
     }
-    restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler());
+    restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler(), which);
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
     // From the next epoch on, a new layout's order is its own.
