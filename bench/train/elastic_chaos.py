@@ -11,7 +11,8 @@ FAULTS faults every node comes back and the job runs to its end. Then it checks:
     trains every example, none twice beyond the sampler's padding (--record-examples);
   - the run's last line says every rank holds the same bytes (the workers' own digest check);
   - no worker read a checkpoint;
-and prints each fault with the time to the next step record, and the survivors' PIDs kept.
+and prints each fault with the time to the next step record, the survivors' PIDs kept, and the
+parts of the survivors' pauses from their own regroup lines (median per part, joins and losses).
 Needs root. Usage:
   bench/train/elastic_chaos.py CHEXSCALE_BIN [--faults 20] [--min-seconds 600] [--seed 1]
                                [--epochs 650] [--out DIR]
@@ -166,6 +167,39 @@ def lineage(run, epochs):
                   f"at most {worst} twice (the sampler's padding)")
 
 
+REGROUP = re.compile(r"round (\d+): rank (\d+)( \(new\))? regrouped in ([0-9.]+) s: ([^\n]*)")
+PART = re.compile(r"([a-z][a-z ]*) ([0-9.]+) s(?: \([^)]*\))?(?:, |$)")
+
+
+def regroup_parts(logs):
+    """The workers' regroup lines: {round: [(new, total, {part: seconds})]}."""
+    rounds = {}
+    for m in REGROUP.finditer(logs):
+        parts = {name: float(sec) for name, sec in PART.findall(m.group(5))}
+        rounds.setdefault(int(m.group(1)), []).append((bool(m.group(3)), float(m.group(4)), parts))
+    return rounds
+
+
+def print_regroup_parts(logs):
+    """Per kind of round (a newcomer joined, or only survivors), the survivors' median of each
+    part of their pause as their own regroup lines give it, over the rounds of that kind."""
+    kinds = {"join": [], "loss": []}
+    for lines in regroup_parts(logs).values():
+        kind = "join" if any(new for new, _, _ in lines) else "loss"
+        kinds[kind].extend((total, parts) for new, total, parts in lines if not new)
+    for kind, lines in kinds.items():
+        if not lines:
+            continue
+        names = []
+        for _, parts in lines:
+            names += [n for n in parts if n not in names]
+        medians = ", ".join(
+            f"{n} {statistics.median(p.get(n, 0.0) for _, p in lines):.3f} s" for n in names)
+        print(f"survivors' regroups after a {kind} ({len(lines)} lines): total median "
+              f"{statistics.median(t for t, _ in lines):.2f} s, max {max(t for t, _ in lines):.2f} s;"
+              f" median parts: {medians}")
+
+
 def main():
     global BIN
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -297,6 +331,7 @@ def main():
         joins = [e["cost_s"] for e in events
                  if e["fault"] not in ("kill -9", "link cut") and "cost_s" in e]
         kept = [e["pids_kept"] for e in events if "pids_kept" in e]
+        print_regroup_parts(logs)
         if joins:
             print(f"a join's cost to the others (pause beyond a step of {step_time:.2f} s): median "
                   f"{statistics.median(joins):.2f} s, max {max(joins):.2f} s")

@@ -110,10 +110,16 @@ class Loader::Impl {
     if (start.skip_batches < 0 || start.skip_batches > batches) {
       throw UsageError(fmt::format("cannot skip {} of {} batches", start.skip_batches, batches));
     }
+    const PassStart pass{epoch, start.sample_offset, start.skip_batches};
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (untaken_ && *untaken_ == pass && !error_) return;  // its batches are on their way
+    }
     std::vector<int64_t> indices =
         sampler_->epoch_indices(epoch, start.sample_offset, extra_per_rank(start.sample_offset));
     {
       const std::lock_guard<std::mutex> lock(mu_);
+      untaken_ = pass;
       ++generation_;
       epoch_ = epoch;
       indices_ = std::move(indices);
@@ -141,6 +147,7 @@ class Loader::Impl {
         return error_ || (it != pending_.end() && it->second.remaining == 0);
       });
       if (error_) std::rethrow_exception(error_);
+      untaken_.reset();
       const auto it = pending_.find(next_batch_);
       done = std::move(it->second);
       pending_.erase(it);
@@ -154,6 +161,25 @@ class Loader::Impl {
     stats_.batches += 1;
     stats_.images += static_cast<int64_t>(batch.indices.size());
     return batch;
+  }
+
+  void reshard(int rank, int world_size) {
+    LoaderOptions next = opt_;
+    next.rank = rank;
+    next.world_size = world_size;
+    next.validate();
+    auto sampler =
+        std::make_unique<DistributedSampler>(size_, rank, world_size, opt_.shuffle, opt_.seed);
+    const std::lock_guard<std::mutex> lock(mu_);
+    ++generation_;  // the workers drop what they load for the pass under way
+    opt_.rank = rank;
+    opt_.world_size = world_size;
+    sampler_ = std::move(sampler);
+    untaken_.reset();
+    pending_.clear();
+    started_ = false;
+    batches_ = next_batch_ = next_item_ = end_item_ = 0;
+    error_ = nullptr;
   }
 
   double last_wait_seconds() const { return last_wait_; }
@@ -321,6 +347,14 @@ class Loader::Impl {
   int64_t next_item_ = 0;   // the epoch position workers claim next
   int64_t end_item_ = 0;
   std::exception_ptr error_;
+  // Where the pass under way started, while none of its batches has been taken.
+  struct PassStart {
+    int64_t epoch = 0, sample_offset = 0, skip_batches = 0;
+    bool operator==(const PassStart& o) const {
+      return epoch == o.epoch && sample_offset == o.sample_offset && skip_batches == o.skip_batches;
+    }
+  };
+  std::optional<PassStart> untaken_;
   std::vector<std::thread> workers_;
 
   mutable std::mutex stats_mu_;
@@ -334,6 +368,9 @@ Loader::Loader(const LoaderOptions& options, std::shared_ptr<const ExampleSource
 Loader::~Loader() = default;
 void Loader::start_epoch(int64_t epoch, EpochStart start) {
   impl_->start_epoch(epoch, start);
+}
+void Loader::reshard(int rank, int world_size) {
+  impl_->reshard(rank, world_size);
 }
 std::optional<Batch> Loader::next() {
   return impl_->next();

@@ -44,7 +44,13 @@ class Loader {
 
   // Starts a pass over epoch `epoch` (permutation seeded by (seed, epoch)) at `start`: a whole
   // epoch by default. UsageError for an offset past the epoch or more batches than the pass has.
+  // The pass started last, when no batch of it has been taken yet and it starts at the same
+  // place, goes on with the batches it has prefetched.
   void start_epoch(int64_t epoch, EpochStart start = {});
+  // Serves rank `rank` of `world_size` from now on (a worker regrouped in place), over the same
+  // examples: the pass under way and its batches are dropped; start_epoch() starts the next.
+  // UsageError for a rank outside the world.
+  void reshard(int rank, int world_size);
   // The next batch of the current epoch, or nullopt at its end. Time blocked here is counted
   // in stats().wait_seconds and returned by last_wait_seconds().
   std::optional<Batch> next();

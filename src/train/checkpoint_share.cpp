@@ -12,6 +12,13 @@
 namespace chexscale::train {
 namespace {
 
+// Rank `root`'s `flat` (a CPU byte tensor of the same size on every rank) on every rank.
+void broadcast_flat(distributed::DistContext& ctx, int root, torch::Tensor& flat) {
+  std::vector<torch::Tensor> payload{flat.to(ctx.device())};
+  ctx.broadcast_(payload, root);
+  if (payload[0].device() != flat.device()) flat.copy_(payload[0].cpu());
+}
+
 // Rank `root`'s `bytes` on every rank (two broadcasts: the length, then the bytes).
 std::string broadcast_bytes(distributed::DistContext& ctx, int root, const std::string& bytes) {
   std::vector<torch::Tensor> length{
@@ -21,10 +28,8 @@ std::string broadcast_bytes(distributed::DistContext& ctx, int root, const std::
   if (n == 0) return "";
   torch::Tensor buffer = torch::empty({n}, torch::kUInt8);
   if (ctx.rank() == root) std::memcpy(buffer.data_ptr<uint8_t>(), bytes.data(), bytes.size());
-  std::vector<torch::Tensor> payload{buffer.to(ctx.device())};
-  ctx.broadcast_(payload, root);
-  const torch::Tensor received = payload[0].cpu().contiguous();
-  return {reinterpret_cast<const char*>(received.data_ptr<uint8_t>()), static_cast<size_t>(n)};
+  broadcast_flat(ctx, root, buffer);
+  return {reinterpret_cast<const char*>(buffer.data_ptr<uint8_t>()), static_cast<size_t>(n)};
 }
 
 // What rank 0 found: no checkpoint, a checkpoint, or an error of one of chexscale's kinds.
@@ -70,8 +75,13 @@ nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read
   try {
     ckpt = read();
     if (!ckpt) return {{"kind", to_string(Outcome::kNone)}};
-    return {
-        {"kind", to_string(Outcome::kCheckpoint)}, {"state", ckpt->state}, {"path", ckpt->path}};
+    int64_t total = 0;
+    nlohmann::json table = flat_tensor_table(ckpt->tensors, total);
+    return {{"kind", to_string(Outcome::kCheckpoint)},
+            {"state", ckpt->state},
+            {"path", ckpt->path},
+            {"tensors", std::move(table)},
+            {"bytes", total}};
   } catch (const UsageError& e) {
     return failure_json(Outcome::kUsageError, e, failure);
   } catch (const DataError& e) {
@@ -99,7 +109,66 @@ nlohmann::json outcome_of(const std::function<std::optional<Checkpoint>()>& read
   }
 }
 
+// Each tensor's bytes start at a multiple of this in the flat buffer (any dtype's alignment).
+constexpr int64_t kAlign = 64;
+
+int64_t aligned(int64_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
 }  // namespace
+
+nlohmann::json flat_tensor_table(const std::vector<models::NamedTensor>& tensors, int64_t& total) {
+  nlohmann::json table = nlohmann::json::array();
+  total = 0;
+  for (const models::NamedTensor& t : tensors) {
+    const auto dtype = models::to_safetensors_dtype(t.tensor.scalar_type());
+    table.push_back({{"name", t.name},
+                     {"dtype", models::safetensors::to_string(dtype)},
+                     {"shape", t.tensor.sizes().vec()},
+                     {"offset", total}});
+    total += aligned(static_cast<int64_t>(t.tensor.nbytes()));
+  }
+  return table;
+}
+
+torch::Tensor pack_flat(const std::vector<models::NamedTensor>& tensors,
+                        const nlohmann::json& table, int64_t total) {
+  CHX_CHECK(table.size() == tensors.size(), "a flat table lists other tensors than those packed");
+  torch::Tensor flat = torch::empty({total}, torch::kUInt8);
+  uint8_t* out = flat.data_ptr<uint8_t>();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const torch::Tensor c = tensors[i].tensor.cpu().contiguous();
+    const auto offset = table[i].at("offset").get<int64_t>();
+    const auto bytes = static_cast<int64_t>(c.nbytes());
+    CHX_CHECK(offset + aligned(bytes) <= total, "a packed tensor lies past the flat buffer");
+    if (bytes > 0) std::memcpy(out + offset, c.data_ptr(), static_cast<size_t>(bytes));
+    std::memset(out + offset + bytes, 0, static_cast<size_t>(aligned(bytes) - bytes));
+  }
+  return flat;
+}
+
+std::vector<models::NamedTensor> unpack_flat(const torch::Tensor& flat,
+                                             const nlohmann::json& table) {
+  std::vector<models::NamedTensor> tensors;
+  for (const nlohmann::json& entry : table) {
+    const std::string name = entry.at("name").get<std::string>();
+    const auto dtype = models::safetensors::parse_dtype(entry.at("dtype").get<std::string>());
+    if (!dtype) throw DataError(fmt::format("the state's tensor {} has an unknown dtype", name));
+    const auto shape = entry.at("shape").get<std::vector<int64_t>>();
+    const auto offset = entry.at("offset").get<int64_t>();
+    const auto options = torch::TensorOptions(models::to_scalar_type(*dtype));
+    int64_t bytes = static_cast<int64_t>(options.dtype().itemsize());
+    for (const int64_t size : shape)
+      bytes *= size;
+    if (offset < 0 || offset + bytes > flat.numel() || offset % kAlign != 0)
+      throw DataError(fmt::format("the state's tensor {} lies past its buffer", name));
+    tensors.push_back(
+        {name, torch::from_blob(
+                   flat.data_ptr<uint8_t>() + offset, shape, [flat](void*) {}, options)});
+  }
+  return tensors;
+}
 
 std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int root,
                                            const std::function<std::optional<Checkpoint>()>& read) {
@@ -114,15 +183,16 @@ std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int ro
   const Outcome kind = parse_outcome(outcome.at("kind").get<std::string>());
   if (kind == Outcome::kNone) return std::nullopt;
   if (kind != Outcome::kCheckpoint) throw_remote(kind, outcome, root);
-  const std::string tensors =
-      broadcast_bytes(ctx, root, reader ? models::serialize_safetensors(ckpt->tensors) : "");
+  // The tensors in one broadcast: packed on the root, views of the buffer elsewhere.
+  const auto total = outcome.at("bytes").get<int64_t>();
+  torch::Tensor flat = reader ? pack_flat(ckpt->tensors, outcome.at("tensors"), total)
+                              : torch::empty({total}, torch::kUInt8);
+  if (total > 0) broadcast_flat(ctx, root, flat);
   if (reader) return ckpt;
   Checkpoint received;
   received.state = outcome.at("state");
   received.path = outcome.at("path").get<std::string>();
-  received.tensors =
-      models::parse_safetensors(reinterpret_cast<const uint8_t*>(tensors.data()), tensors.size())
-          .tensors;
+  received.tensors = unpack_flat(flat, outcome.at("tensors"));
   return received;
 }
 

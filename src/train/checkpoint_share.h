@@ -5,8 +5,13 @@
 // becomes an error on every rank.
 #pragma once
 
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "distributed/context.h"
 #include "train/checkpoint.h"
@@ -19,5 +24,17 @@ namespace chexscale::train {
 // message. Collective: every rank calls it with the same root; on one rank it is just `read()`.
 std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int root,
                                            const std::function<std::optional<Checkpoint>()>& read);
+
+// How share_checkpoint() sends the tensors: packed into one flat byte buffer (one broadcast),
+// each at a multiple of 64 bytes. The table lists each tensor's name, dtype, shape and offset
+// (the JSON that goes ahead of the buffer); `total` is the buffer's size in bytes.
+nlohmann::json flat_tensor_table(const std::vector<models::NamedTensor>& tensors, int64_t& total);
+// `tensors` (any device, layout or dtype) copied into a CPU byte buffer as `table` lays them out.
+torch::Tensor pack_flat(const std::vector<models::NamedTensor>& tensors,
+                        const nlohmann::json& table, int64_t total);
+// The tensors of a received buffer `flat`: views into it, which keep it alive (no copy).
+// DataError for a table entry with an unknown dtype or one that lies past the buffer.
+std::vector<models::NamedTensor> unpack_flat(const torch::Tensor& flat,
+                                             const nlohmann::json& table);
 
 }  // namespace chexscale::train

@@ -12,22 +12,74 @@
 namespace chexscale::train {
 namespace {
 
-// FNV-1a's constants over 64-bit words: fast enough for a model's worth of bytes (a few GB/s),
-// and any flipped bit changes the result.
+// The digest's start: FNV-1a's offset basis (any constant would do).
 constexpr uint64_t kOffset = 14695981039346656037ull;
-constexpr uint64_t kPrime = 1099511628211ull;
+// XXH64's primes.
+constexpr uint64_t kP1 = 11400714785074694791ull;
+constexpr uint64_t kP2 = 14029467366897019727ull;
+constexpr uint64_t kP3 = 1609587929392839161ull;
+constexpr uint64_t kP4 = 9650029242287828579ull;
+constexpr uint64_t kP5 = 2870177450012600261ull;
 
-uint64_t mix(uint64_t h, const void* data, size_t bytes) {
+uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
+
+uint64_t read64(const unsigned char* p) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+uint64_t lane_round(uint64_t acc, uint64_t input) {
+  return rotl(acc + input * kP2, 31) * kP1;
+}
+
+uint64_t merge_lane(uint64_t h, uint64_t lane) {
+  return (h ^ lane_round(0, lane)) * kP1 + kP4;
+}
+
+// The four lanes over the whole 32-byte stripes of `p` (i: the bytes they cover), merged.
+uint64_t stripes(const unsigned char* p, size_t bytes, uint64_t seed, size_t& i) {
+  uint64_t v[4] = {seed + kP1 + kP2, seed + kP2, seed, seed - kP1};
+  for (i = 0; i + 32 <= bytes; i += 32) {
+    for (int k = 0; k < 4; ++k)
+      v[k] = lane_round(v[k], read64(p + i + 8 * k));
+  }
+  uint64_t h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18);
+  for (const uint64_t lane : v)
+    h = merge_lane(h, lane);
+  return h;
+}
+
+}  // namespace
+
+uint64_t xxh64(const void* data, size_t bytes, uint64_t seed) {
   const auto* p = static_cast<const unsigned char*>(data);
   size_t i = 0;
-  for (; i + 8 <= bytes; i += 8) {
-    uint64_t word = 0;
-    std::memcpy(&word, p + i, 8);
-    h = (h ^ word) * kPrime;
+  uint64_t h = bytes >= 32 ? stripes(p, bytes, seed, i) : seed + kP5;
+  h += bytes;
+  for (; i + 8 <= bytes; i += 8)
+    h = rotl(h ^ lane_round(0, read64(p + i)), 27) * kP1 + kP4;
+  if (i + 4 <= bytes) {
+    uint32_t word = 0;
+    std::memcpy(&word, p + i, 4);
+    h = rotl(h ^ (static_cast<uint64_t>(word) * kP1), 23) * kP2 + kP3;
+    i += 4;
   }
   for (; i < bytes; ++i)
-    h = (h ^ p[i]) * kPrime;
-  return h;
+    h = rotl(h ^ (p[i] * kP5), 11) * kP1;
+  h ^= h >> 33;
+  h *= kP2;
+  h ^= h >> 29;
+  h *= kP3;
+  return h ^ (h >> 32);
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, const void* data, size_t bytes) {
+  return xxh64(data, bytes, h);
 }
 
 uint64_t mix(uint64_t h, const std::string& s) {

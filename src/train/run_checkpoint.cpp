@@ -2,6 +2,8 @@
 #include "train/run_checkpoint.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -54,12 +56,38 @@ std::optional<distributed::CompressionState> compression_state_of(const Checkpoi
   return compression;
 }
 
+namespace {
+
+// Copies each of `tensors` (the model's names) into the model's live tensor of that name.
+void copy_into_model(models::ClassifierImpl& model,
+                     const std::vector<models::NamedTensor>& tensors) {
+  std::map<std::string, torch::Tensor> live;
+  for (const models::NamedTensor& t : models::state_dict(model))
+    live.emplace(t.name, t.tensor);
+  const torch::NoGradGuard no_grad;
+  for (const models::NamedTensor& t : tensors) {
+    const auto it = live.find(t.name);
+    if (it == live.end() || it->second.sizes() != t.tensor.sizes()) {
+      throw DataError(
+          fmt::format("the state's model.{} has no tensor of its shape in the model", t.name));
+    }
+    it->second.copy_(t.tensor);
+  }
+}
+
+}  // namespace
+
 void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl& model,
                             torch::optim::Optimizer& optimizer,
-                            const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler) {
-  models::load_state_dict(model, tensors_with_prefix(checkpoint.tensors, "model."),
-                          {/*replace_head=*/false});
-  load_optimizer_state(optimizer, params, checkpoint.tensors);
+                            const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler,
+                            RestoreTensors which) {
+  if (which == RestoreTensors::kAll) {
+    models::load_state_dict(model, tensors_with_prefix(checkpoint.tensors, "model."),
+                            {/*replace_head=*/false});
+    load_optimizer_state(optimizer, params, checkpoint.tensors);
+  } else if (which == RestoreTensors::kBuffersAndRng) {
+    copy_into_model(model, tensors_with_prefix(checkpoint.tensors, "model."));
+  }
   set_cpu_rng_state(tensors_with_prefix(checkpoint.tensors, "rng.").at(0).tensor);
   const auto& j = checkpoint.state;
   if (scaler != nullptr && j.contains("loss_scaler")) {

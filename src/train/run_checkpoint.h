@@ -36,10 +36,22 @@ void add_compression_state(nlohmann::json& state, std::vector<models::NamedTenso
 // What add_compression_state() wrote; nullopt for a checkpoint without it.
 std::optional<distributed::CompressionState> compression_state_of(const Checkpoint& checkpoint);
 
-// Loads what run_checkpoint_tensors() and add_loss_scaler_state() wrote (the scaler may be null).
+// Which of a checkpoint's tensors a restore copies into the live ones.
+enum class RestoreTensors {
+  kAll,            // model, optimizer state and RNG: a checkpoint read or received
+  kBuffersAndRng,  // the model's buffers and the RNG only (a survivor whose parameters and
+                   // optimizer state are the others' already receives just those)
+  kRngOnly,        // the RNG only: the rest are this rank's live tensors already (the rank
+                   // that sent its memory to the others)
+};
+
+// Loads what run_checkpoint_tensors() and add_loss_scaler_state() wrote (the scaler may be null):
+// the tensors `which` names, and the loss scaler's state. DataError for a tensor the model or
+// the optimizer lacks, or of another shape.
 void restore_run_checkpoint(const Checkpoint& checkpoint, models::ClassifierImpl& model,
                             torch::optim::Optimizer& optimizer,
-                            const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler);
+                            const std::vector<torch::Tensor>& params, DynamicLossScaler* scaler,
+                            RestoreTensors which = RestoreTensors::kAll);
 
 // The position to continue from, in an epoch of `epoch_samples` examples. With another world
 // size or batch size, the epoch's permutation is the same: a new pass over its rest starts at the

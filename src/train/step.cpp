@@ -130,6 +130,15 @@ void TrainStep::apply_update() {
   optimizer_.step();
 }
 
+void TrainStep::warm_up(const data::Batch& batch) {
+  CHX_CHECK(reducer_ == nullptr, "a warm-up step runs without a gradient reducer");
+  model_->train();
+  clear_gradients();
+  backward(forward_loss(prepare_input(batch)));
+  wait_for_device();
+  clear_gradients();
+}
+
 StepResult TrainStep::run(const data::Batch& batch, int64_t step) {
   StepResult result;
   Stopwatch total;

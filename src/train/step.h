@@ -65,6 +65,11 @@ class TrainStep {
   // Runs one step on `batch`; `step` (global, 0-based) only names the step in errors.
   // With a reducer, every rank must call run() the same number of times.
   StepResult run(const data::Batch& batch, int64_t step);
+  // One forward and backward pass on `batch` without an update, the gradients dropped after:
+  // kernels, allocator and autograd's threads warmed before a first step. Only without a
+  // reducer (its hooks would start collectives). BatchNorm's running statistics move: the
+  // caller puts them back if they count.
+  void warm_up(const data::Batch& batch);
 
   const TrainStepOptions& options() const { return options_; }
   // The dynamic loss scaler (null without loss scaling), e.g. for checkpoints.

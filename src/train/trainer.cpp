@@ -21,6 +21,7 @@
 #include "train/checkpoint_share.h"
 #include "train/evaluate.h"
 #include "train/metrics_log.h"
+#include "train/regroup_clock.h"
 #include "train/regroup_state.h"
 #include "train/run_checkpoint.h"
 #include "train/run_state.h"
@@ -160,6 +161,7 @@ class Trainer::Impl {
     if (const distributed::ElasticRound* round = ctx_->elastic_round();
         round != nullptr && round->in_standby()) {
       // Built while the other nodes train: only now does this node join their next round.
+      warm_up();
       ctx_->elastic_round()->announce_ready();
       regroup("");
     }
@@ -195,6 +197,48 @@ class Trainer::Impl {
     val.shuffle = false;
     val.threads = opt_.val_threads;
     val_loader_ = std::make_unique<data::Loader>(val);
+  }
+
+  // After a regroup: the loaders serve this rank of the new world (their threads and data set
+  // stay). A survivor's pass most likely goes on from its own position: its first batches load
+  // while the state is exchanged (a pass that starts elsewhere replaces them).
+  void reshard_loaders() {
+    opt_.data.rank = ctx_->rank();
+    opt_.data.world_size = ctx_->world_size();
+    train_loader_->reshard(ctx_->rank(), ctx_->world_size());
+    val_loader_->reshard(ctx_->rank(), ctx_->world_size());
+    if (holds_state_ && pos_.epoch < opt_.epochs)
+      train_loader_->start_epoch(pos_.epoch, pass_start(ctx_->world_size()));
+  }
+
+  // Where this rank's pass over epoch pos_.epoch goes on in a world of `world` ranks (the rule
+  // of resume_position: in another layout, a new pass over the epoch's rest).
+  data::EpochStart pass_start(int world) const {
+    if (world == position_world_size_) return {pos_.epoch_offset, pos_.batches_done};
+    return {std::min(train_loader_->dataset_size(), pos_.samples_done), 0};
+  }
+
+  // A newcomer waiting in standby warms its model (kernels, allocator, autograd's threads) with
+  // one forward and backward pass on a batch of zeros, so that its first step in a round, which
+  // the others wait for, is not a cold one. No weight or optimizer state changes; BatchNorm's
+  // statistics and the RNG are put back and the gradients dropped.
+  void warm_up() {
+    const Stopwatch clock;
+    std::vector<torch::Tensor> buffers;
+    for (const torch::Tensor& b : model_->buffers())
+      buffers.push_back(b.clone());
+    const torch::Tensor rng = cpu_rng_state();
+    data::Batch batch;
+    const int64_t n = opt_.data.batch_size;
+    batch.images = torch::zeros({n, 3, opt_.data.crop_size, opt_.data.crop_size});
+    batch.labels = torch::zeros({n, opt_.model.num_classes});
+    step_->warm_up(batch);
+    const torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> live = model_->buffers();
+    for (size_t i = 0; i < live.size(); ++i)
+      live[i].copy_(buffers[i]);
+    set_cpu_rng_state(rng);
+    log::info("warmed the model in standby in {:.2f} s", clock.seconds());
   }
 
   // The gradient reducer of the context (several ranks) and the step that uses it.
@@ -239,13 +283,17 @@ class Trainer::Impl {
       if (how.empty()) {
         const std::optional<Checkpoint> state =
             share_checkpoint(*ctx_, holders.root, [this] { return held_; });
-        restore_from(*state);
-        expect_same_state(*ctx_, digest_of_state(), holders.root, "after the regroup");
+        restore_from(
+            *state, ctx_->rank() == holders.root ? RestoreTensors::kRngOnly : RestoreTensors::kAll);
         int64_t bytes = 0;
         for (const models::NamedTensor& t : state->tensors)
           bytes += static_cast<int64_t>(t.tensor.nbytes());
-        how = fmt::format("took rank {}'s training state from memory (step {}, {:.1f} MB)",
-                          holders.root, pos_.global_step, static_cast<double>(bytes) / 1e6);
+        const std::string mb = fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
+        regroup_clock_.lap("state", mb);
+        expect_same_state(*ctx_, digest_of_state(), holders.root, "after the regroup");
+        regroup_clock_.lap("digest");
+        how = fmt::format("took rank {}'s training state from memory (step {}, {})", holders.root,
+                          pos_.global_step, mb);
       }
       if (main_) {
         const std::string pause = left_round_ < 0
@@ -285,19 +333,18 @@ class Trainer::Impl {
   // each keeps of its own (BatchNorm's running statistics, its loss sums, its RNG) is a few kB,
   // taken from `root`. Returns how, or "" when the digests differ (then all must be sent).
   std::string take_survivors_state(int root) {
-    const Checkpoint own = *held_;
+    const Checkpoint& own = *held_;
     const std::optional<Checkpoint> roots = share_checkpoint(
         *ctx_, root, [&] { return std::optional<Checkpoint>(per_rank_part(own)); });
-    Checkpoint merged = own;
-    merged.state = roots->state;
     int64_t bytes = 0;
-    for (const models::NamedTensor& t : roots->tensors) {
+    for (const models::NamedTensor& t : roots->tensors)
       bytes += static_cast<int64_t>(t.tensor.nbytes());
-      for (models::NamedTensor& m : merged.tensors)
-        if (m.name == t.name) m.tensor = t.tensor;
-    }
-    restore_from(merged);
-    if (!same_state_everywhere(*ctx_, digest_of_state())) return "";
+    restore_from(*roots,
+                 ctx_->rank() == root ? RestoreTensors::kRngOnly : RestoreTensors::kBuffersAndRng);
+    regroup_clock_.lap("state", fmt::format("{:.1f} kB", static_cast<double>(bytes) / 1e3));
+    const bool same = same_state_everywhere(*ctx_, digest_of_state());
+    regroup_clock_.lap("digest");
+    if (!same) return "";
     return fmt::format(
         "held the same parameters and optimizer state already (step {}; rank {} sent the rest, "
         "{:.1f} kB)",
@@ -355,7 +402,7 @@ class Trainer::Impl {
   // one), waits for its agent's place in the next round, and builds that round's process group,
   // loaders, reducer and step; enter() then sends the newest state to every rank.
   void regroup(const std::string& why) {
-    regroup_clock_.reset();
+    regroup_clock_.start();
     distributed::ElasticRound& round = *ctx_->elastic_round();
     const bool standby = round.in_standby();
     const std::string cause = why.substr(0, why.find('\n'));
@@ -369,6 +416,7 @@ class Trainer::Impl {
     const auto timeout =
         std::chrono::duration_cast<std::chrono::milliseconds>(opt_.dist.rdzv_timeout);
     const distributed::ElasticPlace place = round.wait_next_place(standby ? 2 * timeout : timeout);
+    regroup_clock_.lap("place");
     const auto env = round.environment_for(place);
     const bool failed = ctx_->watchdog() != nullptr && ctx_->watchdog()->failed();
     if (reducer_) {
@@ -380,14 +428,26 @@ class Trainer::Impl {
     step_.reset();
     ctx_.reset();
     ctx_ = distributed::DistContext::init(opt_.dist, env);
+    regroup_clock_.lap("group");
     main_ = ctx_->is_main();
     opt_.membership_round = place.round;
     opt_.membership_nodes = place.nodes;
     opt_.schedule.world_size = ctx_->world_size();
-    make_loaders();
+    reshard_loaders();
+    regroup_clock_.lap("loaders");
     make_reducer_and_step();
     open_metrics();
+    regroup_clock_.lap("reducer");
   }
+
+  // The first step after an in-place regroup ended (its times `t`): this rank's regroup line.
+  void log_regroup_times(const StepTimes& t) {
+    regroup_clock_.lap("first step",
+                       fmt::format("its data wait {:.3f} s, step {:.3f} s", t.data_wait, t.total));
+    log::info("round {}: rank {}{} regrouped in {}", opt_.membership_round, ctx_->rank(),
+              left_round_ < 0 ? " (new)" : "", regroup_clock_.finish());
+  }
+
   // Steps since the last step record.
   struct Window {
     Stopwatch clock;
@@ -466,6 +526,7 @@ class Trainer::Impl {
       }
       StepResult& r = *stepped;
       r.times.data_wait = train_loader_->last_wait_seconds();
+      if (regroup_clock_.running()) log_regroup_times(r.times);
       record_timeline(start_us, r.times);
       advance_position(r, bpe);
       window.add(r);
@@ -743,8 +804,9 @@ class Trainer::Impl {
     return pos_.global_step;
   }
 
-  // Puts a checkpoint's training state in place, laid out for this world size.
-  void restore_from(const Checkpoint& c) {
+  // Puts a checkpoint's training state in place, laid out for this world size; `which` of its
+  // tensors are copied into the live ones (kRngOnly: the rest are this rank's own memory).
+  void restore_from(const Checkpoint& c, RestoreTensors which = RestoreTensors::kAll) {
     const Checkpoint* ckpt = &c;
     const RunState s = parse_run_state(ckpt->state, ckpt->path);
     if (s.model.arch != opt_.model.arch) {
@@ -756,7 +818,7 @@ class Trainer::Impl {
                                    ckpt->path, fmt::join(s.label_names, ", "),
                                    fmt::join(train_loader_->label_names(), ", ")));
     }
-    restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler());
+    restore_run_checkpoint(*ckpt, *model_, *optimizer_, params_, step_->loss_scaler(), which);
     schedule_ = std::make_unique<LrSchedule>(opt_.schedule, s.plateau);
     best_mean_auroc_ = s.best_mean_auroc;
     // From the next epoch on, a new layout's order is its own.
@@ -807,7 +869,7 @@ class Trainer::Impl {
   // first round starts); the state kept through a regroup; reducers of failed groups.
   bool holds_state_ = false;
   std::optional<Checkpoint> held_;
-  Stopwatch regroup_clock_;  // since this rank left round left_round_
+  RegroupClock regroup_clock_;  // since this rank left round left_round_ (or was ready, new)
   int left_round_ = -1;
   std::vector<std::unique_ptr<distributed::GradientReducer>> retired_reducers_;
 };

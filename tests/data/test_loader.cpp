@@ -1,6 +1,7 @@
 // The loader over loose PNGs, shards and synthetic tensors: exact contents, same batches whatever
 // the thread count and source kind, rank slices, mid-epoch resume (also of a pass from a sample
-// offset, as a resume in another layout makes), bad images skipped and counted.
+// offset, as a resume in another layout makes), a loader re-pointed at another rank and world (a
+// regroup in place), a pass started again, bad images skipped and counted.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -223,6 +224,50 @@ TEST_F(LoaderTest, APassFromASampleOffsetServesTheRestOfTheEpochOnce) {
   EXPECT_THROW(ranks[0]->start_epoch(2, {21, 0}), UsageError);
   EXPECT_THROW(ranks[0]->batches_per_epoch(-1), UsageError);
   EXPECT_THROW(ranks[0]->start_epoch(2, {6, 4}), UsageError);
+}
+
+// The batches of a pass from `start`.
+std::vector<Batch> pass_batches(Loader& loader, int64_t epoch, EpochStart start) {
+  loader.start_epoch(epoch, start);
+  std::vector<Batch> out;
+  while (auto b = loader.next())
+    out.push_back(std::move(*b));
+  return out;
+}
+
+// A worker regrouped in place re-points its loader instead of building another: taken from the
+// middle of a pass of one layout (batches prefetched), it serves its new rank of another world
+// exactly what a new loader at that place serves.
+TEST_F(LoaderTest, AReshardedLoaderServesItsNewPlaceAsANewLoaderDoes) {
+  auto o = options(shards_->path());
+  o.prefetch_batches = 4;
+  Loader loader(o);
+  loader.start_epoch(2);
+  ASSERT_TRUE(loader.next());
+  loader.reshard(1, 3);
+  EXPECT_THROW(loader.next(), Error);  // the pass under way is gone: start_epoch() starts one
+  auto there = o;
+  there.rank = 1;
+  there.world_size = 3;
+  Loader fresh(there);
+  EXPECT_EQ(loader.batches_per_epoch(20), fresh.batches_per_epoch(20));
+  expect_same(pass_batches(loader, 2, {20, 1}), pass_batches(fresh, 2, {20, 1}));
+  expect_same(pass_batches(loader, 3, {}), pass_batches(fresh, 3, {}));
+  EXPECT_THROW(loader.reshard(3, 3), UsageError);
+}
+
+// A pass started again at the same place before any batch is taken goes on with what it has
+// loaded (the same batches); once one is taken, starting it again starts it over.
+TEST_F(LoaderTest, APassStartedAgainServesItsBatchesOnce) {
+  Loader loader(options(shards_->path()));
+  const auto whole = pass_batches(loader, 4, {});
+  loader.start_epoch(4);
+  expect_same(pass_batches(loader, 4, {}), whole);
+  loader.start_epoch(4);
+  ASSERT_TRUE(loader.next());
+  expect_same(pass_batches(loader, 4, {}), whole);
+  loader.start_epoch(4, {0, 2});
+  expect_same(pass_batches(loader, 4, {}), whole);
 }
 
 TEST_F(LoaderTest, RanksGetDisjointSlicesOfEqualLength) {

@@ -143,6 +143,35 @@ std::smatch first_match(const std::string& text, const std::regex& re) {
   return m;
 }
 
+// A worker's account of its regroup into round `round` (the line it logs after its first step
+// there): its total and each part ("place", "group", ..., "first step"), waiting up to 10 s for
+// it in `process`'s output from `from` on. Empty when none came; `newcomer`: the line of a rank
+// new in that round.
+struct RegroupLine {
+  double total = 0;
+  std::map<std::string, double> parts;
+  std::string text;
+};
+std::optional<RegroupLine> regroup_line(const Process& process, size_t from, int round,
+                                        bool newcomer) {
+  const std::regex line(fmt::format(R"(round {}: rank \d+{} regrouped in ([0-9.]+) s: ([^\n]*))",
+                                    round, newcomer ? R"( \(new\))" : ""));
+  const std::regex part(R"(([a-z][a-z ]*) ([0-9.]+) s(?: \([^)]*\))?(?:, |$))");
+  for (const auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    const std::string out = process.output().substr(std::min(from, process.output().size()));
+    const std::smatch m = first_match(out, line);
+    if (m.empty()) continue;
+    RegroupLine r{std::stod(m[1].str()), {}, m[0].str()};
+    const std::string rest = m[2].str();
+    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), part);
+         it != std::sregex_iterator(); ++it)
+      r.parts[(*it)[1].str()] = std::stod((*it)[2].str());
+    return r;
+  }
+  return std::nullopt;
+}
+
 class LabInPlace : public ElasticLab {
  protected:
   // The survivor's recovery from a fault at `fault`: its workers are the same processes and it
@@ -251,6 +280,25 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
       "[in place: node {} joins] the survivor's records around the join {:.2f} s apart, {:.2f} s "
       "per step before: the join cost {:.2f} s ({} MB of state sent; rank 0: {})\n",
       victim, around_join, step_time, around_join - step_time, pause[1].str(), pause[2].str());
+  // Each side's own account: the survivor's pause in parts, the newcomer warmed in standby.
+  const std::optional<RegroupLine> survivor_parts =
+      regroup_line(*nodes[survivor], from, 2, /*newcomer=*/false);
+  ASSERT_TRUE(survivor_parts) << nodes[survivor]->output();
+  fmt::print("[in place: node {} joins] the survivor's own account: {}\n", victim,
+             survivor_parts->text);
+  double parts_sum = 0;
+  for (const char* name :
+       {"place", "group", "loaders", "reducer", "state", "digest", "first step"}) {
+    ASSERT_EQ(survivor_parts->parts.count(name), 1u) << name << " in " << survivor_parts->text;
+    parts_sum += survivor_parts->parts.at(name);
+  }
+  EXPECT_NEAR(parts_sum, survivor_parts->total, 0.02) << survivor_parts->text;
+  const std::optional<RegroupLine> newcomer_parts =
+      regroup_line(*nodes[victim], 0, 2, /*newcomer=*/true);
+  ASSERT_TRUE(newcomer_parts) << nodes[victim]->output();
+  fmt::print("[in place: node {} joins] the newcomer's: {}\n", victim, newcomer_parts->text);
+  EXPECT_NE(nodes[victim]->output().find("warmed the model in standby"), std::string::npos)
+      << nodes[victim]->output();
   // The goal is 1 s plus the state over the link: room for a loaded machine, and on a machine
   // so loaded that a step takes several times its usual 0.45 s, room for the regroup's work to
   // slow as much (a restart would cost about 6 steps; the PIDs below catch it anyway).

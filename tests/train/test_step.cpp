@@ -1,4 +1,5 @@
-// TrainStep on one worker: the same update as a hand-written step, learning, timing, NaN policy.
+// TrainStep on one worker: the same update as a hand-written step, learning, timing, NaN policy,
+// and the warm-up pass that changes no weight.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -49,6 +50,15 @@ TEST(TrainStepOptions, RefusesFp16OnTheCpuAndABadLossScalerNamingTheField) {
   EXPECT_EQ(message.rfind("backoff_factor ", 0), 0u) << message;
 }
 
+// Every parameter of `model` holds the bytes of `reference`'s.
+void expect_same_parameters(torch::nn::Module& model, torch::nn::Module& reference) {
+  const auto params = model.parameters();
+  const auto ref_params = reference.parameters();
+  ASSERT_EQ(params.size(), ref_params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(torch::equal(params[i], ref_params[i]));
+}
+
 TEST(TrainStep, SameUpdateAsAHandWrittenStep) {
   auto model = test_util::make_tiny_classifier(1);
   auto reference = test_util::make_tiny_classifier(1);
@@ -67,11 +77,28 @@ TEST(TrainStep, SameUpdateAsAHandWrittenStep) {
     EXPECT_EQ(r.images, 4);
     EXPECT_FALSE(r.skipped);
   }
-  const auto params = model->parameters();
-  const auto ref_params = reference->parameters();
-  ASSERT_EQ(params.size(), ref_params.size());
-  for (size_t i = 0; i < params.size(); ++i)
-    EXPECT_TRUE(torch::equal(params[i], ref_params[i]));
+  expect_same_parameters(*model, *reference);
+}
+
+// A warm-up pass (a newcomer in standby) updates nothing: the weights and the optimizer state are
+// untouched and no gradient is left; the steps after it are those of a model never warmed.
+TEST(TrainStep, AWarmUpChangesNoWeightAndLeavesNoGradient) {
+  auto model = test_util::make_tiny_classifier(1);
+  auto reference = test_util::make_tiny_classifier(1);
+  auto opt = make_adam(model);
+  auto ref_opt = make_adam(reference);
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr);
+  TrainStep ref_step(reference, ref_opt, BceWithLogitsLoss(), nullptr);
+  step.warm_up(make_batch(4, 3));
+  EXPECT_TRUE(opt.state().empty());
+  for (const torch::Tensor& p : model->parameters())
+    EXPECT_FALSE(p.grad().defined());
+  expect_same_parameters(*model, *reference);
+  for (int i = 0; i < 2; ++i) {
+    const auto batch = make_batch(4, 20 + i);
+    EXPECT_DOUBLE_EQ(step.run(batch, i).loss, ref_step.run(batch, i).loss);
+  }
+  expect_same_parameters(*model, *reference);
 }
 
 TEST(TrainStep, LossFallsWhenFittingOneBatch) {
