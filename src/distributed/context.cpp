@@ -79,19 +79,25 @@ void for_each_flat_group(std::vector<torch::Tensor>& tensors, std::optional<torc
   }
 }
 
-// The process group of `backend` (Gloo binds to `gloo_address`).
+// The process group of `backend` (Gloo binds to `gloo_address`); LibTorch's errors as DistError
+// naming the backend and rank.
 c10::intrusive_ptr<compat::CollectiveGroup> make_group(Backend backend,
                                                        const c10::intrusive_ptr<c10d::Store>& store,
                                                        const RendezvousEnv& env,
                                                        const GlooAddress& gloo_address,
                                                        std::chrono::milliseconds timeout) {
-  switch (backend) {
-    case Backend::kNccl:
-      return make_nccl_group(store, env, timeout);
-    case Backend::kMpi:
-      return make_mpi_group(env);
-    default:
-      return make_gloo_group(store, env, gloo_address, timeout);
+  try {
+    switch (backend) {
+      case Backend::kNccl:
+        return make_nccl_group(store, env, timeout);
+      case Backend::kMpi:
+        return make_mpi_group(env);
+      default:
+        return make_gloo_group(store, env, gloo_address, timeout);
+    }
+  } catch (const c10::Error& e) {
+    throw DistError(fmt::format("creating the {} process group failed on rank {}: {}",
+                                to_string(backend), env.rank.value, e.what_without_backtrace()));
   }
 }
 
@@ -167,6 +173,16 @@ void require_in_place_backend(Backend b) {
       to_string(b)));
 }
 
+// --elastic in-place: the worker's link to its round (Gloo only); nullptr for other jobs.
+std::unique_ptr<ElasticRound> elastic_round_for(
+    const std::map<std::string, std::string>& process_env, const RendezvousEnv& env,
+    Backend backend) {
+  const auto mode = process_env.find(kEnvElasticMode);
+  if (mode == process_env.end() || mode->second.empty()) return nullptr;
+  require_in_place_backend(backend);
+  return ElasticRound::from_environment(process_env, env);
+}
+
 }  // namespace
 
 // A worker in standby (--elastic in-place): a world of its own until its agent posts its place;
@@ -187,6 +203,17 @@ std::shared_ptr<DistContext> DistContext::standby_context(
   return ctx;
 }
 
+std::shared_ptr<DistContext> DistContext::at_next_place(
+    const DistOptions& options, std::map<std::string, std::string> env_overrides,
+    ElasticRound& round) {
+  log::info("round {} ended before its ranks met: waiting for this node's next place",
+            round.round());
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options.rdzv_timeout);
+  for (const auto& [name, value] : round.environment_for(round.wait_next_place(timeout)))
+    env_overrides[name] = value;
+  return init(options, env_overrides);
+}
+
 std::shared_ptr<DistContext> DistContext::init(
     const DistOptions& options, const std::map<std::string, std::string>& env_overrides) {
   options.validate();
@@ -203,10 +230,7 @@ std::shared_ptr<DistContext> DistContext::init(
   const Backend backend = resolve_backend(options.backend, ctx->device_);
   if (backend == Backend::kMpi) require_mpi_launcher(env);
   if (options.hierarchical) require_hierarchical_backend(backend);
-  const auto mode = process_env.find(kEnvElasticMode);
-  const bool in_place = mode != process_env.end() && !mode->second.empty();
-  if (in_place) require_in_place_backend(backend);
-  if (in_place) ctx->elastic_ = ElasticRound::from_environment(process_env, env);
+  ctx->elastic_ = elastic_round_for(process_env, env, backend);
   if (env.world_size.value == 1) return ctx;
 
   // A peer that vanishes must surface as an error on the next collective, not kill us silently.
@@ -222,14 +246,15 @@ std::shared_ptr<DistContext> DistContext::init(
             env.convention, store_address(env));
 
   auto state = std::make_unique<State>();
-  state->store = rendezvous(env, rdzv_timeout);
-  auto group_store = c10::make_intrusive<c10d::PrefixStore>("pg", state->store);
   try {
-    state->group = make_group(backend, group_store, env, gloo_address, collective_timeout);
-  } catch (const c10::Error& e) {
-    throw DistError(fmt::format("creating the {} process group failed on rank {}: {}",
-                                to_string(backend), env.rank.value, e.what_without_backtrace()));
+    state->store = rendezvous(env, rdzv_timeout, [round = ctx->elastic_.get()] {
+      return round != nullptr && round->ended();
+    });
+  } catch (const RendezvousAbandoned&) {
+    return at_next_place(options, env_overrides, *ctx->elastic_);
   }
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>("pg", state->store);
+  state->group = make_group(backend, group_store, env, gloo_address, collective_timeout);
   state->watchdog = std::make_unique<CollectiveWatchdog>(
       state->store, env.rank.value, env.world_size.value, collective_timeout, store_address(env));
   if (ctx->elastic_) {

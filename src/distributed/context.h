@@ -24,7 +24,9 @@ class DistContext {
   // Reads the environment contract (torchrun names, else OpenMPI, PMI, Slurm, Indexed Job),
   // rendezvous through the TCPStore served by rank 0, and creates the process group.
   // `env_overrides` replace variables of the process environment (a worker regrouping in place
-  // takes its new rank, world size and store prefix from its agent this way).
+  // takes its new rank, world size and store prefix from its agent this way). In place, a round
+  // that ends before its ranks have all met is left for the agent's next place (elastic_round()
+  // names the round the context is in).
   static std::shared_ptr<DistContext> init(
       const DistOptions& options, const std::map<std::string, std::string>& env_overrides = {});
 
@@ -62,6 +64,10 @@ class DistContext {
   DistContext() = default;
   static std::shared_ptr<DistContext> standby_context(
       const DistOptions& options, const std::map<std::string, std::string>& env);
+  // The context at the agent's next place after `round`, which ended before its ranks met.
+  static std::shared_ptr<DistContext> at_next_place(
+      const DistOptions& options, std::map<std::string, std::string> env_overrides,
+      ElasticRound& round);
   // Where the helper collectives must put their buffers (the GPU with NCCL), nullopt = anywhere.
   std::optional<torch::Device> collective_device() const;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_world_size_ = 1;

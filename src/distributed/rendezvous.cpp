@@ -149,9 +149,43 @@ std::string from_bytes(const std::vector<uint8_t>& b) {
   return {b.begin(), b.end()};
 }
 
-// Every rank announces itself and waits until all `world` ranks have.
+void throw_if_abandoned(const std::function<bool()>& abandoned) {
+  if (abandoned && abandoned()) throw RendezvousAbandoned("the round ended before its ranks met");
+}
+
+// Waits until `key` is in `store`; false at `deadline`. RendezvousAbandoned once `abandoned`
+// (when given) says so.
+bool wait_for_key(c10d::Store& store, const std::string& key, Clock::time_point deadline,
+                  const std::function<bool()>& abandoned) {
+  while (!store.check({key})) {
+    throw_if_abandoned(abandoned);
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return true;
+}
+
+// The ranks of `world` that have not checked in.
+std::vector<int> missing_ranks(c10d::Store& store, int world) {
+  std::vector<int> missing;
+  for (int r = 0; r < world; ++r) {
+    if (!store.check({fmt::format("rdzv/rank/{}", r)})) missing.push_back(r);
+  }
+  return missing;
+}
+
+DistError rendezvous_timeout(c10d::Store& store, const RendezvousEnv& env, milliseconds timeout) {
+  const std::vector<int> missing = missing_ranks(store, env.world_size.value);
+  return DistError(
+      fmt::format("rendezvous at {} timed out after {} s: {} of {} ranks joined; missing ranks: {}",
+                  store_address(env), timeout.count() / 1000.0,
+                  env.world_size.value - static_cast<int>(missing.size()), env.world_size.value,
+                  fmt::join(missing, ", ")));
+}
+
+// Every rank announces itself and waits until all `world` ranks have (or `abandoned` says so).
 void check_in(c10d::Store& store, const RendezvousEnv& env, milliseconds timeout,
-              Clock::time_point deadline) {
+              Clock::time_point deadline, const std::function<bool()>& abandoned) {
   const int rank = env.rank.value;
   const int world = env.world_size.value;
   if (store.add(fmt::format("rdzv/rank/{}", rank), 1) > 1) {
@@ -163,6 +197,9 @@ void check_in(c10d::Store& store, const RendezvousEnv& env, milliseconds timeout
   if (rank == 0) {
     store.set("rdzv/world_size", to_bytes(std::to_string(world)));
   } else {
+    if (!wait_for_key(store, "rdzv/world_size", deadline, abandoned)) {
+      throw rendezvous_timeout(store, env, timeout);
+    }
     const std::string theirs = from_bytes(store.get("rdzv/world_size"));
     if (theirs != std::to_string(world)) {
       throw DistError(fmt::format("rank {} has world size {} (from {}) but rank 0 has {}", rank,
@@ -171,16 +208,8 @@ void check_in(c10d::Store& store, const RendezvousEnv& env, milliseconds timeout
   }
   store.add("rdzv/joined", 1);
   while (store.add("rdzv/joined", 0) < world) {
-    if (Clock::now() >= deadline) {
-      std::vector<int> missing;
-      for (int r = 0; r < world; ++r) {
-        if (!store.check({fmt::format("rdzv/rank/{}", r)})) missing.push_back(r);
-      }
-      throw DistError(fmt::format(
-          "rendezvous at {} timed out after {} s: {} of {} ranks joined; missing ranks: {}",
-          store_address(env), timeout.count() / 1000.0, world - static_cast<int>(missing.size()),
-          world, fmt::join(missing, ", ")));
-    }
+    throw_if_abandoned(abandoned);
+    if (Clock::now() >= deadline) throw rendezvous_timeout(store, env, timeout);
     std::this_thread::sleep_for(milliseconds(20));
   }
 }
@@ -206,7 +235,8 @@ int pick_free_port() {
   return ntohs(addr.sin_port);
 }
 
-c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env, milliseconds timeout) {
+c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env, milliseconds timeout,
+                                           const std::function<bool()>& abandoned) {
   const auto deadline = Clock::now() + timeout;
   c10::intrusive_ptr<c10d::Store> store = env.rank.value == 0 && !env.agent_store.value
                                               ? serve_store(env, timeout)
@@ -218,7 +248,7 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const RendezvousEnv& env, millisecond
   if (!env.store_prefix.value.empty()) {
     store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix.value, store);
   }
-  check_in(*store, env, timeout, deadline);
+  check_in(*store, env, timeout, deadline, abandoned);
   return store;
 }
 

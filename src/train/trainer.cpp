@@ -427,11 +427,12 @@ class Trainer::Impl {
     }
     step_.reset();
     ctx_.reset();
+    // The place's round, or a later one if it ended before its ranks met.
     ctx_ = distributed::DistContext::init(opt_.dist, env);
     regroup_clock_.lap("group");
     main_ = ctx_->is_main();
-    opt_.membership_round = place.round;
-    opt_.membership_nodes = place.nodes;
+    opt_.membership_round = ctx_->elastic_round()->round();
+    opt_.membership_nodes = ctx_->elastic_round()->nodes();
     opt_.schedule.world_size = ctx_->world_size();
     reshard_loaders();
     regroup_clock_.lap("loaders");

@@ -1,7 +1,8 @@
 // The worker's side of `--elastic in-place` against a real c10d TCPStore server: the round's end
 // as the agents record it (a join, a failure, a stop), the worker's request to its agent, the
-// place the agent posts and the environment it makes; and the watchdog abandoning a real Gloo
-// collective that cannot complete once the round ended by a failure.
+// place the agent posts and the environment it makes, a round left before its ranks met; and the
+// watchdog abandoning a real Gloo collective that cannot complete once the round ended by a
+// failure.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -13,9 +14,12 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "common/error.h"
+#include "distributed/context.h"
+#include "distributed/dist_options.h"
 #include "distributed/elastic_keys.h"
 #include "distributed/elastic_round.h"
 #include "distributed/watchdog.h"
@@ -168,6 +172,54 @@ TEST_F(ElasticRoundTest, AStandbyWorkerTakesAPlacePostedAfterItNotAnEarlierWorke
   const ElasticPlace place = round->wait_next_place(milliseconds(2000));
   EXPECT_EQ(place.round, 3);
   EXPECT_EQ(round->environment_for(place).at(kEnvRank), "0");
+}
+
+// A worker placed in round 23 (world 2) whose peer never comes there: the round ends (a node
+// waits to join) and the agent places the node in round 24, alone. The worker leaves round 23's
+// rendezvous at once and joins round 24, as rank 0 and as rank 1 (which wait for different keys),
+// long before the 30 s rendezvous timeout.
+TEST_F(ElasticRoundTest, ARoundThatEndsBeforeItsRanksMeetIsLeftForTheNextPlace) {
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE(fmt::format("rank {}", rank));
+    const std::string agent = fmt::format("node-x-{}", rank);
+    const std::map<std::string, std::string> env = {
+        {kEnvElasticMode, kElasticInPlace},
+        {kEnvRunId, kJob},
+        {kEnvElasticAgent, agent},
+        {kEnvElasticRound, "23"},
+        {kEnvElasticNodes, "node-a,node-b"},
+        {kEnvUseAgentStore, "True"},
+        {kEnvRestartCount, std::to_string(100 + rank)},  // each case its own store prefix
+        {kEnvRank, std::to_string(rank)},
+        {kEnvWorldSize, "2"},
+        {kEnvLocalRank, "0"},
+        {kEnvLocalWorldSize, "1"},
+        {kEnvGroupRank, std::to_string(rank)},
+        {kEnvMasterAddr, "127.0.0.1"},
+        {kEnvMasterPort, std::to_string(server_->getPort())}};
+    std::thread agents([&] {
+      std::this_thread::sleep_for(milliseconds(500));
+      end_round(23, RoundEndKind::kRestart, "1 node(s) waiting to join");
+      server_->set(agent_key(kJob, agent, "place/24"), bytes("24 200 0 0 1 node-c"));
+      server_->set(agent_key(kJob, agent, "latest"), bytes("24"));
+    });
+    DistOptions options;
+    options.backend = Backend::kGloo;
+    options.rdzv_timeout = std::chrono::seconds(30);
+    const auto start = Clock::now();
+    std::shared_ptr<DistContext> ctx;
+    EXPECT_NO_THROW(ctx = DistContext::init(options, env));
+    agents.join();
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+    ASSERT_NE(ctx->elastic_round(), nullptr);
+    EXPECT_EQ(ctx->elastic_round()->round(), 24);
+    EXPECT_EQ(ctx->elastic_round()->nodes(), std::vector<std::string>{"node-c"});
+    EXPECT_EQ(ctx->rank(), 0);
+    EXPECT_EQ(ctx->world_size(), 1);
+    server_->deleteKey(round_end_kind_key(kJob, 23));
+    server_->deleteKey(round_end_reason_key(kJob, 23));
+  }
 }
 
 TEST(ElasticRoundEnvironment, OnlyInPlaceJobsHaveOneAndTheirVariablesMustBeThere) {
