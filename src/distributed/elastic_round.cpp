@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "distributed/elastic_keys.h"
 #include "distributed/rendezvous_gate.h"
+#include "distributed/store_io.h"
 
 namespace chexscale::distributed {
 namespace {
@@ -23,13 +24,6 @@ using std::chrono::milliseconds;
 
 // How often the watch thread looks at the server (a round's end is noticed within this).
 constexpr milliseconds kWatchInterval{100};
-
-std::vector<uint8_t> to_bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-std::string from_bytes(const std::vector<uint8_t>& b) {
-  return {b.begin(), b.end()};
-}
 
 const std::string& required(const std::map<std::string, std::string>& env, const char* name) {
   const auto it = env.find(name);
@@ -81,10 +75,10 @@ ElasticPlace wait_place_after(c10d::Store& store, std::mutex* mutex, const std::
       std::unique_lock<std::mutex> lock;
       if (mutex != nullptr) lock = std::unique_lock<std::mutex>(*mutex);
       if (store.check({latest})) {
-        const int round = to_int(from_bytes(store.get(latest)), "the agent's latest round");
+        const int round = to_int(store_string(store.get(latest)), "the agent's latest round");
         if (round > after) {
           return ElasticPlace::decode(
-              from_bytes(store.get(agent_key(job, agent, fmt::format("place/{}", round)))));
+              store_string(store.get(agent_key(job, agent, fmt::format("place/{}", round)))));
         }
       }
     }
@@ -94,7 +88,7 @@ ElasticPlace wait_place_after(c10d::Store& store, std::mutex* mutex, const std::
                       "{:g} s",
                       what, static_cast<double>(timeout.count()) / 1000.0));
     }
-    std::this_thread::sleep_for(milliseconds(20));
+    std::this_thread::sleep_for(kStorePoll);
   }
 }
 
@@ -169,7 +163,7 @@ std::unique_ptr<ElasticRound> ElasticRound::standby(const std::map<std::string, 
   // agent joins a round only once this worker has announced itself, so none is missed.
   const std::string latest = agent_key(job, agent, "latest");
   const int after = store->check({latest})
-                        ? to_int(from_bytes(store->get(latest)), "the agent's latest round")
+                        ? to_int(store_string(store->get(latest)), "the agent's latest round")
                         : -1;
   std::unique_ptr<ElasticRound> round(
       new ElasticRound(std::move(store), job, agent, after, local_rank, /*watch=*/false));
@@ -180,7 +174,7 @@ std::unique_ptr<ElasticRound> ElasticRound::standby(const std::map<std::string, 
 
 void ElasticRound::announce_ready() {
   std::lock_guard<std::mutex> lock(mutex_);
-  store_->set(agent_key(job_, agent_, fmt::format("standby/{}", ::getpid())), to_bytes("1"));
+  store_->set(agent_key(job_, agent_, fmt::format("standby/{}", ::getpid())), store_bytes("1"));
   log::info("local rank {} waits in standby for its node's place in a round", local_rank_);
 }
 
@@ -227,9 +221,9 @@ void ElasticRound::check_end() {
   const std::string reason_key = round_end_reason_key(job_, round_);
   if (!store_->check({reason_key})) return;
   const auto kind =
-      static_cast<RoundEndKind>(to_int(from_bytes(store_->get(kind_key)), "end_kind"));
+      static_cast<RoundEndKind>(to_int(store_string(store_->get(kind_key)), "end_kind"));
   if (kind == RoundEndKind::kStopped) return;  // the workers' stop signal handles it
-  const std::string reason = from_bytes(store_->get(reason_key));
+  const std::string reason = store_string(store_->get(reason_key));
   if (kind == RoundEndKind::kFailure) failure_ = reason;
   ended_ = true;
   log::info("round {} ended ({}): regrouping in place", round_, reason);
@@ -243,7 +237,7 @@ std::optional<std::string> ElasticRound::abandon_reason() const {
 void ElasticRound::request_regroup(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   store_->set(agent_key(job_, agent_, fmt::format("regroup/{}", round_)),
-              to_bytes(fmt::format("local rank {}: {}", local_rank_, reason)));
+              store_bytes(fmt::format("local rank {}: {}", local_rank_, reason)));
 }
 
 ElasticPlace ElasticRound::wait_next_place(milliseconds timeout) {

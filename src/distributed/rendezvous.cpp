@@ -2,6 +2,7 @@
 // with retries, then check in.
 #include "distributed/rendezvous.h"
 #include "distributed/rendezvous_gate.h"
+#include "distributed/store_io.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -142,27 +143,8 @@ c10::intrusive_ptr<c10d::Store> reach_store(const RendezvousEnv& env, millisecon
   }
 }
 
-std::vector<uint8_t> to_bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-std::string from_bytes(const std::vector<uint8_t>& b) {
-  return {b.begin(), b.end()};
-}
-
 void throw_if_abandoned(const std::function<bool()>& abandoned) {
   if (abandoned && abandoned()) throw RendezvousAbandoned("the round ended before its ranks met");
-}
-
-// Waits until `key` is in `store`; false at `deadline`. RendezvousAbandoned once `abandoned`
-// (when given) says so.
-bool wait_for_key(c10d::Store& store, const std::string& key, Clock::time_point deadline,
-                  const std::function<bool()>& abandoned) {
-  while (!store.check({key})) {
-    throw_if_abandoned(abandoned);
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return true;
 }
 
 // The ranks of `world` that have not checked in.
@@ -195,12 +177,12 @@ void check_in(c10d::Store& store, const RendezvousEnv& env, milliseconds timeout
                     rank, store_address(env), env.rank.source));
   }
   if (rank == 0) {
-    store.set("rdzv/world_size", to_bytes(std::to_string(world)));
+    store.set("rdzv/world_size", store_bytes(std::to_string(world)));
   } else {
-    if (!wait_for_key(store, "rdzv/world_size", deadline, abandoned)) {
+    if (!wait_for_key(store, "rdzv/world_size", deadline, [&] { throw_if_abandoned(abandoned); })) {
       throw rendezvous_timeout(store, env, timeout);
     }
-    const std::string theirs = from_bytes(store.get("rdzv/world_size"));
+    const std::string theirs = store_string(store.get("rdzv/world_size"));
     if (theirs != std::to_string(world)) {
       throw DistError(fmt::format("rank {} has world size {} (from {}) but rank 0 has {}", rank,
                                   world, env.world_size.source, theirs));
@@ -210,7 +192,7 @@ void check_in(c10d::Store& store, const RendezvousEnv& env, milliseconds timeout
   while (store.add("rdzv/joined", 0) < world) {
     throw_if_abandoned(abandoned);
     if (Clock::now() >= deadline) throw rendezvous_timeout(store, env, timeout);
-    std::this_thread::sleep_for(milliseconds(20));
+    std::this_thread::sleep_for(kStorePoll);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "distributed/store_io.h"
 
 namespace chexscale::distributed {
 namespace {
@@ -18,28 +19,11 @@ using std::chrono::milliseconds;
 
 constexpr const char* kRequired = "chexscale/gate/required";
 constexpr const char* kHellos = "chexscale/gate/hellos";
-// How long the server waits for a client's answer, and how often it looks for new hellos.
+// How long the server waits for a client's answer (it looks for new hellos every kStorePoll).
 constexpr milliseconds kAnswerTimeout{10000};
-constexpr milliseconds kPoll{20};
 
 std::string key(const char* name, int64_t n) {
   return fmt::format("chexscale/gate/{}/{}", name, n);
-}
-
-std::vector<uint8_t> to_bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-std::string from_bytes(const std::vector<uint8_t>& b) {
-  return {b.begin(), b.end()};
-}
-
-// Waits for `k` until `deadline`; false when it did not come.
-bool wait_for_key(c10d::Store& store, const std::string& k, Clock::time_point deadline) {
-  while (!store.check({k})) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(kPoll);
-  }
-  return true;
 }
 
 std::string random_challenge() {
@@ -68,18 +52,18 @@ void pass_gate(c10d::Store& store, const std::string& job, const std::string& wh
   }
   const auto deadline = Clock::now() + timeout;
   const int64_t n = store.add(kHellos, 1);
-  store.set(key("hello", n), to_bytes(job + " " + who));
+  store.set(key("hello", n), store_bytes(job + " " + who));
   if (!wait_for_key(store, key("challenge", n), deadline)) {
     throw DistError(fmt::format("the rendezvous server's gate did not answer {} within {:g} s", who,
                                 static_cast<double>(timeout.count()) / 1000.0));
   }
-  const std::string challenge = from_bytes(store.get(key("challenge", n)));
-  store.set(key("answer", n), to_bytes(gate_answer(challenge, job, token)));
+  const std::string challenge = store_string(store.get(key("challenge", n)));
+  store.set(key("answer", n), store_bytes(gate_answer(challenge, job, token)));
   if (!wait_for_key(store, key("verdict", n), deadline)) {
     throw DistError(fmt::format("the rendezvous server's gate gave {} no verdict within {:g} s",
                                 who, static_cast<double>(timeout.count()) / 1000.0));
   }
-  const std::string verdict = from_bytes(store.get(key("verdict", n)));
+  const std::string verdict = store_string(store.get(key("verdict", n)));
   if (verdict != "ok") {
     throw UsageError(fmt::format("the rendezvous server refused {} of job '{}': {}", who, job,
                                  verdict.substr(verdict.find(' ') + 1)));
@@ -89,7 +73,7 @@ void pass_gate(c10d::Store& store, const std::string& job, const std::string& wh
 RendezvousGate::RendezvousGate(c10::intrusive_ptr<c10d::Store> store, std::string token,
                                std::string job)
     : store_(std::move(store)), token_(std::move(token)), job_(std::move(job)) {
-  store_->set(kRequired, to_bytes(job_.empty() ? "*" : job_));
+  store_->set(kRequired, store_bytes(job_.empty() ? "*" : job_));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -104,18 +88,18 @@ void RendezvousGate::loop() {
     try {
       const int64_t hellos = store_->add(kHellos, 0);
       for (; seen < hellos && store_->check({key("hello", seen + 1)}); ++seen) {
-        const std::string hello = from_bytes(store_->get(key("hello", seen + 1)));
+        const std::string hello = store_string(store_->get(key("hello", seen + 1)));
         const size_t space = hello.find(' ');
         Pending p{hello.substr(0, space),
                   space == std::string::npos ? "?" : hello.substr(space + 1), random_challenge(),
                   Clock::now() + kAnswerTimeout};
-        store_->set(key("challenge", seen + 1), to_bytes(p.challenge));
+        store_->set(key("challenge", seen + 1), store_bytes(p.challenge));
         pending_[seen + 1] = p;
       }
       for (auto it = pending_.begin(); it != pending_.end();) {
         const int64_t n = it->first;
         if (store_->check({key("answer", n)})) {
-          answer(n, it->second, from_bytes(store_->get(key("answer", n))));
+          answer(n, it->second, store_string(store_->get(key("answer", n))));
         } else if (Clock::now() >= it->second.deadline) {
           answer(n, it->second, "");
         } else {
@@ -127,7 +111,7 @@ void RendezvousGate::loop() {
     } catch (const std::exception& e) {
       log::warn("chexscale rendezvous-server: gate: {}", e.what());
     }
-    std::this_thread::sleep_for(kPoll);
+    std::this_thread::sleep_for(kStorePoll);
   }
 }
 
@@ -141,12 +125,12 @@ void RendezvousGate::answer(int64_t n, const Pending& p, const std::string& answ
     why = "wrong job token";
   }
   if (why.empty()) {
-    store_->set(key("verdict", n), to_bytes("ok"));
+    store_->set(key("verdict", n), store_bytes("ok"));
     log::info("chexscale rendezvous-server: admitted {} of job '{}'", p.who, p.job);
     return;
   }
   ++refused_;
-  store_->set(key("verdict", n), to_bytes("refused: " + why));
+  store_->set(key("verdict", n), store_bytes("refused: " + why));
   log::warn("chexscale rendezvous-server: refused {} of job '{}': {}", p.who, p.job, why);
 }
 

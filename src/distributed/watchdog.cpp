@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "distributed/store_io.h"
 
 namespace chexscale::distributed {
 namespace {
@@ -27,10 +28,6 @@ constexpr int kStaleBeats = 3;
 const char* const kFailureKey = "watchdog/failure";
 std::string beat_key(int rank) {
   return fmt::format("watchdog/beat/{}", rank);
-}
-
-std::vector<uint8_t> to_bytes(const std::string& s) {
-  return {s.begin(), s.end()};
 }
 
 std::string first_line(const std::string& s) {
@@ -67,7 +64,7 @@ CollectiveWatchdog::~CollectiveWatchdog() {
 
 void CollectiveWatchdog::publish(const std::string& state) {
   try {
-    store_->set(beat_key(rank_), to_bytes(state));
+    store_->set(beat_key(rank_), store_bytes(state));
   } catch (const std::exception&) {
     // The store is gone (rank 0 ended); the next collective reports it.
   }
@@ -177,7 +174,7 @@ std::string CollectiveWatchdog::diagnose(uint64_t seq, const std::string& what,
     }
     if (!found.lost.empty() || !found.failed.empty()) {
       store_->compareSet(kFailureKey, {},
-                         to_bytes(fmt::format("{} (found by rank {})", finding, rank_)));
+                         store_bytes(fmt::format("{} (found by rank {})", finding, rank_)));
     }
     return head + "; " + finding;
   } catch (const std::exception& e) {

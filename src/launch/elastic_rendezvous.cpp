@@ -14,19 +14,16 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "distributed/store_io.h"
 
 namespace chexscale::launch {
 namespace {
 
+using distributed::store_bytes;
+using distributed::store_string;
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::vector<uint8_t> to_bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-std::string from_bytes(const std::vector<uint8_t>& b) {
-  return {b.begin(), b.end()};
-}
 
 // Counts the rounds of every job the server has seen.
 constexpr const char* kAttemptsKey = "chexscale/elastic/attempts";
@@ -58,7 +55,7 @@ int ElasticRendezvous::counter(const std::string& name, int64_t add) {
 std::optional<int> ElasticRendezvous::round_size(int r) {
   const std::string size = key(fmt::format("r{}/size", r));
   if (r < 0 || !store_->check({size})) return std::nullopt;
-  return std::stoi(from_bytes(store_->get(size)));
+  return std::stoi(store_string(store_->get(size)));
 }
 
 std::optional<Membership> ElasticRendezvous::join(Clock::time_point deadline) {
@@ -84,9 +81,9 @@ std::optional<Membership> ElasticRendezvous::join(Clock::time_point deadline) {
     const int place = counter(round + "joined", 1) - 1;
     took_part_ = true;
     store_->set(key(fmt::format("{}node/{}", round, place)),
-                to_bytes(fmt::format("{} {}", nproc_, node_name_)));
+                store_bytes(fmt::format("{} {}", nproc_, node_name_)));
     if (previous.round == r - 1)
-      store_->set(key(fmt::format("{}back/{}", round, previous.node_rank)), to_bytes("1"));
+      store_->set(key(fmt::format("{}back/{}", round, previous.node_rank)), store_bytes("1"));
     if (!wait_until_closed(r, deadline)) return std::nullopt;
     if (auto m = admitted(r, place)) {
       membership_ = *m;
@@ -164,9 +161,9 @@ bool ElasticRendezvous::wait_until_closed(int r, TimePoint deadline) {
     if (joined >= rules_.max_nodes || (joined >= rules_.min_nodes && quiet && everyone_back)) {
       if (counter(round + "close", 1) == 1) {
         const int64_t attempt = store_->add(kAttemptsKey, 1) - 1;
-        store_->set(key(round + "attempt"), to_bytes(std::to_string(attempt)));
+        store_->set(key(round + "attempt"), store_bytes(std::to_string(attempt)));
         store_->set(key(round + "size"),
-                    to_bytes(std::to_string(std::min(joined, rules_.max_nodes))));
+                    store_bytes(std::to_string(std::min(joined, rules_.max_nodes))));
       }
     }
     if (finished()) return false;
@@ -210,7 +207,7 @@ std::vector<std::string> ElasticRendezvous::round_nodes(int r) {
   std::vector<std::string> names;
   const std::optional<int> size = round_size(r);
   for (int i = 0; i < size.value_or(0); ++i) {
-    const std::string entry = from_bytes(store_->get(key(fmt::format("r{}/node/{}", r, i))));
+    const std::string entry = store_string(store_->get(key(fmt::format("r{}/node/{}", r, i))));
     names.push_back(entry.substr(entry.find(' ') + 1));
   }
   return names;
@@ -242,10 +239,10 @@ std::optional<Membership> ElasticRendezvous::admitted(int r, int place) {
   if (place >= size) return std::nullopt;
   Membership m;
   m.round = r;
-  m.attempt = std::stoi(from_bytes(store_->get(key(round + "attempt"))));
+  m.attempt = std::stoi(store_string(store_->get(key(round + "attempt"))));
   m.node_rank = place;
   for (int i = 0; i < size; ++i) {
-    const std::string entry = from_bytes(store_->get(key(fmt::format("{}node/{}", round, i))));
+    const std::string entry = store_string(store_->get(key(fmt::format("{}node/{}", round, i))));
     const size_t space = entry.find(' ');
     const int nproc = std::stoi(entry.substr(0, space));
     if (i < place) m.rank_offset += nproc;
@@ -276,7 +273,7 @@ std::vector<int> ElasticRendezvous::stale_nodes() {
     if (now - s.changed >= rules_.heartbeat_timeout) {
       stale.push_back(i);
       // The next round does not wait for it.
-      store_->set(key(fmt::format("{}lost/{}", round, i)), to_bytes("1"));
+      store_->set(key(fmt::format("{}lost/{}", round, i)), store_bytes("1"));
     }
   }
   return stale;
@@ -289,8 +286,8 @@ int ElasticRendezvous::waiting_nodes() {
 RoundEnd ElasticRendezvous::end_round(const RoundEnd& end) {
   const std::string round = fmt::format("r{}/", membership_.round);
   if (counter(round + "end", 1) == 1) {
-    store_->set(key(round + "end_kind"), to_bytes(std::to_string(static_cast<int>(end.kind))));
-    store_->set(key(round + "end_reason"), to_bytes(end.reason));
+    store_->set(key(round + "end_kind"), store_bytes(std::to_string(static_cast<int>(end.kind))));
+    store_->set(key(round + "end_reason"), store_bytes(end.reason));
     if (end.kind == RoundEnd::Kind::kFailure) counter("failures", 1);
     counter("round", 1);
   }
@@ -302,16 +299,16 @@ std::optional<RoundEnd> ElasticRendezvous::round_end() {
   const std::string round = fmt::format("r{}/", membership_.round);
   if (!store_->check({key(round + "end_reason")})) return std::nullopt;
   RoundEnd end;
-  end.reason = from_bytes(store_->get(key(round + "end_reason")));
+  end.reason = store_string(store_->get(key(round + "end_reason")));
   end.kind =
-      static_cast<RoundEnd::Kind>(std::stoi(from_bytes(store_->get(key(round + "end_kind")))));
+      static_cast<RoundEnd::Kind>(std::stoi(store_string(store_->get(key(round + "end_kind")))));
   return end;
 }
 
 void ElasticRendezvous::finish() {
   store_->set(key(fmt::format("r{}/done/{}", membership_.round, membership_.node_rank)),
-              to_bytes("1"));
-  store_->set(key("finished"), to_bytes("1"));
+              store_bytes("1"));
+  store_->set(key("finished"), store_bytes("1"));
 }
 
 bool ElasticRendezvous::finished() {
@@ -326,7 +323,7 @@ std::optional<std::string> ElasticRendezvous::regroup_request(const std::string&
   const std::string request =
       distributed::agent_key(job_id_, agent, fmt::format("regroup/{}", membership_.round));
   if (!store_->check({request})) return std::nullopt;
-  return from_bytes(store_->get(request));
+  return store_string(store_->get(request));
 }
 
 bool ElasticRendezvous::in_standby(const std::string& agent, int pid) {
@@ -335,8 +332,9 @@ bool ElasticRendezvous::in_standby(const std::string& agent, int pid) {
 
 void ElasticRendezvous::post_place(const std::string& agent, const std::string& place) {
   const int r = membership_.round;
-  store_->set(distributed::agent_key(job_id_, agent, fmt::format("place/{}", r)), to_bytes(place));
-  store_->set(distributed::agent_key(job_id_, agent, "latest"), to_bytes(std::to_string(r)));
+  store_->set(distributed::agent_key(job_id_, agent, fmt::format("place/{}", r)),
+              store_bytes(place));
+  store_->set(distributed::agent_key(job_id_, agent, "latest"), store_bytes(std::to_string(r)));
 }
 
 }  // namespace chexscale::launch
