@@ -1,6 +1,6 @@
 // PowerSGD for one gradient bucket (see powersgd.h). Every tensor here is a view into a few flat
 // buffers allocated once: the bucket's gradients (owned by the reducer), the two payloads, the
-// residuals and the Qs; a step allocates only each matrix's approximation P Q^T.
+// residuals and the Qs; a step allocates nothing on CPU. The arithmetic is PowerSgdArithmetic's.
 #include "distributed/powersgd.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -41,6 +41,17 @@ uint64_t q_seed(uint64_t seed, size_t id) {
   return z ^ (z >> 31);
 }
 
+// The sweeps for these slots (CPU float or double), or null for tensor operations.
+const PowerSgdKernels* kernels_for(const std::vector<torch::Tensor>& slots,
+                                   const PowerSgdOptions& options) {
+  if (options.tensor_operations || slots.empty()) return nullptr;
+  const torch::Tensor& slot = slots.front();
+  const bool swept = slot.device().is_cpu() &&
+                     (slot.scalar_type() == torch::kFloat || slot.scalar_type() == torch::kDouble);
+  if (!swept) return nullptr;
+  return options.kernels != nullptr ? options.kernels : &fastest_powersgd_kernels();
+}
+
 }  // namespace
 
 int64_t powersgd_matrix_rank(c10::IntArrayRef sizes, const PowerSgdOptions& options) {
@@ -75,22 +86,9 @@ PowerSgdVolume powersgd_volume(const std::vector<std::vector<int64_t>>& shapes,
   return volume;
 }
 
-void orthogonalize_columns(torch::Tensor matrix) {
-  constexpr double kEpsilon = 1e-8;  // DDP's: a zero column stays zero
-  const int64_t cols = matrix.size(1);
-  for (int64_t i = 0; i < cols; ++i) {
-    torch::Tensor column = matrix.narrow(1, i, 1);
-    column.div_(column.norm() + kEpsilon);
-    if (i + 1 < cols) {
-      torch::Tensor rest = matrix.narrow(1, i + 1, cols - i - 1);
-      rest.sub_((column * rest).sum(0, /*keepdim=*/true) * column);
-    }
-  }
-}
-
 PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vector<size_t> ids,
                                const PowerSgdOptions& options)
-    : seed_(options.seed) {
+    : seed_(options.seed), arithmetic_(kernels_for(slots, options)) {
   CHX_CHECK_EQ(slots.size(), ids.size(), "PowerSGD bucket: slots vs ids");
   CHX_CHECK(!slots.empty(), "PowerSGD bucket without gradients");
   int64_t p_numel = 0, q_numel = 0, residual_numel = 0;
@@ -120,14 +118,14 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
       continue;
     }
     const int64_t rows = slot.size(0), cols = slot.numel() / rows, rank = ranks[k];
-    Matrix m;
+    PowerSgdMatrix m;
     m.id = ids[k];
     m.gradient = memory_of(slot, {rows, cols});
     m.logical = slot;
     m.residual = residual_flat_.narrow(0, residual_at, rows * cols).view({rows, cols});
-    m.q = q_flat_.narrow(0, q_at, cols * rank).view({cols, rank});
-    m.q_sum = second_.narrow(0, q_at, cols * rank).view({cols, rank});
-    m.p = first_.narrow(0, p_at, rows * rank).view({rows, rank});
+    m.q_rows = q_flat_.narrow(0, q_at, cols * rank).view({rank, cols});
+    m.q_sum_rows = second_.narrow(0, q_at, cols * rank).view({rank, cols});
+    m.p_rows = first_.narrow(0, p_at, rows * rank).view({rank, rows});
     residual_at += rows * cols;
     q_at += cols * rank;
     p_at += rows * rank;
@@ -136,71 +134,58 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
 }
 
 void PowerSgdBucket::initialize_q() {
-  for (Matrix& m : matrices_) {
+  for (PowerSgdMatrix& m : matrices_) {
     at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(q_seed(seed_, m.id));
-    m.q.copy_(torch::randn(m.q.sizes(), generator, torch::dtype(m.q.scalar_type())));
-    orthogonalize_columns(m.q);
+    const int64_t rank = m.q_rows.size(0), cols = m.q_rows.size(1);
+    m.q_rows.copy_(torch::randn({cols, rank}, generator, m.q_rows.scalar_type()).t());
+    arithmetic_.orthonormalize(m.q_rows);
   }
   started_ = true;
 }
 
 torch::Tensor PowerSgdBucket::first_payload(double loss_scale) {
   if (!started_) initialize_q();
-  int64_t at = 0;
-  for (const torch::Tensor& g : uncompressed_) {
-    first_.narrow(0, at, g.numel()).copy_(g);
-    at += g.numel();
-  }
-  for (Matrix& m : matrices_) {
-    m.gradient.add_(m.residual, loss_scale);
-    torch::mm_out(m.p, m.gradient, m.q);
-  }
+  arithmetic_.pack(uncompressed_, first_);
+  for (const PowerSgdMatrix& m : matrices_)
+    arithmetic_.project(m, loss_scale);
   return first_;
 }
 
 bool PowerSgdBucket::sums_finite(const torch::Tensor& payload) {
   if (torch::isfinite(payload).all().item<bool>()) return true;
-  for (Matrix& m : matrices_)
+  for (PowerSgdMatrix& m : matrices_)
     m.gradient.fill_(std::numeric_limits<float>::quiet_NaN());
   return false;
 }
 
 torch::Tensor PowerSgdBucket::second_payload(int world_size) {
-  int64_t at = 0;
-  for (torch::Tensor& g : uncompressed_) {
-    g.copy_(first_.narrow(0, at, g.numel())).div_(world_size);
-    at += g.numel();
-  }
+  arithmetic_.unpack(uncompressed_, first_, world_size);
   if (!sums_finite(first_)) return {};
   Stopwatch watch;
-  for (Matrix& m : matrices_)
-    orthogonalize_columns(m.p);
+  for (const PowerSgdMatrix& m : matrices_)
+    arithmetic_.orthonormalize(m.p_rows);
   orthogonalize_seconds_ += watch.seconds();
-  for (Matrix& m : matrices_)
-    torch::mm_out(m.q_sum, m.gradient.t(), m.p);
+  for (const PowerSgdMatrix& m : matrices_)
+    arithmetic_.project_back(m);
   return second_;
 }
 
 void PowerSgdBucket::finish(int world_size, double loss_scale) {
   if (!sums_finite(second_)) return;
-  for (Matrix& m : matrices_) {
-    m.q.copy_(m.q_sum).div_(world_size);
-    const torch::Tensor approximation = torch::mm(m.p, m.q.t());
-    torch::sub_out(m.residual, m.gradient, approximation);
-    if (loss_scale != 1.0) m.residual.div_(loss_scale);
-    m.gradient.copy_(approximation);
-  }
+  q_flat_.copy_(second_).div_(world_size);
+  for (const PowerSgdMatrix& m : matrices_)
+    arithmetic_.approximate(m, loss_scale);
   // The next step's warm start.
   Stopwatch watch;
-  for (Matrix& m : matrices_)
-    orthogonalize_columns(m.q);
+  for (const PowerSgdMatrix& m : matrices_)
+    arithmetic_.orthonormalize(m.q_rows);
   orthogonalize_seconds_ += watch.seconds();
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> PowerSgdBucket::q_state() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const Matrix& m : matrices_)
-    out.emplace_back(fmt::format("q.{}", m.id), m.q.clone());
+  for (const PowerSgdMatrix& m : matrices_)
+    out.emplace_back(fmt::format("q.{}", m.id), m.q_rows.t().clone(at::MemoryFormat::Contiguous));
   return out;
 }
 
@@ -209,7 +194,7 @@ std::vector<std::pair<std::string, torch::Tensor>> PowerSgdBucket::split_residua
   CHX_CHECK_EQ(flat.numel(), residual_flat_.numel(), "PowerSGD residuals of another bucket");
   std::vector<std::pair<std::string, torch::Tensor>> out;
   int64_t at = 0;
-  for (const Matrix& m : matrices_) {
+  for (const PowerSgdMatrix& m : matrices_) {
     const torch::Tensor memory = flat.narrow(0, at, m.logical.numel());
     // The residual is stored in the gradient's memory order: read it in the parameter's shape.
     out.emplace_back(prefix + std::to_string(m.id),
@@ -228,15 +213,18 @@ bool PowerSgdBucket::restore(const std::vector<std::pair<std::string, torch::Ten
     auto it = by_name.find(name);
     return it != by_name.end() && it->second->sizes() == sizes ? it->second : nullptr;
   };
-  for (const Matrix& m : matrices_) {
-    if (!find(fmt::format("q.{}", m.id), m.q.sizes()) ||
+  const auto q_sizes = [](const PowerSgdMatrix& m) {
+    return std::vector<int64_t>{m.q_rows.size(1), m.q_rows.size(0)};
+  };
+  for (const PowerSgdMatrix& m : matrices_) {
+    if (!find(fmt::format("q.{}", m.id), q_sizes(m)) ||
         !find(residual_prefix + std::to_string(m.id), m.logical.sizes())) {
       return false;
     }
   }
   torch::NoGradGuard no_grad;
-  for (Matrix& m : matrices_) {
-    m.q.copy_(*find(fmt::format("q.{}", m.id), m.q.sizes()));
+  for (PowerSgdMatrix& m : matrices_) {
+    m.q_rows.copy_(find(fmt::format("q.{}", m.id), q_sizes(m))->t());
     m.residual.as_strided(m.logical.sizes(), m.logical.strides())
         .copy_(*find(residual_prefix + std::to_string(m.id), m.logical.sizes()));
   }

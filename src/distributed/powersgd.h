@@ -11,6 +11,8 @@
 // Matrices whose compression rate rows*cols / ((rows+cols)*rank) is below the minimum, 1-D
 // tensors (biases, BatchNorm) and gradients whose layout is not (shape[0], rest) in memory travel
 // uncompressed in the first buffer. Q starts from a seeded normal draw, equal on every rank.
+// The arithmetic is powersgd_arithmetic.h's: on CPU three sweeps over the gradients and residuals
+// (powersgd_kernels.h), each reading and writing them once.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/powersgd_arithmetic.h"
+#include "distributed/powersgd_kernels.h"
 #include "distributed/reducer_defaults.h"
 
 namespace chexscale::distributed {
@@ -29,6 +33,10 @@ struct PowerSgdOptions {
   // Compress only when rows*cols > min_rate * (rows+cols)*rank.
   double min_rate = kDefaultPowerSgdMinRate;
   uint64_t seed = 0;  // of the first Q, shared by every rank
+  // The sweeps for CPU gradients (powersgd_kernels.h); null: the fastest this CPU runs.
+  const PowerSgdKernels* kernels = nullptr;
+  // Compute with ATen tensor operations, as gradients off the CPU always are (the tests use it).
+  bool tensor_operations = false;
 };
 
 // Whether a gradient of `sizes` is compressed at `options`, and at which rank (0 = not).
@@ -43,10 +51,6 @@ struct PowerSgdVolume {
 };
 PowerSgdVolume powersgd_volume(const std::vector<std::vector<int64_t>>& shapes,
                                const PowerSgdOptions& options);
-
-// Orthonormalises the columns of a (rows, r) matrix in place (modified Gram-Schmidt; a column that
-// vanishes stays near zero instead of dividing by zero).
-void orthogonalize_columns(torch::Tensor matrix);
 
 class PowerSgdBucket {
  public:
@@ -90,19 +94,10 @@ class PowerSgdBucket {
   void reset();
 
  private:
-  struct Matrix {
-    size_t id;
-    torch::Tensor gradient;  // (rows, cols) view of the gradient in the bucket buffer
-    torch::Tensor logical;   // the gradient slot itself (parameter shape and strides)
-    torch::Tensor residual;  // (rows, cols), in residual_flat_
-    torch::Tensor q;         // (cols, rank), in q_flat_
-    torch::Tensor p;         // (rows, rank), in first_
-    torch::Tensor q_sum;     // (cols, rank), in second_
-  };
   void initialize_q();
   bool sums_finite(const torch::Tensor& payload);
 
-  std::vector<Matrix> matrices_;
+  std::vector<PowerSgdMatrix> matrices_;
   std::vector<torch::Tensor> uncompressed_;  // gradient slots sent as they are
   torch::Tensor first_;                      // [uncompressed | P...]
   torch::Tensor second_;                     // [Q...]
@@ -111,6 +106,7 @@ class PowerSgdBucket {
   int64_t uncompressed_numel_ = 0;
   bool started_ = false;  // Q holds a warm start
   uint64_t seed_;
+  PowerSgdArithmetic arithmetic_;
   double orthogonalize_seconds_ = 0;
 };
 

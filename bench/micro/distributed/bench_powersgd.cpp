@@ -1,14 +1,19 @@
 // PowerSGD on a real model's gradient buckets (DDP's 25 MiB buckets, first 1 MiB; 14 classes):
 // for each approximation rank, the elements and bytes one step sends against plain allreduce, and
 // the compute per step on one core in a world of one (no communication): all of PowerSGD's
-// arithmetic, and of it the orthogonalisation. Prints one row per architecture and rank.
-//   bench_powersgd [ARCH...]   (default: densenet121 resnet50; ranks 1 2 4 8; min rate 2)
+// arithmetic (median and fastest of the timed steps), and of it the orthogonalisation. Prints the
+// sweeps' variant this CPU runs, then one row per architecture and rank (ranks 1 2 4 8; min rate
+// 2). With --compare: the sweeps and ATen's tensor operations side by side at rank 4 in
+// alternating rounds.
+//   bench_powersgd [ARCH...]             (default: densenet121 resnet50)
+//   bench_powersgd --compare [ARCH...]   (default: resnet50)
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "distributed/bucket_plan.h"
@@ -20,7 +25,7 @@ namespace {
 
 using namespace chexscale;
 
-constexpr int kSteps = 7;  // timed steps (after one untimed that draws the first Q)
+constexpr int kSteps = 15;  // timed steps (after one untimed that draws the first Q)
 constexpr double kMiB = 1024.0 * 1024.0;
 
 double median(std::vector<double> v) {
@@ -34,12 +39,15 @@ struct Buckets {
   int64_t sent = 0, total = 0;
 };
 
-Buckets make_buckets(const std::vector<torch::Tensor>& params, int rank) {
+// The model's buckets as the reducer plans them, each with its PowerSGD state; `tensor_operations`:
+// ATen's operations instead of the sweeps.
+Buckets make_buckets(const std::vector<torch::Tensor>& params, int rank, bool tensor_operations) {
   const auto plan = distributed::plan_buckets(
       params, static_cast<int64_t>(distributed::kDefaultFirstBucketMb * kMiB),
       static_cast<int64_t>(distributed::kDefaultBucketMb * kMiB));
   distributed::PowerSgdOptions options;
   options.rank = rank;
+  options.tensor_operations = tensor_operations;
   Buckets b;
   for (const auto& members : plan) {
     int64_t numel = 0;
@@ -66,50 +74,106 @@ Buckets make_buckets(const std::vector<torch::Tensor>& params, int rank) {
   return b;
 }
 
+// One step of every bucket's arithmetic in a world of one, in milliseconds; then fresh gradients.
+double step_ms(Buckets& b) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& p : b.powersgd) {
+    if (!p->compresses_any()) continue;
+    p->first_payload(1.0);
+    p->second_payload(1);
+    p->finish(1, 1.0);
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (auto& flat : b.flats)
+    flat.normal_(0, 1e-3);
+  return ms;
+}
+
+// --compare: the sweeps against ATen's tensor operations (the arithmetic of gradients off the
+// CPU) at rank 4, in rounds that alternate which goes first (A B B A), each a median of its steps;
+// then the median of the rounds and the fastest step of each (on a busy machine, the fastest
+// step is the one least interrupted).
+void compare(const std::string& arch, const std::vector<torch::Tensor>& params) {
+  constexpr int kRank = 4, kRounds = 8, kRoundSteps = 9;
+  Buckets sweeps = make_buckets(params, kRank, false), tensors = make_buckets(params, kRank, true);
+  step_ms(sweeps);  // draws the first Q
+  step_ms(tensors);
+  std::vector<double> sweep_rounds, tensor_rounds;
+  double sweep_fastest = 1e9, tensor_fastest = 1e9;
+  for (int round = 0; round < kRounds; ++round) {
+    const bool sweeps_first = round % 4 == 0 || round % 4 == 3;
+    for (bool run_sweeps : {sweeps_first, !sweeps_first}) {
+      std::vector<double> ms;
+      for (int i = 0; i < kRoundSteps; ++i)
+        ms.push_back(step_ms(run_sweeps ? sweeps : tensors));
+      (run_sweeps ? sweep_rounds : tensor_rounds).push_back(median(ms));
+      double& fastest = run_sweeps ? sweep_fastest : tensor_fastest;
+      fastest = std::min(fastest, *std::min_element(ms.begin(), ms.end()));
+    }
+    fmt::print("{:<12} round {}  sweeps {:6.1f} ms  tensor operations {:6.1f} ms\n", arch, round,
+               sweep_rounds.back(), tensor_rounds.back());
+  }
+  fmt::print("{:<12} median    sweeps {:6.1f} ms  tensor operations {:6.1f} ms  ({:.2f}x)\n", arch,
+             median(sweep_rounds), median(tensor_rounds),
+             median(tensor_rounds) / median(sweep_rounds));
+  fmt::print("{:<12} fastest   sweeps {:6.1f} ms  tensor operations {:6.1f} ms  ({:.2f}x)\n", arch,
+             sweep_fastest, tensor_fastest, tensor_fastest / sweep_fastest);
+}
+
+// Seconds every bucket has spent orthogonalising.
+double orthogonalize_seconds(const Buckets& b) {
+  double seconds = 0;
+  for (const auto& p : b.powersgd)
+    seconds += p->orthogonalize_seconds();
+  return seconds;
+}
+
+// One row per rank: sizes, and the median and fastest compute of kSteps steps (after one untimed
+// that draws the first Q), with the median orthogonalisation.
+void table(const std::string& arch, const std::vector<torch::Tensor>& params) {
+  for (int rank : {1, 2, 4, 8}) {
+    Buckets b = make_buckets(params, rank, false);
+    step_ms(b);
+    std::vector<double> compute_ms, orthogonalize_ms;
+    for (int step = 0; step < kSteps; ++step) {
+      const double before = orthogonalize_seconds(b);
+      compute_ms.push_back(step_ms(b));
+      orthogonalize_ms.push_back((orthogonalize_seconds(b) - before) * 1e3);
+    }
+    fmt::print("{:<12} {:>4} {:>8} {:>12.2f} {:>12.3f} {:>7.1f}x {:>12.1f} {:>9.1f} {:>13.2f}\n",
+               arch, rank, b.flats.size(), 4.0 * b.total / 1e6, 4.0 * b.sent / 1e6,
+               static_cast<double>(b.total) / b.sent, median(compute_ms),
+               *std::min_element(compute_ms.begin(), compute_ms.end()), median(orthogonalize_ms));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
   std::vector<std::string> archs(argv + 1, argv + argc);
-  if (archs.empty()) archs = {"densenet121", "resnet50"};
-  fmt::print("{:<12} {:>4} {:>8} {:>12} {:>12} {:>8} {:>14} {:>14}\n", "arch", "rank", "buckets",
-             "plain MB", "powersgd MB", "fewer", "compute ms", "orthogon. ms");
+  const bool comparing = !archs.empty() && archs.front() == "--compare";
+  if (comparing) archs.erase(archs.begin());
+  if (archs.empty())
+    archs = comparing ? std::vector<std::string>{"resnet50"}
+                      : std::vector<std::string>{"densenet121", "resnet50"};
+  fmt::print("sweeps: {} (of the variants this CPU runs, the fastest)\n",
+             distributed::fastest_powersgd_kernels().name);
+  if (!comparing) {
+    fmt::print("{:<12} {:>4} {:>8} {:>12} {:>12} {:>8} {:>12} {:>9} {:>13}\n", "arch", "rank",
+               "buckets", "plain MB", "powersgd MB", "fewer", "compute ms", "min ms",
+               "orthogon. ms");
+  }
   for (const auto& arch : archs) {
     models::ModelOptions model_options;
     model_options.arch = arch;
     auto model = models::make_model(model_options);
-    const std::vector<torch::Tensor> params = model->parameters();
-    for (int rank : {1, 2, 4, 8}) {
-      Buckets b = make_buckets(params, rank);
-      std::vector<double> compute_ms, orthogonalize_ms;
-      for (int step = 0; step <= kSteps; ++step) {
-        double orthogonalize_before = 0;
-        for (const auto& p : b.powersgd)
-          orthogonalize_before += p->orthogonalize_seconds();
-        const auto start = std::chrono::steady_clock::now();
-        for (const auto& p : b.powersgd) {
-          if (!p->compresses_any()) continue;
-          p->first_payload(1.0);
-          p->second_payload(1);
-          p->finish(1, 1.0);
-        }
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        double orthogonalize_after = 0;
-        for (const auto& p : b.powersgd)
-          orthogonalize_after += p->orthogonalize_seconds();
-        if (step == 0) continue;
-        compute_ms.push_back(ms);
-        orthogonalize_ms.push_back((orthogonalize_after - orthogonalize_before) * 1e3);
-        for (auto& flat : b.flats)
-          flat.normal_(0, 1e-3);
-      }
-      fmt::print("{:<12} {:>4} {:>8} {:>12.2f} {:>12.3f} {:>7.1f}x {:>14.1f} {:>14.1f}\n", arch,
-                 rank, b.flats.size(), 4.0 * b.total / 1e6, 4.0 * b.sent / 1e6,
-                 static_cast<double>(b.total) / b.sent, median(compute_ms),
-                 median(orthogonalize_ms));
+    if (comparing) {
+      compare(arch, model->parameters());
+    } else {
+      table(arch, model->parameters());
     }
   }
   return 0;
