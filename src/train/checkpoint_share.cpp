@@ -1,8 +1,13 @@
 // One rank's checkpoint sent to every rank (see checkpoint_share.h).
 #include "train/checkpoint_share.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -132,10 +137,21 @@ nlohmann::json flat_tensor_table(const std::vector<models::NamedTensor>& tensors
   return table;
 }
 
+torch::Tensor flat_buffer(int64_t bytes) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t rounded =
+      (static_cast<size_t>(std::max<int64_t>(bytes, 1)) + kHugePage - 1) / kHugePage * kHugePage;
+  void* memory = nullptr;
+  if (::posix_memalign(&memory, kHugePage, rounded) != 0) throw std::bad_alloc();
+  ::madvise(memory, rounded, MADV_HUGEPAGE);  // fails harmlessly where huge pages are off
+  return torch::from_blob(
+      memory, {bytes}, [](void* p) { std::free(p); }, torch::kUInt8);
+}
+
 torch::Tensor pack_flat(const std::vector<models::NamedTensor>& tensors,
                         const nlohmann::json& table, int64_t total) {
   CHX_CHECK(table.size() == tensors.size(), "a flat table lists other tensors than those packed");
-  torch::Tensor flat = torch::empty({total}, torch::kUInt8);
+  torch::Tensor flat = flat_buffer(total);
   uint8_t* out = flat.data_ptr<uint8_t>();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const torch::Tensor c = tensors[i].tensor.cpu().contiguous();
@@ -185,8 +201,8 @@ std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int ro
   if (kind != Outcome::kCheckpoint) throw_remote(kind, outcome, root);
   // The tensors in one broadcast: packed on the root, views of the buffer elsewhere.
   const auto total = outcome.at("bytes").get<int64_t>();
-  torch::Tensor flat = reader ? pack_flat(ckpt->tensors, outcome.at("tensors"), total)
-                              : torch::empty({total}, torch::kUInt8);
+  torch::Tensor flat =
+      reader ? pack_flat(ckpt->tensors, outcome.at("tensors"), total) : flat_buffer(total);
   if (total > 0) broadcast_flat(ctx, root, flat);
   if (reader) return ckpt;
   Checkpoint received;

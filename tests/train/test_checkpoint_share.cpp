@@ -43,6 +43,24 @@ TEST(FlatTensors, EveryTensorComesBackBitForBitAtAnAlignedOffset) {
   }
 }
 
+TEST(FlatTensors, ABufferStartsOnAHugePageAndHoldsItsBytes) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  for (const int64_t bytes : {int64_t{0}, int64_t{5}, int64_t{3} << 20}) {
+    SCOPED_TRACE(bytes);
+    torch::Tensor flat = flat_buffer(bytes);
+    EXPECT_EQ(flat.numel(), bytes);
+    EXPECT_EQ(flat.scalar_type(), torch::kUInt8);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(flat.data_ptr()) % kHugePage, 0u);
+    flat.fill_(7);
+    EXPECT_EQ(flat.sum().item<int64_t>(), 7 * bytes);
+  }
+  const std::vector<models::NamedTensor> tensors = mixed_tensors();
+  int64_t total = 0;
+  const nlohmann::json table = flat_tensor_table(tensors, total);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(pack_flat(tensors, table, total).data_ptr()) % kHugePage,
+            0u);
+}
+
 TEST(FlatTensors, TheViewsKeepTheBufferAlive) {
   const std::vector<models::NamedTensor> tensors = mixed_tensors();
   int64_t total = 0;
