@@ -6,6 +6,7 @@
 // leaves no worker behind and its store port free.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +18,9 @@
 
 #include "common/error.h"
 #include "common/timer.h"
+#include "distributed/elastic_keys.h"
 #include "distributed/rendezvous.h"
+#include "distributed/store_io.h"
 #include "launch/local_launcher.h"
 #include "test_util/chexscale_cli.h"
 #include "test_util/error_message.h"
@@ -322,9 +325,27 @@ class ElasticLaunch : public ::testing::Test {
     ASSERT_TRUE(wait_for_output(*server_, "serving the store on port", 1)) << server_->output();
   }
 
+  // Whether node `place` of round `round` joined at the server within a minute: then its
+  // launcher reached the server (on a loaded machine a launcher's start and first connection can
+  // take seconds, so a fixed sleep is not enough).
+  bool joined_at_server(int round, int place) {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(port_);
+    options.isServer = false;
+    options.waitWorkers = false;
+    c10d::TCPStore store("127.0.0.1", options);
+    return distributed::wait_for_key(
+        store,
+        distributed::elastic_key(launch::kDefaultRdzvId, fmt::format("r{}/node/{}", round, place)),
+        std::chrono::steady_clock::now() + std::chrono::minutes(1));
+  }
+
   void stop_server() {
     server_->send_signal(SIGTERM);
-    EXPECT_EQ(server_->wait(std::chrono::seconds(10)).exit_code, 0) << server_->output();
+    // wait() counts from the server's start; its stop gets 20 s from now.
+    const auto stopped =
+        server_->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(20));
+    EXPECT_EQ(stopped.exit_code, 0) << server_->output();
   }
 
   int port_ = 0;
@@ -590,9 +611,7 @@ TEST_F(ElasticLaunch, AJobTokenAdmitsItsJobAndRefusesStrayLaunchersAndWorkers) {
 // once a server is back on the port, joins its round and runs.
 TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinAreRetriedUntilTheServerIsBack) {
   auto a = node("a", elastic_worker(0), "--nnodes 2:3");
-  // a waits in round 0 (its launcher reached the server: on a loaded machine that took more than
-  // a second).
-  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  ASSERT_TRUE(joined_at_server(0, 0)) << a->output();  // a waits in round 0
   stop_server();
   ASSERT_TRUE(wait_for_output(*a, "retry 2 in", 1)) << a->output();
   start_server();
@@ -611,7 +630,7 @@ TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinAreRetriedUntilTheServerIsBack) {
 // With no server back, the retries end at --rdzv-timeout with the last error.
 TEST_F(ElasticLaunch, StoreErrorsDuringTheJoinEndAtTheRdzvTimeout) {
   auto a = node("a", elastic_worker(0), "--nnodes 2:3 --rdzv-timeout 4");
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // as above, within the 4 s
+  ASSERT_TRUE(joined_at_server(0, 0)) << a->output();  // as above
   stop_server();
   const auto ra = a->wait(std::chrono::seconds(30));
   EXPECT_NE(ra.exit_code, 0) << ra.output;
