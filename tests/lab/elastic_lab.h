@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -144,6 +145,41 @@ class ElasticLab : public LabTest {
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
 
+  // The round in which both nodes first ran together, and the node that held rank 0 in it, from
+  // node 0's launcher output: round 0, unless a loaded machine started the second launcher after
+  // the first one's last call had closed round 0 without it (it then joined a later round).
+  struct BothNodes {
+    int round = 0;
+    int rank0_node = 0;
+  };
+  static std::optional<BothNodes> wait_for_both_nodes(const Process& node0) {
+    const std::regex line(
+        R"(round (\d+): 2 node\(s\) [^\n]*(?:runs ranks|keeps its workers as ranks) (\d+)\.\.)");
+    for (const auto deadline = Clock::now() + std::chrono::seconds(120); Clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+      const std::string out = node0.output();
+      std::smatch m;
+      if (std::regex_search(out, m, line))
+        return BothNodes{std::stoi(m[1].str()), m[2].str() == "0" ? 0 : 1};
+    }
+    return std::nullopt;
+  }
+
+  // The (round, world size) of each membership record of `run`'s metrics.jsonl from round
+  // `first_round` on (each record's node list as long as its world size: one worker per node).
+  static std::vector<std::pair<int, int>> memberships(const std::string& run, int first_round) {
+    std::vector<std::pair<int, int>> out;
+    std::istringstream in(file_contents(run + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const auto record = nlohmann::json::parse(line, nullptr, false);
+      if (record.is_discarded() || record.value("type", "") != "membership") continue;
+      EXPECT_EQ(record.at("nodes").size(), record.at("world_size").get<size_t>()) << line;
+      if (record.at("round").get<int>() >= first_round)
+        out.emplace_back(record.at("round").get<int>(), record.at("world_size").get<int>());
+    }
+    return out;
+  }
+
   // Waits until `run` has logged step `step` (one after a checkpoint: the fault then loses it,
   // and the lineage must count its retraining once).
   static bool wait_for_logged_step(const std::string& run, int64_t step) {
@@ -166,12 +202,14 @@ class ElasticLab : public LabTest {
   }
 
   // The elastic recovery of `survivor` after a fault at `fault` (its output from `from` on):
-  // detection, restart and first step times, printed and returned with the steps lost.
+  // detection, restart and first step times, printed and returned with the steps lost; `round`
+  // is the round the fault ended.
   void expect_recovery(const Process& survivor, const std::string& run, Clock::time_point fault,
-                       size_t from, int64_t last_step_before, const std::string& what) {
-    const auto detected = wait_for_text(survivor, "round 0 ended:", from);
+                       size_t from, int64_t last_step_before, const std::string& what, int round) {
+    const auto detected = wait_for_text(survivor, fmt::format("round {} ended:", round), from);
     ASSERT_TRUE(detected) << survivor.output();
-    const auto restarted = wait_for_text(survivor, "round 1: 1 node(s)", from);
+    const auto restarted =
+        wait_for_text(survivor, fmt::format("round {}: 1 node(s)", round + 1), from);
     ASSERT_TRUE(restarted) << survivor.output();
     const size_t logged = logged_steps(run).size();
     const auto resumed = wait_for_text(survivor, "resumed from ", from);

@@ -87,45 +87,46 @@ TEST_F(LabFaults, RankZeroNodeKilledTheOtherCarriesOnAloneAndTakesItBack) {
   constexpr int kEpochs = 8;
   std::unique_ptr<Process> nodes[2] = {elastic_node(0, run, kEpochs, "node0.log"),
                                        elastic_node(1, run, kEpochs, "node1.log")};
-  ASSERT_TRUE(wait_for_text(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  const std::optional<BothNodes> met = wait_for_both_nodes(*nodes[0]);
+  ASSERT_TRUE(met) << nodes[0]->output() << nodes[1]->output();
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
-  const int victim = nodes[0]->output().find("runs ranks 0..0") != std::string::npos ? 0 : 1;
+  const int victim = met->rank0_node;
   const int survivor = 1 - victim;
   const size_t from = nodes[survivor]->output().size();
   const std::vector<int64_t> before = logged_steps(run);
   const auto fault = Clock::now();
   kill_every_process_of(victim);
   expect_recovery(*nodes[survivor], run, fault, from, before.empty() ? 0 : before.back(),
-                  fmt::format("kill -9 of rank 0's node (node {})", victim));
+                  fmt::format("kill -9 of rank 0's node (node {})", victim), met->round);
   EXPECT_NE(
       nodes[survivor]->output().find(fmt::format("(node-{}) sent no heartbeat", victim), from),
       std::string::npos)
       << nodes[survivor]->output();
 
   nodes[victim] = elastic_node(victim, run, kEpochs, "back.log");
-  const auto rejoined = wait_for_text(*nodes[survivor], "round 2: 2 node(s)", from);
+  const auto rejoined =
+      wait_for_text(*nodes[survivor], fmt::format("round {}: 2 node(s)", met->round + 2), from);
   EXPECT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
   const auto r = wait_all({nodes[0].get(), nodes[1].get()}, Clock::now() + std::chrono::minutes(3));
   EXPECT_EQ(r[survivor].exit_code, 0) << r[survivor].output;
   EXPECT_EQ(r[victim].exit_code, 0) << r[victim].output;
-  EXPECT_NE(r[survivor].output.find("round 1 ended: 1 node(s) waiting to join"), std::string::npos)
+  EXPECT_NE(r[survivor].output.find(
+                fmt::format("round {} ended: 1 node(s) waiting to join", met->round + 1)),
+            std::string::npos)
       << r[survivor].output;
   // The run completed: every epoch's record, the last checkpoint written by 2 workers.
-  // And metrics.jsonl recorded each membership: round, world size, nodes.
   std::set<int64_t> epochs;
-  std::vector<std::pair<int, int>> memberships;  // (round, world size)
   std::istringstream in(file_contents(run + "/metrics.jsonl"));
   for (std::string line; std::getline(in, line);) {
     const auto record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_discarded()) continue;
-    if (record.value("type", "") == "epoch") epochs.insert(record.at("epoch").get<int64_t>());
-    if (record.value("type", "") == "membership") {
-      memberships.emplace_back(record.at("round").get<int>(), record.at("world_size").get<int>());
-      EXPECT_EQ(record.at("nodes").size(), static_cast<size_t>(memberships.back().second));
-    }
+    if (!record.is_discarded() && record.value("type", "") == "epoch")
+      epochs.insert(record.at("epoch").get<int64_t>());
   }
   EXPECT_EQ(epochs.size(), static_cast<size_t>(kEpochs));
-  EXPECT_EQ(memberships, (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  // And metrics.jsonl recorded each membership from the one the fault ended: round, world size.
+  const int m = met->round;
+  EXPECT_EQ(memberships(run, m),
+            (std::vector<std::pair<int, int>>{{m, 2}, {m + 1, 1}, {m + 2, 2}}));
   expect_each_example_once_per_epoch(run, kEpochs);
   const auto last = nlohmann::json::parse(
       file_contents(run + "/checkpoints/" + newest_step_manifest(run + "/checkpoints")));
@@ -141,19 +142,21 @@ TEST_F(LabFaults, ALinkCutAndRestoredDropsTheNodeThenTakesItBack) {
   auto n0 = elastic_node(0, run, kEpochs, "node0.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto n1 = elastic_node(1, run, kEpochs, "node1.log");
-  ASSERT_TRUE(wait_for_text(*n0, "round 0: 2 node(s)")) << n0->output();
+  const std::optional<BothNodes> met = wait_for_both_nodes(*n0);
+  ASSERT_TRUE(met) << n0->output() << n1->output();
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << n0->output() << n1->output();
   // The node holding rank 1 loses its link (the other keeps rank 0 and the run directory).
-  const int cut = n0->output().find("runs ranks 0..0") != std::string::npos ? 1 : 0;
+  const int cut = 1 - met->rank0_node;
   Process& survivor = cut == 1 ? *n0 : *n1;
   const size_t from = survivor.output().size();
   const std::vector<int64_t> before = logged_steps(run);
   const auto fault = Clock::now();
   ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 down").exit_code, 0);
   expect_recovery(survivor, run, fault, from, before.empty() ? 0 : before.back(),
-                  fmt::format("link of node {} cut", cut));
+                  fmt::format("link of node {} cut", cut), met->round);
   ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 up").exit_code, 0);
-  const auto rejoined = wait_for_text(survivor, "round 2: 2 node(s)", from);
+  const auto rejoined =
+      wait_for_text(survivor, fmt::format("round {}: 2 node(s)", met->round + 2), from);
   EXPECT_TRUE(rejoined) << survivor.output() << (cut == 1 ? *n1 : *n0).output();
   const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(3));
   EXPECT_EQ(r[0].exit_code, 0) << r[0].output;

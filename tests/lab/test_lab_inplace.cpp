@@ -124,18 +124,6 @@ void expect_only_the_failed_step_twice(const std::string& run, int64_t redone) {
   }
 }
 
-// The (round, world size) of each membership record of metrics.jsonl.
-std::vector<std::pair<int, int>> memberships(const std::string& run) {
-  std::vector<std::pair<int, int>> out;
-  std::istringstream in(file_contents(run + "/metrics.jsonl"));
-  for (std::string line; std::getline(in, line);) {
-    const auto record = nlohmann::json::parse(line, nullptr, false);
-    if (!record.is_discarded() && record.value("type", "") == "membership")
-      out.emplace_back(record.at("round").get<int>(), record.at("world_size").get<int>());
-  }
-  return out;
-}
-
 // The first match of `re` in `text` (empty when none).
 std::smatch first_match(const std::string& text, const std::regex& re) {
   std::smatch m;
@@ -200,11 +188,6 @@ class LabInPlace : public ElasticLab {
     const std::string out = survivor.output().substr(from);
     EXPECT_EQ(out.find("resumed from "), std::string::npos) << "read a checkpoint:\n" << out;
   }
-
-  // Where rank 0 runs: node 0 or 1, from the launchers' round-0 lines.
-  int rank0_node(const Process& node0) const {
-    return node0.output().find("runs ranks 0..0") != std::string::npos ? 0 : 1;
-  }
 };
 
 // Every process of rank 0's node is killed: the other node's worker abandons the step, regroups
@@ -216,10 +199,12 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   constexpr int kEpochs = 8;
   std::unique_ptr<Process> nodes[2] = {elastic_node(0, run, kEpochs, "node0.log", kInPlace),
                                        elastic_node(1, run, kEpochs, "node1.log", kInPlace)};
-  ASSERT_TRUE(wait_for_text(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  const std::optional<BothNodes> met = wait_for_both_nodes(*nodes[0]);
+  ASSERT_TRUE(met) << nodes[0]->output() << nodes[1]->output();
+  const int m = met->round;
   StepClock clock(run);
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
-  const int victim = rank0_node(*nodes[0]);
+  const int victim = met->rank0_node;
   const int survivor = 1 - victim;
   const std::vector<pid_t> workers = children_of(nodes[survivor]->pid());
   ASSERT_EQ(workers.size(), 1u) << nodes[survivor]->output();
@@ -231,21 +216,25 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   expect_in_place_recovery(*nodes[survivor], workers, clock, fault, from, before.back(),
                            fmt::format("kill -9 of rank 0's node (node {})", victim), redone);
   EXPECT_NE(nodes[survivor]->output().find(
-                "round 1: every rank held the same parameters and optimizer state already", from),
+                fmt::format("round {}: every rank held the same parameters and optimizer state "
+                            "already",
+                            m + 1),
+                from),
             std::string::npos)
       << nodes[survivor]->output();
 
   const auto joined = Clock::now();
   nodes[victim] = elastic_node(victim, run, kEpochs, "back.log", kInPlace);
-  const auto rejoined = wait_for_text(*nodes[survivor], "round 2: 2 node(s)", from);
+  const auto rejoined =
+      wait_for_text(*nodes[survivor], fmt::format("round {}: 2 node(s)", m + 2), from);
   ASSERT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
   const std::optional<StepClock::Seen> after_join = clock.first_after(*rejoined);
   ASSERT_TRUE(after_join) << nodes[survivor]->output() << nodes[victim]->output();
   // The new round's rank 0 logs the state's size and, when it is the survivor (the newcomer may
   // be rank 0 instead: "this rank is new"), its pause from leaving round 1 to holding the state.
   const std::regex pause_line(
-      R"(round 2: every rank took rank \d+'s training state from memory \(step \d+, )"
-      R"(([0-9.]+) MB\) and holds the same bytes; ([^\n]*))");
+      fmt::format(R"(round {}: every rank took rank \d+'s training state from memory )", m + 2) +
+      R"(\(step \d+, ([0-9.]+) MB\) and holds the same bytes; ([^\n]*))");
   std::string all;
   std::smatch pause;
   for (const auto deadline = Clock::now() + std::chrono::seconds(10);
@@ -282,7 +271,7 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
       victim, around_join, step_time, around_join - step_time, pause[1].str(), pause[2].str());
   // Each side's own account: the survivor's pause in parts, the newcomer warmed in standby.
   const std::optional<RegroupLine> survivor_parts =
-      regroup_line(*nodes[survivor], from, 2, /*newcomer=*/false);
+      regroup_line(*nodes[survivor], from, m + 2, /*newcomer=*/false);
   ASSERT_TRUE(survivor_parts) << nodes[survivor]->output();
   fmt::print("[in place: node {} joins] the survivor's own account: {}\n", victim,
              survivor_parts->text);
@@ -294,7 +283,7 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   }
   EXPECT_NEAR(parts_sum, survivor_parts->total, 0.02) << survivor_parts->text;
   const std::optional<RegroupLine> newcomer_parts =
-      regroup_line(*nodes[victim], 0, 2, /*newcomer=*/true);
+      regroup_line(*nodes[victim], 0, m + 2, /*newcomer=*/true);
   ASSERT_TRUE(newcomer_parts) << nodes[victim]->output();
   fmt::print("[in place: node {} joins] the newcomer's: {}\n", victim, newcomer_parts->text);
   EXPECT_NE(nodes[victim]->output().find("warmed the model in standby"), std::string::npos)
@@ -312,7 +301,8 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   EXPECT_NE((r[0].output + r[1].output).find("with every rank (2) holding the same bytes"),
             std::string::npos)
       << r[0].output << r[1].output;
-  EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  EXPECT_EQ(memberships(run, m),
+            (std::vector<std::pair<int, int>>{{m, 2}, {m + 1, 1}, {m + 2, 2}}));
   // The join cost none.
   expect_only_the_failed_step_twice(run, redone);
   expect_each_example_once_per_epoch(run, kEpochs);
@@ -329,10 +319,12 @@ TEST_F(LabInPlace, ALinkCutAndRestoredDropsTheNodeAndItRejoinsInPlace) {
   auto n0 = elastic_node(0, run, kEpochs, "node0.log", kInPlace);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto n1 = elastic_node(1, run, kEpochs, "node1.log", kInPlace);
-  ASSERT_TRUE(wait_for_text(*n0, "round 0: 2 node(s)")) << n0->output();
+  const std::optional<BothNodes> met = wait_for_both_nodes(*n0);
+  ASSERT_TRUE(met) << n0->output() << n1->output();
+  const int m = met->round;
   StepClock clock(run);
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << n0->output() << n1->output();
-  const int cut = rank0_node(*n0) == 0 ? 1 : 0;
+  const int cut = 1 - met->rank0_node;
   Process& survivor = cut == 1 ? *n0 : *n1;
   const std::vector<pid_t> workers = children_of(survivor.pid());
   ASSERT_EQ(workers.size(), 1u) << survivor.output();
@@ -344,14 +336,15 @@ TEST_F(LabInPlace, ALinkCutAndRestoredDropsTheNodeAndItRejoinsInPlace) {
   expect_in_place_recovery(survivor, workers, clock, fault, from, before.back(),
                            fmt::format("link of node {} cut", cut), redone);
   ASSERT_EQ(run_shell("ip -n " + ns(cut) + " link set eth0 up").exit_code, 0);
-  const auto rejoined = wait_for_text(survivor, "round 2: 2 node(s)", from);
+  const auto rejoined = wait_for_text(survivor, fmt::format("round {}: 2 node(s)", m + 2), from);
   EXPECT_TRUE(rejoined) << survivor.output() << (cut == 1 ? *n1 : *n0).output();
   EXPECT_EQ(children_of(survivor.pid()), workers) << "the rejoin restarted the survivor";
   const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(4));
   EXPECT_EQ(r[0].exit_code, 0) << r[0].output;
   EXPECT_EQ(r[1].exit_code, 0) << r[1].output;
   // The node back from the cut rejoined with new workers at once: no round failed for them.
-  EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  EXPECT_EQ(memberships(run, m),
+            (std::vector<std::pair<int, int>>{{m, 2}, {m + 1, 1}, {m + 2, 2}}));
   for (const auto& node : r)
     EXPECT_EQ(node.output.find("ended with exit status"), std::string::npos) << node.output;
   expect_only_the_failed_step_twice(run, redone);
@@ -372,18 +365,20 @@ TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank
       elastic_node(0, run, kEpochs, "node0.log", kInPlace, powersgd)};
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   nodes[1] = elastic_node(1, run, kEpochs, "node1.log", kInPlace, powersgd);
-  ASSERT_TRUE(wait_for_text(*nodes[0], "round 0: 2 node(s)")) << nodes[0]->output();
+  const std::optional<BothNodes> met = wait_for_both_nodes(*nodes[0]);
+  ASSERT_TRUE(met) << nodes[0]->output() << nodes[1]->output();
+  const int m = met->round;
   ASSERT_TRUE(wait_for_logged_step(run, 5)) << nodes[0]->output() << nodes[1]->output();
-  const int victim = rank0_node(*nodes[0]) == 0 ? 1 : 0;
+  const int victim = 1 - met->rank0_node;
   const int survivor = 1 - victim;
   const std::vector<pid_t> workers = children_of(nodes[survivor]->pid());
   ASSERT_EQ(workers.size(), 1u) << nodes[survivor]->output();
   const size_t from = nodes[survivor]->output().size();
   kill_every_process_of(victim);
-  ASSERT_TRUE(wait_for_text(*nodes[survivor], "round 1: 1 node(s)", from))
+  ASSERT_TRUE(wait_for_text(*nodes[survivor], fmt::format("round {}: 1 node(s)", m + 1), from))
       << nodes[survivor]->output();
   nodes[victim] = elastic_node(victim, run, kEpochs, "back.log", kInPlace, powersgd);
-  ASSERT_TRUE(wait_for_text(*nodes[survivor], "round 2: 2 node(s)", from))
+  ASSERT_TRUE(wait_for_text(*nodes[survivor], fmt::format("round {}: 2 node(s)", m + 2), from))
       << nodes[survivor]->output() << nodes[victim]->output();
   EXPECT_EQ(children_of(nodes[survivor]->pid()), workers) << "a regroup restarted the survivor";
 
@@ -391,11 +386,13 @@ TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank
   EXPECT_EQ(r[survivor].exit_code, 0) << r[survivor].output;
   EXPECT_EQ(r[victim].exit_code, 0) << r[victim].output;
   const std::string all = r[0].output + r[1].output;
-  EXPECT_NE(all.find("round 2: every rank took rank "), std::string::npos) << all;
+  EXPECT_NE(all.find(fmt::format("round {}: every rank took rank ", m + 2)), std::string::npos)
+      << all;
   EXPECT_NE(all.find("with every rank (2) holding the same bytes"), std::string::npos) << all;
   EXPECT_EQ(all.find("resumed from "), std::string::npos) << all;
   EXPECT_EQ(all.find("error feedback restart"), std::string::npos) << all;
-  EXPECT_EQ(memberships(run), (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 2}}));
+  EXPECT_EQ(memberships(run, m),
+            (std::vector<std::pair<int, int>>{{m, 2}, {m + 1, 1}, {m + 2, 2}}));
   const std::string manifest = newest_step_manifest(run + "/checkpoints");
   ASSERT_FALSE(manifest.empty());
   const auto state =
