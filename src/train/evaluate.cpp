@@ -30,6 +30,23 @@ torch::Tensor gather_rows(distributed::DistContext* ctx, const torch::Tensor& lo
   return torch::cat(parts);
 }
 
+// Eval mode for the guard's life, then the model's mode before it (also when an exception
+// leaves the evaluation).
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(models::ClassifierImpl& model)
+      : model_(model), was_training_(model.is_training()) {
+    model_.eval();
+  }
+  ~EvalModeGuard() { model_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  models::ClassifierImpl& model_;
+  bool was_training_;
+};
+
 torch::Tensor batch_logits(models::ClassifierImpl& model, const torch::Tensor& images,
                            torch::Device device) {
   const auto x = images.to(device);
@@ -46,21 +63,23 @@ torch::Tensor batch_logits(models::ClassifierImpl& model, const torch::Tensor& i
 }  // namespace
 
 SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
-                           distributed::DistContext* ctx, torch::Device device) {
+                           distributed::DistContext* ctx, torch::Device device,
+                           const std::function<void()>& before_batch) {
   const torch::NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
+  const EvalModeGuard eval_mode(model);
   std::vector<torch::Tensor> logits;
   std::vector<torch::Tensor> labels;
   std::vector<int64_t> indices;
   loader.start_epoch(0);
-  while (auto batch = loader.next()) {
+  while (true) {
+    if (before_batch) before_batch();
+    const auto batch = loader.next();
+    if (!batch) break;
     if (batch->indices.empty()) continue;
     logits.push_back(batch_logits(model, batch->images, device));
     labels.push_back(batch->labels.to(torch::kFloat32));
     indices.insert(indices.end(), batch->indices.begin(), batch->indices.end());
   }
-  model.train(was_training);
   const int64_t classes = model.options().num_classes;
   SplitOutputs local;
   local.logits = logits.empty() ? torch::zeros({0, classes}) : torch::cat(logits);

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,12 @@ struct SplitOutputs {
 
 // Runs the model (eval mode, no grad) over one epoch of `loader` (epoch 0, no shuffle expected)
 // and gathers the outputs across ranks; every rank gets the full result. `ctx` may be null.
+// `before_batch`, when set, is called before each batch: an exception it throws abandons the
+// pass before the gathering collectives (the model back in its mode; the loader's next
+// start_epoch begins a new pass), so a rank may leave a long evaluation its group will redo.
 SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
-                           distributed::DistContext* ctx, torch::Device device);
+                           distributed::DistContext* ctx, torch::Device device,
+                           const std::function<void()>& before_batch = {});
 
 struct EvalMetrics {
   double loss = 0;

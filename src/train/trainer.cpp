@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "common/error.h"
@@ -592,6 +593,8 @@ class Trainer::Impl {
     RunPosition next_epoch = pos_;  // a resume from this checkpoint starts the next epoch
     ++next_epoch.epoch;
     summary.last_checkpoint = save_checkpoint(next_epoch, log.best);
+    // A regroup that interrupted this epoch's validation: the validation done again, apart.
+    if (regroup_clock_.running()) regroup_clock_.lap("epoch end");
   }
 
   // The summary's totals, once the last epoch is done.
@@ -724,8 +727,9 @@ class Trainer::Impl {
         ctx_->world_size() / std::max(1e-9, epoch_clock.seconds());
     // Rank 0's BatchNorm statistics are the checkpointed ones: validate with them everywhere.
     if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
-    const EvalMetrics m =
-        evaluate_outputs(predict_split(*model_, *val_loader_, ctx_.get(), device_), loss_);
+    log::debug("epoch {}: validating", pos_.epoch);
+    const EvalMetrics m = evaluate_outputs(
+        predict_split(*model_, *val_loader_, ctx_.get(), device_, abandon_if_round_ended()), loss_);
     log.val_loss = m.loss;
     log.val_auroc = m.auroc;
     log.lr_reduced = schedule_->observe_val_loss(m.loss);
@@ -751,6 +755,21 @@ class Trainer::Impl {
                         {"images_per_second", log.images_per_second}});
     }
     return log;
+  }
+
+  // --elastic in-place: a validation's check before each batch. When the round has ended (a
+  // node joins or is lost) the rank leaves at once with DistError (before the validation's
+  // collectives) instead of finishing a pass that the others, or the newcomer, would wait for;
+  // the position still ends the epoch, so the next round validates it again. Empty otherwise.
+  std::function<void()> abandon_if_round_ended() const {
+    const distributed::ElasticRound* round = ctx_->elastic_round();
+    if (round == nullptr) return {};
+    return [round, epoch = pos_.epoch] {
+      if (round->ended()) {
+        throw DistError(
+            fmt::format("round {} ended during the validation of epoch {}", round->round(), epoch));
+      }
+    };
   }
 
   nlohmann::json state_json(const RunPosition& position) const {

@@ -116,19 +116,21 @@ class ElasticLab : public LabTest {
                    log);
   }
 
-  // One node of an elastic --nnodes 1:2 job; its workers (train() and WORKER_FLAGS) record
-  // their examples in <out>.examples.rank<r>.
+  // One node of an elastic --nnodes 1:2 job; its workers (`chexscale GLOBAL_FLAGS train()
+  // WORKER_FLAGS`) record their examples in <out>.examples.rank<r>.
   std::unique_ptr<Process> elastic_node(int node, const std::string& out, int epochs,
                                         const std::string& log,
                                         const std::string& launch_flags = "",
-                                        const std::string& worker_flags = "") {
+                                        const std::string& worker_flags = "",
+                                        const std::string& global_flags = "") {
     return on_node(node,
                    fmt::format("launch --nnodes 1:2 --nproc-per-node 1 --master-addr {} "
                                "--master-port {} --node-name node-{} --rdzv-last-call 1 "
-                               "--heartbeat-timeout {} --max-restarts 5 --stop-grace 10 {}-- {} "
+                               "--heartbeat-timeout {} --max-restarts 5 --stop-grace 10 {}-- {}{} "
                                "--record-examples {}.examples{}",
                                address(kServerNode), kPort, node, kHeartbeatTimeout,
-                               launch_flags.empty() ? "" : launch_flags + " ", train(out, epochs),
+                               launch_flags.empty() ? "" : launch_flags + " ",
+                               global_flags.empty() ? "" : global_flags + " ", train(out, epochs),
                                out, worker_flags.empty() ? "" : " " + worker_flags),
                    log);
   }

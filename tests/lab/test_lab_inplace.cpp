@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -132,7 +134,7 @@ std::smatch first_match(const std::string& text, const std::regex& re) {
 }
 
 // A worker's account of its regroup into round `round` (the line it logs after its first step
-// there): its total and each part ("place", "group", ..., "first step"), waiting up to 10 s for
+// there): its total and each part ("place", "group", ..., "first step"), waiting up to `wait` for
 // it in `process`'s output from `from` on. Empty when none came; `newcomer`: the line of a rank
 // new in that round.
 struct RegroupLine {
@@ -141,11 +143,12 @@ struct RegroupLine {
   std::string text;
 };
 std::optional<RegroupLine> regroup_line(const Process& process, size_t from, int round,
-                                        bool newcomer) {
+                                        bool newcomer,
+                                        std::chrono::seconds wait = std::chrono::seconds(10)) {
   const std::regex line(fmt::format(R"(round {}: rank \d+{} regrouped in ([0-9.]+) s: ([^\n]*))",
                                     round, newcomer ? R"( \(new\))" : ""));
   const std::regex part(R"(([a-z][a-z ]*) ([0-9.]+) s(?: \([^)]*\))?(?:, |$))");
-  for (const auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;
+  for (const auto deadline = Clock::now() + wait; Clock::now() < deadline;
        std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
     const std::string out = process.output().substr(std::min(from, process.output().size()));
     const std::smatch m = first_match(out, line);
@@ -400,6 +403,78 @@ TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank
   ASSERT_TRUE(state.contains("powersgd")) << state.dump();
   EXPECT_EQ(state.at("powersgd").at("world_size"), 2);
   EXPECT_EQ(state.at("powersgd").at("steps"), state.at("global_step")) << state.dump();
+  expect_each_example_once_per_epoch(run, kEpochs);
+}
+
+// How many epoch records (validations) of each epoch `run`'s metrics.jsonl holds.
+std::map<int64_t, int> validations(const std::string& run) {
+  std::map<int64_t, int> out;
+  std::istringstream in(file_contents(run + "/metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, false);
+    if (!record.is_discarded() && record.value("type", "") == "epoch")
+      ++out[record.at("epoch").get<int64_t>()];
+  }
+  return out;
+}
+
+// A node joins while the only other one validates an epoch: that node's worker leaves the
+// validation at once instead of finishing it, and the new round validates the epoch again with
+// both. To make the round end find it mid-pass, the worker is stopped (SIGSTOP) once it logs
+// the validation's start and continued once its agent has ended the round; a stop that came
+// too late (the epoch's record already written) is let go and tried at the next epoch.
+TEST_F(LabInPlace, AJoinDuringAValidationEndsItAndTheNewRoundValidatesTheEpochAgain) {
+  // A validation of several batches: 220 images, four fifths of them held out (and no worker's
+  // slice of the rest ends in a batch of one, on one worker or two).
+  data_ = tmp_.path() + "/data-val";
+  const ProcessResult synth =
+      run_shell(chexscale_bin() + " synth --out " + data_ + " --images 220 --size 32 --seed 6");
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  auto server = rendezvous_server();
+  const std::string run = tmp_.path() + "/run";
+  constexpr int kEpochs = 4;
+  const std::string flags = "--val-fraction 0.8";
+  auto n0 = elastic_node(0, run, kEpochs, "node0.log", kInPlace, flags, "--log-level debug");
+  ASSERT_TRUE(wait_for_text(*n0, "round 0: 1 node(s)")) << n0->output();
+  const std::vector<pid_t> workers = children_of(n0->pid());
+  ASSERT_EQ(workers.size(), 1u) << n0->output();
+  int epoch = 0;
+  for (size_t from = 0;; ++epoch) {
+    ASSERT_LT(epoch, kEpochs - 1) << "no stop came during a validation\n" << n0->output();
+    const std::string start = fmt::format("epoch {}: validating", epoch);
+    ASSERT_TRUE(wait_for_text(*n0, start, from)) << n0->output();
+    ASSERT_EQ(::kill(workers[0], SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a write under way lands
+    if (validations(run).count(epoch) == 0) break;
+    ASSERT_EQ(::kill(workers[0], SIGCONT), 0);
+    from = n0->output().find(start, from) + start.size();
+  }
+  const size_t from = n0->output().size();
+  auto n1 = elastic_node(1, run, kEpochs, "node1.log", kInPlace, flags);
+  const auto ended = wait_for_text(*n0, "round 0 ended: 1 node(s) waiting to join", from);
+  ::kill(workers[0], SIGCONT);
+  ASSERT_TRUE(ended) << n0->output() << n1->output();
+  const std::string left = fmt::format("round 0 ended during the validation of epoch {}", epoch);
+  EXPECT_TRUE(wait_for_text(*n0, left, from)) << n0->output() << n1->output();
+  // Its first step comes after the epoch's validation, done again by both.
+  const std::optional<RegroupLine> regroup =
+      regroup_line(*n0, from, 1, /*newcomer=*/false, std::chrono::seconds(90));
+  ASSERT_TRUE(regroup) << n0->output();
+  fmt::print("[in place: node 1 joins during a validation] {}\n", regroup->text);
+  EXPECT_EQ(regroup->parts.count("epoch end"), 1u) << regroup->text;  // validated again
+
+  const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(4));
+  EXPECT_EQ(r[0].exit_code, 0) << r[0].output;
+  EXPECT_EQ(r[1].exit_code, 0) << r[1].output;
+  EXPECT_EQ(memberships(run, 0), (std::vector<std::pair<int, int>>{{0, 1}, {1, 2}}));
+  // Every epoch validated once in the records, the interrupted one by the new round.
+  std::map<int64_t, int> once;
+  for (int64_t e = 0; e < kEpochs; ++e)
+    once[e] = 1;
+  EXPECT_EQ(validations(run), once);
+  EXPECT_NE((r[0].output + r[1].output).find("with every rank (2) holding the same bytes"),
+            std::string::npos)
+      << r[0].output << r[1].output;
   expect_each_example_once_per_epoch(run, kEpochs);
 }
 

@@ -1,6 +1,7 @@
 // Per-study scoring (evaluate.h): the study of an image name, and the combination of a study's
 // views into one row -- the maximum probability, the study's labels -- checked by hand; and
-// predictions.csv's probabilities, which read back as the very float32 values they were.
+// predictions.csv's probabilities, which read back as the very float32 values they were; and a
+// prediction pass abandoned midway (an elastic round that ends during validation).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "data/loader.h"
 #include "train/evaluate.h"
+#include "train/tiny_classifier.h"
 
 namespace chexscale::train {
 namespace {
@@ -96,6 +99,44 @@ TEST(Evaluate, PredictionsCsvProbabilitiesReadBackExactly) {
     const std::string cell = line.substr(first + 1, second - first - 1);
     EXPECT_EQ(std::strtof(cell.c_str(), nullptr), written[i].item<float>()) << line;
   }
+}
+
+// A pass that its before_batch check abandons after two batches: the exception leaves
+// predict_split with the model back in training mode, and the next pass over the same loader
+// (as the next round's validation) gives every example and the same logits as a pass that was
+// never interrupted.
+TEST(Evaluate, AnAbandonedPassLeavesTheModelTrainingAndTheNextPassWhole) {
+  data::LoaderOptions o;
+  o.synthetic = true;
+  o.synthetic_size = 22;  // six batches, the last of two
+  o.batch_size = 4;
+  o.image_size = 16;
+  o.crop_size = 16;
+  o.augment = false;
+  o.shuffle = false;
+  o.threads = 1;
+  data::Loader loader(o);
+  const models::Classifier model = test_util::make_tiny_classifier(5);
+  const SplitOutputs whole = predict_split(*model, loader, nullptr, torch::kCPU);
+  ASSERT_EQ(whole.indices.numel(), 22);
+  ASSERT_TRUE(model->is_training());
+
+  int checks = 0;
+  const auto abandon_at_third = [&checks] {
+    if (++checks == 3) throw std::runtime_error("round 4 ended");
+  };
+  EXPECT_THROW(predict_split(*model, loader, nullptr, torch::kCPU, abandon_at_third),
+               std::runtime_error);
+  EXPECT_EQ(checks, 3);
+  EXPECT_TRUE(model->is_training());
+
+  int calls = 0;
+  const SplitOutputs again =
+      predict_split(*model, loader, nullptr, torch::kCPU, [&calls] { ++calls; });
+  EXPECT_EQ(calls, 7);  // before each of the six batches and before the end
+  ASSERT_EQ(again.indices.numel(), 22);
+  EXPECT_TRUE(torch::equal(again.indices, whole.indices));
+  EXPECT_TRUE(torch::equal(again.logits, whole.logits));
 }
 
 }  // namespace
