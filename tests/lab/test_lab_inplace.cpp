@@ -31,8 +31,8 @@ namespace {
 constexpr const char* kInPlace = "--elastic in-place";
 
 // When each step record of a run's metrics.jsonl appeared, and when the survivor's other work
-// between steps ended (an epoch record after validation, a new checkpoint manifest), polled
-// every 5 ms on a thread.
+// between steps ended (an epoch record after validation, a new checkpoint manifest; not a
+// membership record, written during a regroup), polled every 5 ms on a thread.
 class StepClock {
  public:
   explicit StepClock(std::string run) : run_(std::move(run)) {
@@ -88,8 +88,14 @@ class StepClock {
   }
 
  private:
+  // The records of the survivor's work: every line but the memberships (which a round's rank 0
+  // writes during its regroup).
   static size_t count_lines(const std::string& text) {
-    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    size_t memberships = 0;
+    for (size_t at = text.find("\"type\":\"membership\""); at != std::string::npos;
+         at = text.find("\"type\":\"membership\"", at + 1))
+      ++memberships;
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) - memberships;
   }
 
   const std::string run_;
@@ -231,8 +237,6 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   const auto rejoined =
       wait_for_text(*nodes[survivor], fmt::format("round {}: 2 node(s)", m + 2), from);
   ASSERT_TRUE(rejoined) << nodes[survivor]->output() << nodes[victim]->output();
-  const std::optional<StepClock::Seen> after_join = clock.first_after(*rejoined);
-  ASSERT_TRUE(after_join) << nodes[survivor]->output() << nodes[victim]->output();
   // The new round's rank 0 logs the state's size and, when it is the survivor (the newcomer may
   // be rank 0 instead: "this rank is new"), its pause from leaving round 1 to holding the state.
   const std::regex pause_line(
@@ -247,20 +251,29 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
     pause = first_match(all, pause_line);
   }
   ASSERT_FALSE(pause.empty()) << all;
-  // A few steps of the new round.
-  const auto settled = Clock::now() + std::chrono::seconds(3);
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  // The join's cost to the survivor: the longest time between two of its records (a step, an
-  // epoch's validation, a checkpoint: the work it does anyway) from the newcomer's start to a
-  // few steps into the new round, less its usual time per step (of two workers, the median
-  // before the fault).
-  double around_join = 0;
-  const std::vector<Clock::time_point> events = clock.events();
-  for (size_t i = 1; i < events.size(); ++i) {
-    if (events[i] > joined && events[i] <= settled)
-      around_join =
-          std::max(around_join, std::chrono::duration<double>(events[i] - events[i - 1]).count());
+  // The join's cost to the survivor: from its last record before it left round 1 (a step, an
+  // epoch's validation, a checkpoint: the work it does anyway) to its first step's record in the
+  // new round, less its usual time per step (of two workers, the median before the fault). The
+  // new round starts at the step of its membership record.
+  std::optional<int64_t> entry_step;
+  for (const auto deadline = Clock::now() + std::chrono::seconds(10);
+       !entry_step && Clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    std::istringstream in(file_contents(run + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const auto record = nlohmann::json::parse(line, nullptr, false);
+      if (!record.is_discarded() && record.value("type", "") == "membership" &&
+          record.at("round").get<int>() == m + 2)
+        entry_step = record.at("step").get<int64_t>();
+    }
   }
+  ASSERT_TRUE(entry_step) << file_contents(run + "/metrics.jsonl");
+  const std::optional<StepClock::Seen> after_join = clock.first_after(joined, *entry_step);
+  ASSERT_TRUE(after_join) << nodes[survivor]->output() << nodes[victim]->output();
+  Clock::time_point last_before = joined;
+  for (const Clock::time_point e : clock.events())
+    if (e < after_join->at) last_before = std::max(last_before, e);
+  const double around_join = std::chrono::duration<double>(after_join->at - last_before).count();
   const std::vector<StepClock::Seen> seen = clock.seen();
   std::vector<double> intervals;
   for (size_t i = 2; i < seen.size() && seen[i].at < fault; ++i)  // not the first step's warm-up
