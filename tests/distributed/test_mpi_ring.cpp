@@ -141,26 +141,17 @@ TEST_F(MpiRingAllreduce, Fp16SumsEqualGloosToTheLastBit) {
   }
 }
 
-// On any values (subnormals, sums past 1024) the ring's fp16 sum is Gloo's order of additions,
-// each rounded to fp16.
-TEST_F(MpiRingAllreduce, Fp16SumsFollowGloosOrderRoundingAtEachStep) {
-  for (int64_t n : kOddSizes) {
-    std::vector<at::Tensor> io{contribution(rank(), n, torch::kHalf)};
-    ring_->allreduce(io)->wait();
-    const at::Tensor expected = sum_in_gloos_order(n, torch::kHalf, world());
-    EXPECT_TRUE(torch::equal(io[0], expected))
-        << n << " elements: " << differences(io[0], expected);
-  }
-}
-
-// Gloo of LibTorch 1.13 cannot sum bf16: the same check against Gloo's order.
-TEST_F(MpiRingAllreduce, Bf16SumsFollowGloosOrderRoundingAtEachStep) {
-  for (int64_t n : kOddSizes) {
-    std::vector<at::Tensor> io{contribution(rank(), n, torch::kBFloat16)};
-    ring_->allreduce(io)->wait();
-    const at::Tensor expected = sum_in_gloos_order(n, torch::kBFloat16, world());
-    EXPECT_TRUE(torch::equal(io[0], expected))
-        << n << " elements: " << differences(io[0], expected);
+// On any values (subnormals, sums past 1024) the ring's 16-bit sums are Gloo's order of
+// additions, each rounded to `type`: fp16, and bf16 (which Gloo of LibTorch 1.13 cannot sum).
+TEST_F(MpiRingAllreduce, HalfSumsFollowGloosOrderRoundingAtEachStep) {
+  for (c10::ScalarType type : {torch::kHalf, torch::kBFloat16}) {
+    for (int64_t n : kOddSizes) {
+      std::vector<at::Tensor> io{contribution(rank(), n, type)};
+      ring_->allreduce(io)->wait();
+      const at::Tensor expected = sum_in_gloos_order(n, type, world());
+      EXPECT_TRUE(torch::equal(io[0], expected))
+          << c10::toString(type) << ", " << n << " elements: " << differences(io[0], expected);
+    }
   }
 }
 
