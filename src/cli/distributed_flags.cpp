@@ -11,6 +11,7 @@ distributed::DistOptions DistributedFlags::resolved() const {
   distributed::DistOptions o = options;
   o.backend = distributed::parse_backend(backend);
   o.device = distributed::parse_device_request(device);
+  o.mpi_allreduce = distributed::parse_mpi_allreduce(mpi_allreduce);
   o.rdzv_timeout = std::chrono::seconds(rdzv_timeout_s);
   o.collective_timeout = std::chrono::seconds(collective_timeout_s);
   o.validate();
@@ -28,6 +29,11 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
                "Allreduce node by node (gloo, mpi): reduce inside each node, allreduce among one "
                "leader per node, broadcast back; every gradient byte crosses the network once per "
                "node instead of once per rank (see docs/bare-metal.md)");
+  cmd.add_option("--mpi-allreduce", f.mpi_allreduce,
+                 "How backend mpi allreduces: auto (its own pipelined ring of point-to-point "
+                 "messages in a group that spans nodes, MPI_Allreduce inside one node), ring, or "
+                 "library (MPI_Allreduce everywhere; see docs/bare-metal.md)")
+      ->capture_default_str();
   cmd.add_option("--device", f.device,
                  "Where each rank computes: auto (cuda:LOCAL_RANK when the node has a GPU per "
                  "local rank, else cpu), cpu, cuda")

@@ -17,6 +17,7 @@ struct DistributedFlags {
   distributed::DistOptions options;
   std::string backend = distributed::to_string(distributed::DistOptions{}.backend);
   std::string device = distributed::to_string(distributed::DistOptions{}.device);
+  std::string mpi_allreduce = distributed::to_string(distributed::DistOptions{}.mpi_allreduce);
   int rdzv_timeout_s = static_cast<int>(distributed::kDefaultRdzvTimeout.count());
   int collective_timeout_s = static_cast<int>(distributed::kDefaultCollectiveTimeout.count());
 
@@ -24,9 +25,9 @@ struct DistributedFlags {
   distributed::DistOptions resolved() const;
 };
 
-// Adds --backend, --hierarchical, --device, --rdzv-timeout, --collective-timeout, --rank,
-// --world-size,
-// --local-rank, --local-world-size, --master-addr, --master-port.
+// Adds --backend, --hierarchical, --mpi-allreduce, --device, --rdzv-timeout,
+// --collective-timeout, --rank, --world-size, --local-rank, --local-world-size, --master-addr,
+// --master-port.
 void add_distributed_flags(CLI::App& cmd, DistributedFlags& flags);
 
 struct ReducerFlags {

@@ -87,19 +87,20 @@ void for_each_flat_group(std::vector<torch::Tensor>& tensors, std::optional<torc
   }
 }
 
-// The process group of `backend` (Gloo binds to `gloo_address`); LibTorch's errors as DistError
-// naming the backend and rank.
+// The process group of `backend` (Gloo binds to `gloo_address`; MPI allreduces by
+// `mpi_allreduce`); LibTorch's errors as DistError naming the backend and rank.
 c10::intrusive_ptr<compat::CollectiveGroup> make_group(Backend backend,
                                                        const c10::intrusive_ptr<c10d::Store>& store,
                                                        const RendezvousEnv& env,
                                                        const GlooAddress& gloo_address,
+                                                       MpiAllreduce mpi_allreduce,
                                                        std::chrono::milliseconds timeout) {
   try {
     switch (backend) {
       case Backend::kNccl:
         return make_nccl_group(store, env, timeout);
       case Backend::kMpi:
-        return make_mpi_group(env);
+        return make_mpi_group(env, mpi_allreduce);
       default:
         return make_gloo_group(store, env, gloo_address, timeout);
     }
@@ -135,8 +136,8 @@ NodeLayout gather_node_layout(DistContext& ctx, const RendezvousEnv& env) {
 // `world` itself (and a log line saying so) when that would be the flat allreduce again.
 c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
     c10::intrusive_ptr<compat::CollectiveGroup> world, const NodeLayout& layout, Backend backend,
-    const c10::intrusive_ptr<c10d::Store>& store, const RendezvousEnv& env,
-    const GlooAddress& address, std::chrono::milliseconds timeout) {
+    const DistOptions& options, const c10::intrusive_ptr<c10d::Store>& store,
+    const RendezvousEnv& env, const GlooAddress& address) {
   if (layout.flat()) {
     log::info("--hierarchical: {} node(s) of {} rank(s): the flat allreduce is the same, kept",
               layout.nodes, layout.local_size);
@@ -144,7 +145,8 @@ c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
   }
   NodeGroups groups;
   try {
-    groups = make_node_groups(backend, store, env, address, timeout, layout);
+    groups = make_node_groups(backend, store, env, address, options.collective_timeout, layout,
+                              options.mpi_allreduce);
   } catch (const c10::Error& e) {
     throw DistError(fmt::format("creating the hierarchical groups failed on rank {} ({}): {}",
                                 env.rank.value, layout.describe(), e.what_without_backtrace()));
@@ -169,6 +171,18 @@ std::map<std::string, std::string> environment_with(
 bool in_standby(const std::map<std::string, std::string>& env) {
   const auto round = env.find(kEnvElasticRound);
   return round != env.end() && round->second == kElasticStandby;
+}
+
+// Refuses what `backend` cannot do: mpi without an MPI launcher, --hierarchical with nccl, an
+// MPI allreduce choice with any other backend.
+void require_backend_options(Backend backend, const DistOptions& options,
+                             const RendezvousEnv& env) {
+  if (backend == Backend::kMpi) require_mpi_launcher(env);
+  if (options.hierarchical) require_hierarchical_backend(backend);
+  if (options.mpi_allreduce != MpiAllreduce::kAuto && backend != Backend::kMpi) {
+    throw UsageError(fmt::format("mpi_allreduce {} is for `backend` mpi, and this job's is {}",
+                                 to_string(options.mpi_allreduce), to_string(backend)));
+  }
 }
 
 // --elastic in-place rebuilds Gloo groups only.
@@ -236,8 +250,7 @@ std::shared_ptr<DistContext> DistContext::init(
   ctx->device_ = resolve_device(options.device, env.local_rank.value, env.local_world_size.value);
   make_current_device(ctx->device_);
   const Backend backend = resolve_backend(options.backend, ctx->device_);
-  if (backend == Backend::kMpi) require_mpi_launcher(env);
-  if (options.hierarchical) require_hierarchical_backend(backend);
+  require_backend_options(backend, options, env);
   ctx->elastic_ = elastic_round_for(process_env, env, backend);
   if (env.world_size.value == 1) return ctx;
 
@@ -262,7 +275,8 @@ std::shared_ptr<DistContext> DistContext::init(
     return at_next_place(options, env_overrides, *ctx->elastic_);
   }
   auto group_store = c10::make_intrusive<c10d::PrefixStore>("pg", state->store);
-  state->group = make_group(backend, group_store, env, gloo_address, collective_timeout);
+  state->group = make_group(backend, group_store, env, gloo_address, options.mpi_allreduce,
+                            collective_timeout);
   state->watchdog = std::make_unique<CollectiveWatchdog>(
       state->store, env.rank.value, env.world_size.value, collective_timeout, store_address(env));
   if (ctx->elastic_) {
@@ -272,8 +286,8 @@ std::shared_ptr<DistContext> DistContext::init(
   ctx->state_ = std::move(state);
   if (options.hierarchical) {
     auto& group = ctx->state_->group;
-    auto wrapped = node_by_node(group, gather_node_layout(*ctx, env), backend, group_store, env,
-                                gloo_address, collective_timeout);
+    auto wrapped = node_by_node(group, gather_node_layout(*ctx, env), backend, options, group_store,
+                                env, gloo_address);
     ctx->hierarchical_ = wrapped != group;
     group = std::move(wrapped);
   }

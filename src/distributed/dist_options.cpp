@@ -27,6 +27,23 @@ Backend parse_backend(std::string_view text) {
                     {Backend::kAuto, Backend::kGloo, Backend::kNccl, Backend::kMpi});
 }
 
+const char* to_string(MpiAllreduce algorithm) {
+  switch (algorithm) {
+    case MpiAllreduce::kAuto:
+      return "auto";
+    case MpiAllreduce::kRing:
+      return "ring";
+    case MpiAllreduce::kLibrary:
+      return "library";
+  }
+  throw Error("unknown MpiAllreduce value");
+}
+
+MpiAllreduce parse_mpi_allreduce(std::string_view text) {
+  return parse_enum(text, "mpi_allreduce",
+                    {MpiAllreduce::kAuto, MpiAllreduce::kRing, MpiAllreduce::kLibrary});
+}
+
 const char* to_string(DeviceRequest device) {
   switch (device) {
     case DeviceRequest::kAuto:

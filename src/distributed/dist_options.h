@@ -16,6 +16,14 @@ enum class Backend { kAuto, kGloo, kNccl, kMpi };
 const char* to_string(Backend backend);  // "auto", "gloo", "nccl", "mpi"
 Backend parse_backend(std::string_view text);
 
+// How the mpi backend allreduces: auto = its own pipelined ring of point-to-point messages
+// (mpi_ring.h) in a group whose ranks span several nodes, MPI_Allreduce inside one node (shared
+// memory); ring or library (MPI_Allreduce, the MPI library's own algorithm) everywhere.
+enum class MpiAllreduce { kAuto, kRing, kLibrary };
+
+const char* to_string(MpiAllreduce algorithm);  // "auto", "ring", "library"
+MpiAllreduce parse_mpi_allreduce(std::string_view text);
+
 // Where a rank computes: cpu, cuda (cuda:LOCAL_RANK), or auto (cuda when the node has a GPU for
 // every local rank, else cpu).
 enum class DeviceRequest { kAuto, kCpu, kCuda };
@@ -35,6 +43,8 @@ struct DistOptions {
   // Allreduce node by node (hierarchical_group.h): reduce inside each node, allreduce among one
   // leader per node, broadcast back. gloo and mpi only.
   bool hierarchical = false;
+  // The mpi backend's allreduce; anything but auto is for backend mpi only.
+  MpiAllreduce mpi_allreduce = MpiAllreduce::kAuto;
   // Explicit overrides of the environment contract (-1 / "" = take from the environment).
   int rank = -1;
   int world_size = -1;

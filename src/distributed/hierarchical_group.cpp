@@ -89,7 +89,8 @@ void require_hierarchical_backend(Backend backend) {
 
 NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Store>& store,
                             const RendezvousEnv& env, const GlooAddress& address,
-                            std::chrono::milliseconds timeout, const NodeLayout& layout) {
+                            std::chrono::milliseconds timeout, const NodeLayout& layout,
+                            MpiAllreduce mpi_allreduce) {
   NodeGroups groups;
   switch (backend) {
     case Backend::kGloo: {
@@ -106,8 +107,8 @@ NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Stor
       return groups;
     }
     case Backend::kMpi:
-      groups.node = make_mpi_subgroup(layout.node, layout.local_rank);
-      groups.leaders = make_mpi_subgroup(layout.leader() ? 0 : -1, layout.node);
+      groups.node = make_mpi_subgroup(layout.node, layout.local_rank, mpi_allreduce);
+      groups.leaders = make_mpi_subgroup(layout.leader() ? 0 : -1, layout.node, mpi_allreduce);
       return groups;
     default:
       require_hierarchical_backend(backend);

@@ -28,10 +28,12 @@ struct NodeGroups {
 void require_hierarchical_backend(Backend backend);
 
 // Gloo: the node's ranks over loopback (store prefix "hier/node<N>"), the leaders over `address`
-// ("hier/leaders"). MPI: MPI_COMM_WORLD split by node and into the leaders (every rank calls it).
+// ("hier/leaders"). MPI: MPI_COMM_WORLD split by node and into the leaders (every rank calls it),
+// the leaders allreducing by `mpi_allreduce` (auto: chexscale's ring, as they span nodes).
 NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Store>& store,
                             const RendezvousEnv& env, const GlooAddress& address,
-                            std::chrono::milliseconds timeout, const NodeLayout& layout);
+                            std::chrono::milliseconds timeout, const NodeLayout& layout,
+                            MpiAllreduce mpi_allreduce);
 
 // The group whose allreduce is node reduce -> leaders' allreduce -> node broadcast. Every
 // collective (broadcast, allgather and barrier go to `world`) runs on one thread of the group, in

@@ -1,4 +1,5 @@
-// MPI datatypes and operations for c10 types, with user-defined reductions of fp16 and bf16.
+// MPI datatypes and operations for c10 types, with user-defined reductions of fp16 and bf16, and
+// MPI's errors as exceptions.
 #include "distributed/mpi_datatypes.h"
 
 #include <c10/util/BFloat16.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <string>
 
 namespace chexscale::distributed {
 namespace {
@@ -41,6 +43,13 @@ constexpr std::array<MPI_User_function*, 4> kHalfFunctions = {
 
 std::array<MPI_Op, 4> fp16_ops{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
 std::array<MPI_Op, 4> bf16_ops{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "error " + std::to_string(code);
+  return std::string(text, length);
+}
 
 MPI_Op half_op(c10d::ReduceOp::RedOpType op, c10::ScalarType type) {
   const auto& ops = type == c10::kHalf ? fp16_ops : bf16_ops;
@@ -108,6 +117,10 @@ MPI_Op mpi_op(const c10d::ReduceOp& op, c10::ScalarType type) {
       TORCH_CHECK(false, "the mpi backend has no reduce op ", static_cast<int>(kind),
                   " (AVG: sum, then divide by the world size)");
   }
+}
+
+void check_mpi(int code, const char* call) {
+  TORCH_CHECK(code == MPI_SUCCESS, call, " failed: ", mpi_error_text(code));
 }
 
 void create_half_ops() {

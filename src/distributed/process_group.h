@@ -55,13 +55,16 @@ void require_nccl();
 // MPI on MPI_COMM_WORLD (duplicated), initialised on first use (MPI_THREAD_SERIALIZED) and
 // finalised at exit. Rank and size come from MPI and must equal env's (else UsageError); env must
 // come from an MPI launcher (require_mpi_launcher). The rendezvous store is not used: mpirun or
-// srun has already connected the ranks. Throws UsageError in a build without MPI.
-c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv& env);
+// srun has already connected the ranks. `allreduce` picks the allreduce (dist_options.h). Throws
+// UsageError in a build without MPI.
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(
+    const RendezvousEnv& env, MpiAllreduce allreduce = MpiAllreduce::kAuto);
 
 // A group of the MPI world's ranks that pass the same `color` (>= 0), ordered by `key`; nullptr for
 // a rank that passes a negative color. Collective over MPI_COMM_WORLD: every rank calls it, in the
 // same order. Throws UsageError in a build without MPI.
-c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int color, int key);
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(
+    int color, int key, MpiAllreduce allreduce = MpiAllreduce::kAuto);
 
 // True when this build can create MPI groups.
 bool mpi_compiled();

@@ -6,6 +6,7 @@
 // that completes (or holds MPI's error as an exception) when the thread has run it. Every rank must
 // submit the same collectives in the same order, as the reducer and DistContext do. The collective
 // timeout is the watchdog's (Work::wait with a timeout); MPI itself never gives up on a collective.
+// Allreduce is MPI_Allreduce inside one node and chexscale's ring (mpi_ring.h) across nodes.
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <mpi.h>
@@ -18,8 +19,10 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "distributed/collective_queue.h"
 #include "distributed/mpi_datatypes.h"
+#include "distributed/mpi_ring.h"
 #include "distributed/process_group.h"
 
 namespace chexscale::distributed {
@@ -34,18 +37,6 @@ std::mutex& mpi_mutex() {
 
 // Groups whose progress thread may still call MPI; MPI_Finalize waits for none.
 std::atomic<int> live_groups{0};
-
-std::string mpi_error_text(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return fmt::format("error {}", code);
-  return std::string(text, length);
-}
-
-// MPI returns its errors (MPI_ERRORS_RETURN): each becomes a c10::Error naming the call.
-void check_mpi(int code, const char* call) {
-  TORCH_CHECK(code == MPI_SUCCESS, call, " failed: ", mpi_error_text(code));
-}
 
 // A group that failed is left alive on purpose (its thread may be inside a collective that never
 // ends): MPI cannot be finalized under it, so such a process exits without MPI_Finalize.
@@ -88,11 +79,30 @@ int count_of(const at::Tensor& t) {
   return static_cast<int>(t.numel());
 }
 
+// Whether the group's allreduce runs the ring: asked for, or (auto) its ranks are on more than
+// one node, where MPI's allreduce over TCP is slow; inside a node MPI's shared memory is faster.
+// Collective over `comm`; every rank gets the same answer. Call under the MPI lock.
+bool allreduce_by_ring(MPI_Comm comm, int size, MpiAllreduce requested) {
+  if (requested != MpiAllreduce::kAuto) return requested == MpiAllreduce::kRing;
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int node_size = 0;
+  check_mpi(MPI_Comm_size(node, &node_size), "MPI_Comm_size");
+  MPI_Comm_free(&node);
+  return node_size < size;
+}
+
+const char* allreduce_name(bool ring) {
+  return ring ? "chexscale's ring of point-to-point messages" : "MPI_Allreduce";
+}
+
 class MpiProcessGroup final : public compat::CollectiveGroup {
  public:
-  MpiProcessGroup(MPI_Comm comm, int rank, int size)
+  MpiProcessGroup(MPI_Comm comm, int rank, int size, bool ring)
       : compat::CollectiveGroup(rank, size),
         comm_(comm),
+        ring_(ring ? std::make_unique<MpiRing>(comm, rank, size) : nullptr),
         progress_(std::make_unique<CollectiveQueue>()) {
     ++live_groups;
   }
@@ -115,6 +125,10 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
     const MPI_Datatype type = mpi_datatype(t.scalar_type());
     const MPI_Op op = mpi_op(opts.reduceOp, t.scalar_type());
     return enqueue(c10d::OpType::ALLREDUCE, {t}, [this, t, type, op] {
+      if (ring_) {
+        ring_->allreduce(t.data_ptr(), t.numel(), type, t.element_size(), op);
+        return;
+      }
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t), type, op, comm_),
                 "MPI_Allreduce");
     });
@@ -182,6 +196,7 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
   }
 
   MPI_Comm comm_;
+  std::unique_ptr<MpiRing> ring_;  // null: MPI_Allreduce
   std::unique_ptr<CollectiveQueue> progress_;
 };
 
@@ -198,10 +213,12 @@ MPI_Comm duplicate_world(int& rank, int& size) {
 
 }  // namespace
 
-c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int color, int key) {
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int color, int key,
+                                                              MpiAllreduce allreduce) {
   init_mpi_once();
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = -1, size = -1;
+  bool ring = false;
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
     check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &comm),
@@ -210,8 +227,11 @@ c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int color, int key
     check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    ring = allreduce_by_ring(comm, size, allreduce);
   }
-  return c10::make_intrusive<MpiProcessGroup>(comm, rank, size);
+  log::debug("backend mpi, subgroup {} of {} ranks: allreduce by {}", color, size,
+             allreduce_name(ring));
+  return c10::make_intrusive<MpiProcessGroup>(comm, rank, size, ring);
 }
 
 bool mpi_compiled() {
@@ -220,7 +240,8 @@ bool mpi_compiled() {
 
 void require_mpi() {}
 
-c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv& env) {
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv& env,
+                                                           MpiAllreduce allreduce) {
   require_mpi_launcher(env);
   init_mpi_once();
   int rank = -1, size = -1;
@@ -237,7 +258,14 @@ c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv& 
         rank, size, env.convention, env.rank.value, env.rank.source, env.world_size.value,
         env.world_size.source));
   }
-  return c10::make_intrusive<MpiProcessGroup>(comm, rank, size);
+  bool ring = false;
+  {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    ring = allreduce_by_ring(comm, size, allreduce);
+  }
+  log::info("backend mpi: allreduce by {} (--mpi-allreduce {})", allreduce_name(ring),
+            to_string(allreduce));
+  return c10::make_intrusive<MpiProcessGroup>(comm, rank, size, ring);
 }
 
 }  // namespace chexscale::distributed

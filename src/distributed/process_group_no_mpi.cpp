@@ -15,12 +15,12 @@ void require_mpi() {
       "this build has none (use `backend` gloo)");
 }
 
-c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv&) {
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_group(const RendezvousEnv&, MpiAllreduce) {
   require_mpi();
   return {};
 }
 
-c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int, int) {
+c10::intrusive_ptr<compat::CollectiveGroup> make_mpi_subgroup(int, int, MpiAllreduce) {
   require_mpi();
   return {};
 }

@@ -70,6 +70,9 @@ TEST(FlagNames, TheBinaryNamesTheFlagOfEachRefusedOption) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"env --backend ucc", "--backend 'ucc': choose auto, gloo, nccl or mpi"},
       {"env --device tpu", "--device 'tpu': choose auto, cpu or cuda"},
+      {"env --mpi-allreduce tree", "--mpi-allreduce 'tree': choose auto, ring or library"},
+      {"commbench --mpi-allreduce ring -b 1K -e 1K -n 1 -w 0",
+       "--mpi-allreduce ring is for --backend mpi, and this job's is gloo"},
       {"env --rdzv-timeout 0", "--rdzv-timeout 0 s must be at least 1 s"},
       {"env --local-world-size -2", "--local-world-size -2 must be -1 (from the environment)"},
       {"commbench --first-bucket-mb 0", "--first-bucket-mb 0 must be > 0"},

@@ -1,5 +1,6 @@
-// The options of joining a job: every Backend and DeviceRequest name reads back as itself, a bad
-// name is refused listing the valid ones, and DistOptions::validate() names the field it refuses.
+// The options of joining a job: every Backend, DeviceRequest and MpiAllreduce name reads back as
+// itself, a bad name is refused listing the valid ones, and DistOptions::validate() names the
+// field it refuses.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -32,6 +33,15 @@ TEST(DistOptionNames, DeviceRequestRoundTrips) {
             "device 'tpu': choose auto, cpu or cuda");
   EXPECT_EQ(usage_message([] { parse_device_request("CUDA"); }),
             "device 'CUDA': choose auto, cpu or cuda");
+}
+
+TEST(DistOptionNames, MpiAllreduceRoundTrips) {
+  for (MpiAllreduce a : {MpiAllreduce::kAuto, MpiAllreduce::kRing, MpiAllreduce::kLibrary}) {
+    EXPECT_EQ(parse_mpi_allreduce(to_string(a)), a) << to_string(a);
+  }
+  EXPECT_EQ(DistOptions{}.mpi_allreduce, MpiAllreduce::kAuto);
+  EXPECT_EQ(usage_message([] { parse_mpi_allreduce("tree"); }),
+            "mpi_allreduce 'tree': choose auto, ring or library");
 }
 
 TEST(DistOptionsValidate, DefaultsAreValid) {

@@ -1,13 +1,16 @@
-// The mpi backend's collectives, run by every rank of a real `mpirun -np 2` job (ctest starts it):
-// sums of known fp32, fp16 and bf16 values, broadcast, allgather, barrier, several outstanding
-// works completing in order, MPI's own errors and a timed-out wait surfacing on the Work, and
-// MPI's rank and size checked against the environment contract. Every rank runs every test in the
-// same order, as the backend requires; a failure is reported by the rank that saw it.
+// The mpi backend's collectives, run by every rank of a real `mpirun -np 2` job (ctest starts it
+// twice: allreduce by MPI_Allreduce, as --mpi-allreduce auto picks on one host, and by chexscale's
+// ring, CHEXSCALE_TEST_MPI_ALLREDUCE=ring): sums of known fp32, fp16 and bf16 values, broadcast,
+// allgather, barrier, several outstanding works completing in order, MPI's own errors and a
+// timed-out wait surfacing on the Work, and MPI's rank and size checked against the environment
+// contract. Every rank runs every test in the same order, as the backend requires; a failure is
+// reported by the rank that saw it.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -27,7 +30,8 @@ class MpiCollectives : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     env_ = detect_environment(process_environment(), DistOptions{});
-    group_ = make_mpi_group(env_);
+    const char* allreduce = std::getenv("CHEXSCALE_TEST_MPI_ALLREDUCE");
+    group_ = make_mpi_group(env_, parse_mpi_allreduce(allreduce ? allreduce : "auto"));
     // A folder both ranks know (rank 0's pid) for the markers that order the ranks' steps.
     std::vector<at::Tensor> pid{torch::full({1}, static_cast<int64_t>(::getpid()), torch::kLong)};
     group_->broadcast(pid)->wait();

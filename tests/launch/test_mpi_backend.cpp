@@ -1,7 +1,8 @@
 // The mpi collective backend end to end (builds with MPI only): real `mpirun -np 2` jobs of the
 // test worker (the reducer's steps; a stalled rank named by the watchdog) and of `chexscale train`,
-// whose weights and losses equal the same run over Gloo bit for bit; and `--backend mpi` refused
-// with the way out under chexscale's own launcher.
+// whose weights and losses equal the same run over Gloo bit for bit, with two ranks and (the
+// allreduce by chexscale's ring) with three; and `--backend mpi` refused with the way out under
+// chexscale's own launcher.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,12 +20,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// mpirun on one host, kept on loopback, with `env` ("NAME=VALUE") passed to every rank.
-std::string mpirun(const std::vector<std::string>& env = {}) {
-  std::string line =
-      "mpirun -np 2 --oversubscribe --allow-run-as-root --mca btl_tcp_if_include lo "
-      "--mca oob_tcp_if_include lo -x MASTER_PORT=" +
-      std::to_string(distributed::pick_free_port());
+// mpirun of `ranks` on one host, kept on loopback, with `env` ("NAME=VALUE") passed to every rank.
+std::string mpirun(const std::vector<std::string>& env = {}, int ranks = 2) {
+  std::string line = "mpirun -np " + std::to_string(ranks) +
+                     " --oversubscribe --allow-run-as-root --mca btl_tcp_if_include lo "
+                     "--mca oob_tcp_if_include lo -x MASTER_PORT=" +
+                     std::to_string(distributed::pick_free_port());
   for (const std::string& e : env)
     line += " -x " + e;
   return line + " ";
@@ -52,28 +53,30 @@ TEST(MpiBackend, TheWatchdogNamesAStalledRank) {
   EXPECT_NE(run.output.find("ranks that did not arrive: 1"), std::string::npos) << run.output;
 }
 
-// `chexscale train` of resnet18 on 32-pixel synthetic images under mpirun with `backend`.
+// `chexscale train` of resnet18 on 32-pixel synthetic images under mpirun of `ranks` with
+// `backend` (which may carry more flags).
 test_util::ProcessResult train(const std::string& data, const std::string& out,
-                               const std::string& backend) {
+                               const std::string& backend, int ranks = 2) {
   return test_util::run_shell(
-      mpirun() + test_util::chexscale_bin() + " train --data " + data + " --out " + out +
+      mpirun({}, ranks) + test_util::chexscale_bin() + " train --data " + data + " --out " + out +
       " --backend " + backend +
       " --arch resnet18 --image-size 32 --crop-size 32 --batch-size 4 --epochs 1 --max-steps 4 "
       "--checkpoint-every 4 --no-augment --loader-threads 1 --val-threads 1 --intra-op-threads 1 "
       "--log-every 1 --seed 5");
 }
 
-TEST(MpiBackend, TrainingEqualsGlooToTheLastBitWithTwoRanks) {
+// Trains with `ranks` over gloo and over `mpi` (the mpi backend and its flags), and expects equal
+// losses at every step and byte-equal final weights.
+void expect_mpi_training_equals_gloo(const std::string& mpi_backend, int ranks) {
   test_util::TempDir dir;
   const std::string data = dir.path() + "/data";
   ASSERT_EQ(
       test_util::run_chexscale("synth --out " + data + " --images 64 --size 32 --seed 4").exit_code,
       0);
-  const auto gloo = train(data, dir.path() + "/gloo", "gloo");
+  const auto gloo = train(data, dir.path() + "/gloo", "gloo", ranks);
   ASSERT_EQ(gloo.exit_code, 0) << gloo.output;
-  const auto mpi = train(data, dir.path() + "/mpi", "mpi");
+  const auto mpi = train(data, dir.path() + "/mpi", mpi_backend, ranks);
   ASSERT_EQ(mpi.exit_code, 0) << mpi.output;
-  // fp32 sums of two ranks are a + b whatever the algorithm: the runs must be identical.
   const auto steps_gloo = test_util::metrics_records(dir.path() + "/gloo/metrics.jsonl", "step");
   const auto steps_mpi = test_util::metrics_records(dir.path() + "/mpi/metrics.jsonl", "step");
   ASSERT_EQ(steps_gloo.size(), 4u);
@@ -85,7 +88,18 @@ TEST(MpiBackend, TrainingEqualsGlooToTheLastBitWithTwoRanks) {
   const std::string a = test_util::file_contents(dir.path() + "/gloo" + weights);
   const std::string b = test_util::file_contents(dir.path() + "/mpi" + weights);
   ASSERT_FALSE(a.empty());
-  EXPECT_TRUE(a == b) << "the final weights differ between --backend gloo and --backend mpi";
+  EXPECT_TRUE(a == b) << "the final weights differ between --backend gloo and --backend "
+                      << mpi_backend;
+}
+
+TEST(MpiBackend, TrainingEqualsGlooToTheLastBitWithTwoRanks) {
+  // fp32 sums of two ranks are a + b whatever the algorithm: the runs must be identical.
+  expect_mpi_training_equals_gloo("mpi", 2);
+}
+
+TEST(MpiBackend, TrainingByTheRingEqualsGlooToTheLastBitWithThreeRanks) {
+  // Three ranks: a + (b + c) and (a + b) + c differ; the ring adds in Gloo's order.
+  expect_mpi_training_equals_gloo("mpi --mpi-allreduce ring", 3);
 }
 
 TEST(MpiBackend, OwnLauncherIsAUsageErrorThatSaysToUseMpirun) {
