@@ -182,6 +182,18 @@ class ElasticLab : public LabTest {
     return out;
   }
 
+  // How many epoch records (validations) of each epoch `run`'s metrics.jsonl holds.
+  static std::map<int64_t, int> validations(const std::string& run) {
+    std::map<int64_t, int> out;
+    std::istringstream in(file_contents(run + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const auto record = nlohmann::json::parse(line, nullptr, false);
+      if (!record.is_discarded() && record.value("type", "") == "epoch")
+        ++out[record.at("epoch").get<int64_t>()];
+    }
+    return out;
+  }
+
   // Waits until `run` has logged step `step` (one after a checkpoint: the fault then loses it,
   // and the lineage must count its retraining once).
   static bool wait_for_logged_step(const std::string& run, int64_t step) {

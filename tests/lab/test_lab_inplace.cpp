@@ -419,18 +419,6 @@ TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank
   expect_each_example_once_per_epoch(run, kEpochs);
 }
 
-// How many epoch records (validations) of each epoch `run`'s metrics.jsonl holds.
-std::map<int64_t, int> validations(const std::string& run) {
-  std::map<int64_t, int> out;
-  std::istringstream in(file_contents(run + "/metrics.jsonl"));
-  for (std::string line; std::getline(in, line);) {
-    const auto record = nlohmann::json::parse(line, nullptr, false);
-    if (!record.is_discarded() && record.value("type", "") == "epoch")
-      ++out[record.at("epoch").get<int64_t>()];
-  }
-  return out;
-}
-
 // A node joins while the only other one validates an epoch: that node's worker leaves the
 // validation at once instead of finishing it, and the new round validates the epoch again with
 // both. To make the round end find it mid-pass, the worker is stopped (SIGSTOP) once it logs
