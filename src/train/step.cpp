@@ -4,6 +4,7 @@
 #include <torch/cuda.h>
 
 #include <cmath>
+#include <string>
 
 #include "common/enum_parse.h"
 #include "common/error.h"
@@ -71,9 +72,22 @@ TrainStep::DeviceBatch TrainStep::prepare_input(const data::Batch& batch) const 
 
 torch::Tensor TrainStep::forward_loss(const DeviceBatch& input) {
   torch::Tensor logits;
-  {
+  try {
     const AutocastScope autocast(options_.amp, options_.device);
     logits = model_->forward(input.images);
+  } catch (const c10::Error& e) {
+    // BatchNorm cannot train on one value per channel: a batch of one image whose features
+    // shrink to 1x1 (a small image size). Said in the user's terms, not LibTorch's.
+    if (std::string(e.what_without_backtrace()).find("more than 1 value per channel") ==
+        std::string::npos) {
+      throw;
+    }
+    throw UsageError(fmt::format(
+        "a training batch of {} image(s) of {}x{} px leaves BatchNorm one value per channel, "
+        "which it cannot train on; an epoch's last batch on each worker holds the images left "
+        "over by the batch size: choose a --batch-size that leaves none or more than one, or a "
+        "larger --crop-size",
+        input.images.size(0), input.images.size(-2), input.images.size(-1)));
   }
   // The loss in fp32 whatever the forward pass ran in (autocast would run it in fp32 too).
   return loss_(logits.to(torch::kFloat32), input.labels);

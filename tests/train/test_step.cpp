@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "models/registry.h"
 #include "test_util/error_message.h"
 #include "train/loss_scaler.h"
 #include "train/random_batch.h"
@@ -57,6 +58,24 @@ void expect_same_parameters(torch::nn::Module& model, torch::nn::Module& referen
   ASSERT_EQ(params.size(), ref_params.size());
   for (size_t i = 0; i < params.size(); ++i)
     EXPECT_TRUE(torch::equal(params[i], ref_params[i]));
+}
+
+// A batch of one 32 px image shrinks to 1x1 features in ResNet-18: BatchNorm refuses to train on
+// it, and the step says so in the user's terms (batch size, image size), not LibTorch's.
+TEST(TrainStep, ABatchOfOneSmallImageIsAUsageErrorNamingTheBatchAndImageSize) {
+  torch::manual_seed(1);
+  models::ModelOptions o;
+  o.arch = "resnet18";
+  auto model = models::make_model(o);
+  auto opt = make_adam(model);
+  TrainStep step(model, opt, BceWithLogitsLoss(), nullptr);
+  const std::string message =
+      test_util::message_of<UsageError>([&] { step.run(test_util::random_batch(1, 32, 3), 0); });
+  EXPECT_EQ(message.rfind("a training batch of 1 image(s) of 32x32 px leaves BatchNorm one", 0), 0u)
+      << message;
+  EXPECT_NE(message.find("--batch-size"), std::string::npos) << message;
+  // Two images of the same size train.
+  EXPECT_FALSE(step.run(test_util::random_batch(2, 32, 4), 1).skipped);
 }
 
 TEST(TrainStep, SameUpdateAsAHandWrittenStep) {
