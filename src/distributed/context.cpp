@@ -7,11 +7,14 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <exception>
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -329,6 +332,36 @@ void DistContext::broadcast_(std::vector<torch::Tensor>& tensors, int root) {
     state_->run(fmt::format("broadcast from rank {}", root),
                 [&] { return state_->group->broadcast(io, opts); });
   });
+}
+
+void DistContext::send_from_(torch::Tensor& tensor, int root, const std::vector<int>& receivers) {
+  if (!state_ || receivers.empty()) return;
+  const bool receiving = std::find(receivers.begin(), receivers.end(), rank_) != receivers.end();
+  if (rank_ != root && !receiving) {
+    state_->watchdog->begin();  // every rank numbers its collectives alike
+    return;
+  }
+  const auto device = collective_device();
+  std::vector<torch::Tensor> io{device ? tensor.to(*device) : tensor};
+  constexpr int kTag = 0;
+  // The sends all issued first: the receivers take theirs side by side.
+  const uint64_t seq = state_->watchdog->begin();
+  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, std::string>> works;
+  try {
+    if (receiving) {
+      works.emplace_back(state_->group->recv(io, root, kTag),
+                         fmt::format("receive from rank {}", root));
+    } else {
+      for (const int r : receivers)
+        works.emplace_back(state_->group->send(io, r, kTag), fmt::format("send to rank {}", r));
+    }
+  } catch (const c10::Error& e) {
+    throw DistError(fmt::format("a send from rank {} could not start on rank {}: {}", root, rank_,
+                                e.what_without_backtrace()));
+  }
+  for (const auto& [work, what] : works)
+    state_->watchdog->wait_point_to_point(work, seq, what);
+  if (io[0].data_ptr() != tensor.data_ptr()) tensor.copy_(io[0].to(tensor.device()));
 }
 
 void DistContext::allreduce_sum_(std::vector<torch::Tensor>& tensors) {

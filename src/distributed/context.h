@@ -44,6 +44,10 @@ class DistContext {
   // Collectives used outside the gradient reducer (blocking, watchdog-guarded). Tensors may be
   // on the CPU with any backend: NCCL's copies travel through device() and come back.
   void broadcast_(std::vector<torch::Tensor>& tensors, int root = 0);
+  // Rank `root`'s `tensor` into `tensor` on each rank of `receivers` only, by point-to-point
+  // messages (what a broadcast would send to every rank, sent to those who lack it). Every rank
+  // calls it (it counts as one collective); the ranks neither root nor receiver do nothing.
+  void send_from_(torch::Tensor& tensor, int root, const std::vector<int>& receivers);
   void allreduce_sum_(std::vector<torch::Tensor>& tensors);
   // Gathers a 1-D or N-D tensor with equal shape on every rank into [world, ...shape].
   torch::Tensor all_gather(const torch::Tensor& t);

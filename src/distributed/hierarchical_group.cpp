@@ -61,6 +61,18 @@ class HierarchicalGroup final : public compat::CollectiveGroup {
         [this, out, in, opts]() mutable { world_->allgather(out, in, opts)->wait(); });
   }
 
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
+    std::vector<at::Tensor> io = tensors;
+    return queue_->enqueue(c10d::OpType::SEND, io,
+                           [this, io, dst, tag]() mutable { world_->send(io, dst, tag)->wait(); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
+    std::vector<at::Tensor> io = tensors;
+    return queue_->enqueue(c10d::OpType::RECV, io,
+                           [this, io, src, tag]() mutable { world_->recv(io, src, tag)->wait(); });
+  }
+
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     return queue_->enqueue(c10d::OpType::BARRIER, {},
                            [this, opts] { world_->barrier(opts)->wait(); });

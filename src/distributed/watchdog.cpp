@@ -6,7 +6,10 @@
 #include <fmt/ranges.h>
 
 #include <exception>
+#include <future>
+#include <memory>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -24,6 +27,9 @@ std::chrono::milliseconds heartbeat_interval(milliseconds timeout) {
   return std::clamp(timeout / 10, milliseconds(100), milliseconds(1000));
 }
 constexpr int kStaleBeats = 3;
+// How often a wait looks at the abandon check: short enough that a lost node costs no more than
+// this beyond the agents' verdict.
+constexpr milliseconds kAbandonSlice{50};
 
 const char* const kFailureKey = "watchdog/failure";
 std::string beat_key(int rank) {
@@ -190,8 +196,6 @@ void CollectiveWatchdog::set_abandon(std::function<std::optional<std::string>()>
 }
 
 void CollectiveWatchdog::wait_abandonable(c10d::Work& work, uint64_t seq, const std::string& what) {
-  // Short enough that a lost node costs no more than this beyond the agents' verdict.
-  constexpr milliseconds kAbandonSlice{50};
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   std::string how;
   while (how.empty()) {
@@ -218,6 +222,38 @@ void CollectiveWatchdog::wait_abandonable(c10d::Work& work, uint64_t seq, const 
   }
   failed_ = true;
   throw DistError(fmt::format("{} (collective #{}) {} on rank {}", what, seq, how, rank_));
+}
+
+void CollectiveWatchdog::wait_point_to_point(const c10::intrusive_ptr<c10d::Work>& work,
+                                             uint64_t seq, const std::string& what) {
+  if (!abandon_) {
+    wait(*work, seq, what);
+    return;
+  }
+  auto result = std::make_shared<std::promise<void>>();
+  std::future<void> done = result->get_future();
+  std::thread([work, result, timeout = timeout_] {
+    try {
+      work->wait(timeout);
+      result->set_value();
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  while (done.wait_for(kAbandonSlice) != std::future_status::ready) {
+    if (std::optional<std::string> why = abandon_()) {
+      failed_ = true;
+      throw DistError(fmt::format("{} (collective #{}) abandoned on rank {}: the round ended: {}",
+                                  what, seq, rank_, *why));
+    }
+  }
+  try {
+    done.get();
+  } catch (const std::exception& e) {
+    failed_ = true;
+    throw DistError(fmt::format("{} (collective #{}) failed ({}) on rank {}", what, seq,
+                                first_line(e.what()), rank_));
+  }
 }
 
 void CollectiveWatchdog::wait(c10d::Work& work, uint64_t seq, const std::string& what) {

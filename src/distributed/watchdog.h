@@ -35,6 +35,12 @@ class CollectiveWatchdog {
   // Waits for collective `seq`, described by `what` ("allreduce of gradient bucket 2 of 5").
   // Throws DistError naming the lost or missing ranks when it fails or exceeds the timeout.
   void wait(c10d::Work& work, uint64_t seq, const std::string& what);
+  // wait() for a point-to-point send or receive. Gloo closes the pair of one whose wait times
+  // out, so with an abandon check (below) a thread waits for it whole while this one looks at
+  // the check between slices; an abandoned one's thread keeps `work` (and its tensor) alive until
+  // it ends.
+  void wait_point_to_point(const c10::intrusive_ptr<c10d::Work>& work, uint64_t seq,
+                           const std::string& what);
 
   // From now on, wait() also gives up on a collective as soon as `abandon` returns a reason (it
   // is asked every kAbandonSlice while one waits), throwing DistError with it and without the

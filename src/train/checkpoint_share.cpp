@@ -186,10 +186,16 @@ std::vector<models::NamedTensor> unpack_flat(const torch::Tensor& flat,
   return tensors;
 }
 
-std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int root,
-                                           const std::function<std::optional<Checkpoint>()>& read) {
+namespace {
+
+// share_checkpoint() to every rank (`receivers` null) or to `receivers` only.
+std::optional<Checkpoint> share_to(distributed::DistContext& ctx, int root,
+                                   const std::vector<int>* receivers,
+                                   const std::function<std::optional<Checkpoint>()>& read) {
   if (ctx.world_size() == 1) return read();
   const bool reader = ctx.rank() == root;
+  const bool receiving = receivers == nullptr || std::find(receivers->begin(), receivers->end(),
+                                                           ctx.rank()) != receivers->end();
   std::optional<Checkpoint> ckpt;
   std::exception_ptr failure;
   nlohmann::json outcome;
@@ -199,17 +205,36 @@ std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int ro
   const Outcome kind = parse_outcome(outcome.at("kind").get<std::string>());
   if (kind == Outcome::kNone) return std::nullopt;
   if (kind != Outcome::kCheckpoint) throw_remote(kind, outcome, root);
-  // The tensors in one broadcast: packed on the root, views of the buffer elsewhere.
+  // The tensors in one message: packed on the root, views of the buffer elsewhere.
   const auto total = outcome.at("bytes").get<int64_t>();
-  torch::Tensor flat =
-      reader ? pack_flat(ckpt->tensors, outcome.at("tensors"), total) : flat_buffer(total);
-  if (total > 0) broadcast_flat(ctx, root, flat);
+  torch::Tensor flat;
+  if (reader) {
+    flat = pack_flat(ckpt->tensors, outcome.at("tensors"), total);
+  } else if (receiving) {
+    flat = flat_buffer(total);
+  }
+  if (total > 0 && receivers == nullptr) broadcast_flat(ctx, root, flat);
+  if (total > 0 && receivers != nullptr) ctx.send_from_(flat, root, *receivers);
   if (reader) return ckpt;
+  if (!receiving) return std::nullopt;
   Checkpoint received;
   received.state = outcome.at("state");
   received.path = outcome.at("path").get<std::string>();
   received.tensors = unpack_flat(flat, outcome.at("tensors"));
   return received;
+}
+
+}  // namespace
+
+std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int root,
+                                           const std::function<std::optional<Checkpoint>()>& read) {
+  return share_to(ctx, root, nullptr, read);
+}
+
+std::optional<Checkpoint> send_checkpoint(distributed::DistContext& ctx, int root,
+                                          const std::vector<int>& receivers,
+                                          const std::function<std::optional<Checkpoint>()>& read) {
+  return share_to(ctx, root, &receivers, read);
 }
 
 }  // namespace chexscale::train

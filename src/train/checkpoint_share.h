@@ -25,6 +25,13 @@ namespace chexscale::train {
 std::optional<Checkpoint> share_checkpoint(distributed::DistContext& ctx, int root,
                                            const std::function<std::optional<Checkpoint>()>& read);
 
+// share_checkpoint() whose tensors go to `receivers` only (point-to-point from `root`): the
+// other ranks learn the outcome (errors included) but get nullopt, and `root` gets read()'s.
+// For ranks that hold the tensors already (an in-place regroup's survivors). Collective.
+std::optional<Checkpoint> send_checkpoint(distributed::DistContext& ctx, int root,
+                                          const std::vector<int>& receivers,
+                                          const std::function<std::optional<Checkpoint>()>& read);
+
 // How share_checkpoint() sends the tensors: packed into one flat byte buffer (one broadcast),
 // each at a multiple of 64 bytes. The table lists each tensor's name, dtype, shape and offset
 // (the JSON that goes ahead of the buffer); `total` is the buffer's size in bytes.

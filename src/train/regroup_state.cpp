@@ -91,7 +91,10 @@ uint64_t mix(uint64_t h, const std::string& s) {
 
 StateHolders newest_state(distributed::DistContext& ctx, std::optional<int64_t> held_step) {
   const int64_t mine = held_step.value_or(-1);
-  if (ctx.world_size() == 1) return {held_step ? 0 : -1, held_step.has_value()};
+  if (ctx.world_size() == 1) {
+    if (held_step) return {0, true, {}};
+    return {-1, false, {0}};
+  }
   const torch::Tensor all = ctx.all_gather(torch::tensor({mine}, torch::kLong));
   StateHolders h;
   int64_t newest = -1;
@@ -102,9 +105,10 @@ StateHolders newest_state(distributed::DistContext& ctx, std::optional<int64_t> 
       h.root = r;
     }
   }
-  h.everyone = h.root >= 0;
-  for (int r = 0; r < ctx.world_size(); ++r)
-    h.everyone = h.everyone && all[r][0].item<int64_t>() == newest;
+  for (int r = 0; r < ctx.world_size(); ++r) {
+    if (all[r][0].item<int64_t>() != newest) h.lacking.push_back(r);
+  }
+  h.everyone = h.root >= 0 && h.lacking.empty();
   return h;
 }
 

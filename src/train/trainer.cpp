@@ -1,6 +1,7 @@
 // The training loop: epochs, validation, schedule, checkpoints and resume (see trainer.h).
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -280,22 +281,9 @@ class Trainer::Impl {
       if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
       from = resume();
     } else {
-      std::string how = holders.everyone ? take_survivors_state(holders.root) : "";
-      if (how.empty()) {
-        const std::optional<Checkpoint> state =
-            share_checkpoint(*ctx_, holders.root, [this] { return held_; });
-        restore_from(
-            *state, ctx_->rank() == holders.root ? RestoreTensors::kRngOnly : RestoreTensors::kAll);
-        int64_t bytes = 0;
-        for (const models::NamedTensor& t : state->tensors)
-          bytes += static_cast<int64_t>(t.tensor.nbytes());
-        const std::string mb = fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
-        regroup_clock_.lap("state", mb);
-        expect_same_state(*ctx_, digest_of_state(), holders.root, "after the regroup");
-        regroup_clock_.lap("digest");
-        how = fmt::format("took rank {}'s training state from memory (step {}, {})", holders.root,
-                          pos_.global_step, mb);
-      }
+      std::string how = holders.everyone ? take_survivors_state(holders.root)
+                                         : send_state_to_those_lacking(holders);
+      if (how.empty()) how = share_whole_state(holders.root);
       if (main_) {
         const std::string pause = left_round_ < 0
                                       ? std::string("this rank is new")
@@ -350,6 +338,57 @@ class Trainer::Impl {
         "held the same parameters and optimizer state already (step {}; rank {} sent the rest, "
         "{:.1f} kB)",
         pos_.global_step, root, static_cast<double>(bytes) / 1e3);
+  }
+
+  // Some ranks lack the newest state (newcomers, or a rank a step behind): `h.root` sends them
+  // all of it, point to point; the ranks that hold it keep theirs and take only the root's
+  // per-rank part, as take_survivors_state() does. Returns how, or "" when the digests then
+  // differ (then all must be sent to all).
+  std::string send_state_to_those_lacking(const StateHolders& h) {
+    const bool lacking =
+        std::find(h.lacking.begin(), h.lacking.end(), ctx_->rank()) != h.lacking.end();
+    const std::optional<Checkpoint> whole =
+        send_checkpoint(*ctx_, h.root, h.lacking, [this] { return held_; });
+    const std::optional<Checkpoint> part = share_checkpoint(
+        *ctx_, h.root, [this] { return std::optional<Checkpoint>(per_rank_part(*held_)); });
+    if (ctx_->rank() == h.root) {
+      restore_from(*part, RestoreTensors::kRngOnly);
+    } else {
+      restore_from(lacking ? *whole : *part,
+                   lacking ? RestoreTensors::kAll : RestoreTensors::kBuffersAndRng);
+    }
+    // What the root sent to each rank that lacked it (a holder's own state is as large).
+    const double whole_mb =
+        static_cast<double>(tensor_bytes(whole ? whole->tensors : held_->tensors)) / 1e6;
+    regroup_clock_.lap("state", whole
+                                    ? fmt::format("{:.1f} MB", whole_mb)
+                                    : fmt::format("{:.1f} kB", tensor_bytes(part->tensors) / 1e3));
+    const bool same = same_state_everywhere(*ctx_, digest_of_state());
+    regroup_clock_.lap("digest");
+    if (!same) return "";
+    return fmt::format("took rank {}'s training state from memory (step {}, {:.1f} MB)", h.root,
+                       pos_.global_step, whole_mb);
+  }
+
+  // Rank `root` sends its whole state to every rank; all must then hold the same bytes. Returns
+  // how.
+  std::string share_whole_state(int root) {
+    const std::optional<Checkpoint> state = share_checkpoint(*ctx_, root, [this] { return held_; });
+    restore_from(*state, ctx_->rank() == root ? RestoreTensors::kRngOnly : RestoreTensors::kAll);
+    const std::string mb =
+        fmt::format("{:.1f} MB", static_cast<double>(tensor_bytes(state->tensors)) / 1e6);
+    regroup_clock_.lap("state", mb);
+    expect_same_state(*ctx_, digest_of_state(), root, "after the regroup");
+    regroup_clock_.lap("digest");
+    return fmt::format("took rank {}'s training state from memory (step {}, {})", root,
+                       pos_.global_step, mb);
+  }
+
+  static int64_t tensor_bytes(const std::vector<models::NamedTensor>& tensors) {
+    int64_t bytes = 0;
+    for (const models::NamedTensor& t : tensors)
+      bytes += static_cast<int64_t>(t.tensor.nbytes());
+    return bytes;
   }
 
   // What of a rank's state `c` is its own during training (buffers such as BatchNorm's running

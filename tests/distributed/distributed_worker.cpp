@@ -10,6 +10,8 @@
 //                                       end, and every rank's residuals)
 //   distributed_worker fail-once DIR    rank 1 exits 3 before joining if DIR/failed-once is absent
 //                                (and creates it), else 3 steps of loop
+//   distributed_worker send-from DIR    rank 1 sends 1,000,003 floats to ranks 0 and 3 only
+//                                (send_from_), then one allreduce; each rank saves both results
 // Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout,
 // CHEXSCALE_TEST_BACKEND (default auto) the collective backend, CHEXSCALE_TEST_HIERARCHICAL=1 the
 // hierarchical allreduce, and CHEXSCALE_TEST_RANKS_PER_NODE=L (for mpirun on one host) makes the
@@ -184,6 +186,18 @@ void run_powersgd(const std::shared_ptr<distributed::DistContext>& ctx, const st
   }
 }
 
+// Rank 1's tensor to ranks 0 and 3 only (4 ranks): every rank starts with its own values and
+// saves what it holds after, and after one allreduce that follows (the collectives stay in step).
+void run_send_from(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir) {
+  const int rank = ctx->rank();
+  torch::Tensor t = torch::full({1000003}, static_cast<float>(-rank - 1));
+  if (rank == 1) t = torch::arange(1000003, torch::kFloat);
+  ctx->send_from_(t, 1, {0, 3});
+  std::vector<torch::Tensor> sum{torch::full({3}, static_cast<float>(rank))};
+  ctx->allreduce_sum_(sum);
+  torch::save(std::vector<torch::Tensor>{t, sum[0]}, fmt::format("{}/sent.rank{}.pt", dir, rank));
+}
+
 void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir,
               int steps) {
   TinyNet net = make_net(*ctx);
@@ -200,7 +214,8 @@ void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
 
 int run(int argc, char** argv) {
   if (argc < 3)
-    throw UsageError("usage: distributed_worker grads|loop|stall|fail-once|powersgd DIR [STEPS]");
+    throw UsageError(
+        "usage: distributed_worker grads|loop|stall|fail-once|powersgd|send-from DIR [STEPS]");
   const std::string mode = argv[1], dir = argv[2];
   if (mode == "fail-once") {
     // Fails before joining, so the other ranks wait in the rendezvous until torn down.
@@ -238,6 +253,8 @@ int run(int argc, char** argv) {
     run_loop(ctx, dir, 3);
   } else if (mode == "powersgd") {
     run_powersgd(ctx, dir);
+  } else if (mode == "send-from") {
+    run_send_from(ctx, dir);
   } else {
     throw UsageError("unknown mode " + mode);
   }

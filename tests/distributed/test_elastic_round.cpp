@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
@@ -238,32 +240,35 @@ TEST(ElasticRoundEnvironment, OnlyInPlaceJobsHaveOneAndTheirVariablesMustBeThere
   }
 }
 
-// Rank 1 never issues the allreduce, so rank 0's cannot complete: once the abandon check has a
-// reason, the wait ends at once with it, long before the collective timeout.
-TEST(WatchdogAbandon, AStuckGlooCollectiveIsAbandonedOnceTheRoundEnded) {
-  auto store = c10::make_intrusive<c10d::HashStore>();
+// Two in-process Gloo ranks over loopback (rank 1 built on a thread: both must meet).
+std::array<c10::intrusive_ptr<c10d::ProcessGroupGloo>, 2> two_gloo_ranks(
+    const c10::intrusive_ptr<c10d::Store>& store) {
   auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> groups[2];
+  std::array<c10::intrusive_ptr<c10d::ProcessGroupGloo>, 2> groups;
   std::thread second(
       [&] { groups[1] = c10::make_intrusive<c10d::ProcessGroupGloo>(store, 1, 2, options); });
   groups[0] = c10::make_intrusive<c10d::ProcessGroupGloo>(store, 0, 2, options);
   second.join();
+  return groups;
+}
+
+// Runs `wait` under a watchdog whose abandon check has a reason 300 ms after the start: the wait
+// must end at once with it (named by `head`: what, collective number), long before the timeout.
+void expect_abandoned(const c10::intrusive_ptr<c10d::Store>& store, const std::string& head,
+                      const std::function<void(CollectiveWatchdog&)>& wait) {
   CollectiveWatchdog watchdog(store, 0, 2, std::chrono::seconds(30), "in-process");
   const auto start = Clock::now();
   watchdog.set_abandon([&]() -> std::optional<std::string> {
     if (Clock::now() - start < milliseconds(300)) return std::nullopt;
     return "node 1 (node-b) sent no heartbeat for 3 s";
   });
-  std::vector<torch::Tensor> tensors{torch::ones({4})};
-  const uint64_t seq = watchdog.begin();
-  auto work = groups[0]->allreduce(tensors);
   try {
-    watchdog.wait(*work, seq, "allreduce of gradient bucket 0 of 1");
-    FAIL() << "the allreduce completed with one rank";
+    wait(watchdog);
+    FAIL() << "the wait completed with one rank";
   } catch (const DistError& e) {
-    EXPECT_NE(std::string(e.what()).find("abandoned on rank 0: the round ended: node 1 (node-b) "
-                                         "sent no heartbeat for 3 s"),
+    EXPECT_NE(std::string(e.what()).find(head + " abandoned on rank 0: the round ended: node 1 "
+                                                "(node-b) sent no heartbeat for 3 s"),
               std::string::npos)
         << e.what();
   }
@@ -271,11 +276,57 @@ TEST(WatchdogAbandon, AStuckGlooCollectiveIsAbandonedOnceTheRoundEnded) {
   EXPECT_GE(took, 0.3);
   EXPECT_LT(took, 5.0);
   EXPECT_TRUE(watchdog.failed());
+}
+
+// Rank 1 never issues the allreduce, so rank 0's cannot complete.
+TEST(WatchdogAbandon, AStuckGlooCollectiveIsAbandonedOnceTheRoundEnded) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto groups = two_gloo_ranks(store);
+  std::vector<torch::Tensor> tensors{torch::ones({4})};
+  auto work = groups[0]->allreduce(tensors);
+  expect_abandoned(store, "allreduce of gradient bucket 0 of 1 (collective #1)",
+                   [&](CollectiveWatchdog& watchdog) {
+                     watchdog.wait(*work, watchdog.begin(), "allreduce of gradient bucket 0 of 1");
+                   });
   // Rank 1 arrives after all, so that both groups end cleanly.
   std::vector<torch::Tensor> late{torch::ones({4})};
   groups[1]->allreduce(late)->wait();
   work->wait();
   EXPECT_EQ(tensors[0][0].item<float>(), 2.0f);
+}
+
+// A receive whose sender comes after many of the abandon check's slices: Gloo closes the pair
+// of a receive whose own wait times out, so the watchdog must not wait for it in slices; the
+// bytes arrive whole.
+TEST(WatchdogAbandon, AReceiveOutlastingManySlicesCompletesWithItsBytes) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto groups = two_gloo_ranks(store);
+  CollectiveWatchdog watchdog(store, 0, 2, std::chrono::seconds(30), "in-process");
+  watchdog.set_abandon([]() -> std::optional<std::string> { return std::nullopt; });
+  std::vector<torch::Tensor> received{torch::zeros({100000})};
+  std::thread sender([&] {
+    std::this_thread::sleep_for(milliseconds(400));
+    std::vector<torch::Tensor> sent{torch::arange(100000, torch::kFloat)};
+    groups[1]->send(sent, 0, 0)->wait();
+  });
+  EXPECT_NO_THROW(
+      watchdog.wait_point_to_point(groups[0]->recv(received, 1, 0), 1, "receive from rank 1"));
+  sender.join();
+  EXPECT_TRUE(torch::equal(received[0], torch::arange(100000, torch::kFloat)));
+  EXPECT_FALSE(watchdog.failed());
+}
+
+// A receive whose sender never sends is abandoned once the round has ended, with the reason.
+TEST(WatchdogAbandon, AReceiveWithoutASenderIsAbandonedOnceTheRoundEnded) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto groups = two_gloo_ranks(store);
+  std::vector<torch::Tensor> received{torch::zeros({16})};
+  expect_abandoned(store, "receive from rank 1 (collective #7)", [&](CollectiveWatchdog& watchdog) {
+    watchdog.wait_point_to_point(groups[0]->recv(received, 1, 0), 7, "receive from rank 1");
+  });
+  // Rank 1 sends after all, so that the waiting thread and both groups end cleanly.
+  std::vector<torch::Tensor> late{torch::ones({16})};
+  groups[1]->send(late, 0, 0)->wait();
 }
 
 // The interleaving in which a Gloo work completes just after a wait's slice ran out: c10d's
