@@ -325,9 +325,7 @@ class Trainer::Impl {
     const Checkpoint& own = *held_;
     const std::optional<Checkpoint> roots = share_checkpoint(
         *ctx_, root, [&] { return std::optional<Checkpoint>(per_rank_part(own)); });
-    int64_t bytes = 0;
-    for (const models::NamedTensor& t : roots->tensors)
-      bytes += static_cast<int64_t>(t.tensor.nbytes());
+    const int64_t bytes = tensor_bytes(roots->tensors);
     restore_from(*roots,
                  ctx_->rank() == root ? RestoreTensors::kRngOnly : RestoreTensors::kBuffersAndRng);
     regroup_clock_.lap("state", fmt::format("{:.1f} kB", static_cast<double>(bytes) / 1e3));
