@@ -195,6 +195,13 @@ void CollectiveWatchdog::set_abandon(std::function<std::optional<std::string>()>
   abandon_ = std::move(abandon);
 }
 
+void CollectiveWatchdog::throw_abandoned(uint64_t seq, const std::string& what,
+                                         const std::string& why) {
+  failed_ = true;
+  throw DistError(fmt::format("{} (collective #{}) abandoned on rank {}: the round ended: {}", what,
+                              seq, rank_, why));
+}
+
 void CollectiveWatchdog::wait_abandonable(c10d::Work& work, uint64_t seq, const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   std::string how;
@@ -212,9 +219,7 @@ void CollectiveWatchdog::wait_abandonable(c10d::Work& work, uint64_t seq, const 
           how = "failed (" + first_line(e.what()) + ")";
         }
       } else if (std::optional<std::string> why = abandon_()) {
-        failed_ = true;
-        throw DistError(fmt::format("{} (collective #{}) abandoned on rank {}: the round ended: {}",
-                                    what, seq, rank_, *why));
+        throw_abandoned(seq, what, *why);
       } else if (std::chrono::steady_clock::now() >= deadline) {
         how = fmt::format("did not complete within {} s", timeout_.count() / 1000.0);
       }
@@ -241,11 +246,7 @@ void CollectiveWatchdog::wait_point_to_point(const c10::intrusive_ptr<c10d::Work
     }
   }).detach();
   while (done.wait_for(kAbandonSlice) != std::future_status::ready) {
-    if (std::optional<std::string> why = abandon_()) {
-      failed_ = true;
-      throw DistError(fmt::format("{} (collective #{}) abandoned on rank {}: the round ended: {}",
-                                  what, seq, rank_, *why));
-    }
+    if (std::optional<std::string> why = abandon_()) throw_abandoned(seq, what, *why);
   }
   try {
     done.get();

@@ -63,6 +63,8 @@ class CollectiveWatchdog {
   std::string read_posted_failure();
   // wait() with an abandon check: the work waited for in slices.
   void wait_abandonable(c10d::Work& work, uint64_t seq, const std::string& what);
+  // Marks the watchdog failed and throws DistError: collective `seq` (`what`) given up, `why`.
+  [[noreturn]] void throw_abandoned(uint64_t seq, const std::string& what, const std::string& why);
   std::string diagnose(uint64_t seq, const std::string& what, const std::string& cause,
                        bool timed_out);
 
