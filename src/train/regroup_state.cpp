@@ -92,8 +92,8 @@ uint64_t mix(uint64_t h, const std::string& s) {
 StateHolders newest_state(distributed::DistContext& ctx, std::optional<int64_t> held_step) {
   const int64_t mine = held_step.value_or(-1);
   if (ctx.world_size() == 1) {
-    if (held_step) return {0, true, {}};
-    return {-1, false, {0}};
+    if (held_step) return {0, {}};
+    return {-1, {0}};
   }
   const torch::Tensor all = ctx.all_gather(torch::tensor({mine}, torch::kLong));
   StateHolders h;
@@ -108,7 +108,6 @@ StateHolders newest_state(distributed::DistContext& ctx, std::optional<int64_t> 
   for (int r = 0; r < ctx.world_size(); ++r) {
     if (all[r][0].item<int64_t>() != newest) h.lacking.push_back(r);
   }
-  h.everyone = h.root >= 0 && h.lacking.empty();
   return h;
 }
 

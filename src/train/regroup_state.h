@@ -20,7 +20,6 @@ namespace chexscale::train {
 // Who holds the newest training state at the start of a round.
 struct StateHolders {
   int root = -1;             // of the ranks holding the most steps the lowest; -1: none holds one
-  bool everyone = false;     // every rank holds that many steps (survivors only, no newcomer)
   std::vector<int> lacking;  // the ranks that hold fewer steps or none (newcomers), ascending
 };
 

@@ -281,8 +281,7 @@ class Trainer::Impl {
       if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
       from = resume();
     } else {
-      std::string how = holders.everyone ? take_survivors_state(holders.root)
-                                         : send_state_to_those_lacking(holders);
+      std::string how = take_newest_state(holders);
       if (how.empty()) how = share_whole_state(holders.root);
       if (main_) {
         const std::string pause = left_round_ < 0
@@ -318,35 +317,18 @@ class Trainer::Impl {
     }
   }
 
-  // Survivors that all did the same steps hold the same parameters and optimizer state; what
-  // each keeps of its own (BatchNorm's running statistics, its loss sums, its RNG) is a few kB,
-  // taken from `root`. Returns how, or "" when the digests differ (then all must be sent).
-  std::string take_survivors_state(int root) {
-    const Checkpoint& own = *held_;
-    const std::optional<Checkpoint> roots = share_checkpoint(
-        *ctx_, root, [&] { return std::optional<Checkpoint>(per_rank_part(own)); });
-    const int64_t bytes = tensor_bytes(roots->tensors);
-    restore_from(*roots,
-                 ctx_->rank() == root ? RestoreTensors::kRngOnly : RestoreTensors::kBuffersAndRng);
-    regroup_clock_.lap("state", fmt::format("{:.1f} kB", static_cast<double>(bytes) / 1e3));
-    const bool same = same_state_everywhere(*ctx_, digest_of_state());
-    regroup_clock_.lap("digest");
-    if (!same) return "";
-    return fmt::format(
-        "held the same parameters and optimizer state already (step {}; rank {} sent the rest, "
-        "{:.1f} kB)",
-        pos_.global_step, root, static_cast<double>(bytes) / 1e3);
-  }
-
-  // Some ranks lack the newest state (newcomers, or a rank a step behind): `h.root` sends them
-  // all of it, point to point; the ranks that hold it keep theirs and take only the root's
-  // per-rank part, as take_survivors_state() does. Returns how, or "" when the digests then
-  // differ (then all must be sent to all).
-  std::string send_state_to_those_lacking(const StateHolders& h) {
+  // The ranks holding the newest step (survivors that all did the same steps) hold the same
+  // parameters and optimizer state; what each keeps of its own (BatchNorm's running statistics,
+  // its loss sums, its RNG) is a few kB, taken from `h.root`. The ranks that lack that step
+  // (newcomers, or a rank a step behind) get all of it from `h.root`, point to point. Returns
+  // how, or "" when the digests then differ (then all must be sent to all).
+  std::string take_newest_state(const StateHolders& h) {
     const bool lacking =
         std::find(h.lacking.begin(), h.lacking.end(), ctx_->rank()) != h.lacking.end();
-    const std::optional<Checkpoint> whole =
-        send_checkpoint(*ctx_, h.root, h.lacking, [this] { return held_; });
+    std::optional<Checkpoint> whole;
+    if (!h.lacking.empty()) {
+      whole = send_checkpoint(*ctx_, h.root, h.lacking, [this] { return held_; });
+    }
     const std::optional<Checkpoint> part = share_checkpoint(
         *ctx_, h.root, [this] { return std::optional<Checkpoint>(per_rank_part(*held_)); });
     if (ctx_->rank() == h.root) {
@@ -355,15 +337,21 @@ class Trainer::Impl {
       restore_from(lacking ? *whole : *part,
                    lacking ? RestoreTensors::kAll : RestoreTensors::kBuffersAndRng);
     }
+    const double part_kb = static_cast<double>(tensor_bytes(part->tensors)) / 1e3;
     // What the root sent to each rank that lacked it (a holder's own state is as large).
     const double whole_mb =
         static_cast<double>(tensor_bytes(whole ? whole->tensors : held_->tensors)) / 1e6;
-    regroup_clock_.lap("state", whole
-                                    ? fmt::format("{:.1f} MB", whole_mb)
-                                    : fmt::format("{:.1f} kB", tensor_bytes(part->tensors) / 1e3));
+    regroup_clock_.lap(
+        "state", whole ? fmt::format("{:.1f} MB", whole_mb) : fmt::format("{:.1f} kB", part_kb));
     const bool same = same_state_everywhere(*ctx_, digest_of_state());
     regroup_clock_.lap("digest");
     if (!same) return "";
+    if (h.lacking.empty()) {
+      return fmt::format(
+          "held the same parameters and optimizer state already (step {}; rank {} sent the rest, "
+          "{:.1f} kB)",
+          pos_.global_step, h.root, part_kb);
+    }
     return fmt::format("took rank {}'s training state from memory (step {}, {:.1f} MB)", h.root,
                        pos_.global_step, whole_mb);
   }
