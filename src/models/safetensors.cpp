@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -108,7 +109,8 @@ TensorFile read_safetensors(const std::string& path) {
 }
 
 std::string serialize_safetensors(const std::vector<NamedTensor>& tensors,
-                                  const std::map<std::string, std::string>& metadata) {
+                                  const std::map<std::string, std::string>& metadata,
+                                  std::string reuse) {
   std::vector<torch::Tensor> contiguous;
   std::vector<safetensors::TensorBytes> views;
   contiguous.reserve(tensors.size());
@@ -118,7 +120,7 @@ std::string serialize_safetensors(const std::vector<NamedTensor>& tensors,
     views.push_back({name, to_safetensors_dtype(t.scalar_type()), t.sizes().vec(),
                      std::string_view(static_cast<const char*>(t.data_ptr()), t.nbytes())});
   }
-  return safetensors::serialize(views, metadata);
+  return safetensors::serialize(views, metadata, std::move(reuse));
 }
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,

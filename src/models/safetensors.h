@@ -34,9 +34,11 @@ TensorFile parse_safetensors(const uint8_t* data, std::size_t size);
 // Reads a file; IoError when it cannot be opened, DataError (naming the file) when malformed.
 TensorFile read_safetensors(const std::string& path);
 
-// The file's bytes for these tensors (any device/layout; written as stored dtype, little-endian).
+// The file's bytes for these tensors (any device/layout; written as stored dtype, little-endian),
+// in `reuse`'s memory when it has room (see safetensors::serialize).
 std::string serialize_safetensors(const std::vector<NamedTensor>& tensors,
-                                  const std::map<std::string, std::string>& metadata = {});
+                                  const std::map<std::string, std::string>& metadata = {},
+                                  std::string reuse = {});
 
 // Writes atomically (temp file, fsync, rename).
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,

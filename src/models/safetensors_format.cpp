@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "common/error.h"
 
@@ -233,7 +234,7 @@ ParsedFile parse(const uint8_t* data, std::size_t size) {
 }
 
 std::string serialize(const std::vector<TensorBytes>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, std::string reuse) {
   Json header = Json::object();
   if (!metadata.empty()) header[std::string(kMetadataKey)] = metadata;
   uint64_t offset = 0;
@@ -259,10 +260,12 @@ std::string serialize(const std::vector<TensorBytes>& tensors,
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // data buffer starts 8-byte aligned
 
-  std::string out(8, '\0');
+  std::string out = std::move(reuse);
+  out.assign(8, '\0');
   for (int i = 0; i < 8; ++i)
     out[i] = static_cast<char>((uint64_t{text.size()} >> (8 * i)) & 0xff);
-  out.reserve(8 + text.size() + offset);
+  // Never a smaller capacity: before C++20, a reserve below it may shrink the buffer.
+  if (out.capacity() < 8 + text.size() + offset) out.reserve(8 + text.size() + offset);
   out += text;
   for (const auto& t : tensors)
     out.append(t.bytes.data(), t.bytes.size());

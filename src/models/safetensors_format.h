@@ -60,8 +60,10 @@ struct TensorBytes {
 };
 
 // The whole file, tensors laid out in the given order; the header is padded to 8 bytes.
-// Throws chexscale::Error on duplicate names or a size that does not match the shape.
+// Throws chexscale::Error on duplicate names or a size that does not match the shape. Written
+// into `reuse`'s memory when it has room (a buffer kept from the last call: fresh pages of a
+// new one cost more than the copy itself).
 std::string serialize(const std::vector<TensorBytes>& tensors,
-                      const std::map<std::string, std::string>& metadata);
+                      const std::map<std::string, std::string>& metadata, std::string reuse = {});
 
 }  // namespace chexscale::models::safetensors

@@ -24,6 +24,13 @@ uint32_t crc32_of(const std::string& bytes) {
       ::crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
+std::string step_stem(int64_t step) {
+  return fmt::format("{}{:09d}", kStepPrefix, step);
+}
+
+// A manifest's size beyond its state: the format, version, file name, size and CRC-32 fields.
+constexpr size_t kManifestFieldsBytes = 256;
+
 }  // namespace
 
 std::vector<models::NamedTensor> tensors_with_prefix(const std::vector<models::NamedTensor>& all,
@@ -95,9 +102,8 @@ CheckpointStore::CheckpointStore(std::string dir, int keep_last)
 }
 
 std::string CheckpointStore::write(const std::string& stem, const nlohmann::json& state,
-                                   const std::vector<models::NamedTensor>& tensors) {
+                                   const std::string& bytes) {
   make_dirs(dir_);
-  const std::string bytes = models::serialize_safetensors(tensors);
   const std::string tensors_file = stem + ".safetensors";
   const std::string tensors_path = (fs::path(dir_) / tensors_file).string();
   const std::string manifest_path = (fs::path(dir_) / (stem + ".json")).string();
@@ -127,16 +133,39 @@ std::string CheckpointStore::write(const std::string& stem, const nlohmann::json
   return manifest_path;
 }
 
-std::string CheckpointStore::save(int64_t step, const nlohmann::json& state,
-                                  const std::vector<models::NamedTensor>& tensors) {
-  const std::string path = write(fmt::format("{}{:09d}", kStepPrefix, step), state, tensors);
+PreparedCheckpoint CheckpointStore::prepare(int64_t step, bool best, nlohmann::json state,
+                                            const std::vector<models::NamedTensor>& tensors,
+                                            std::string reuse) const {
+  PreparedCheckpoint c{step, best, std::move(state),
+                       models::serialize_safetensors(tensors, {}, std::move(reuse))};
+  // Room for every file of the save (best.* too), checked before any is written. The writes
+  // check again, each for its own files, since the disk may fill in between.
+  make_dirs(dir_);
+  const uint64_t files = c.bytes.size() + c.state.dump(2).size() + kManifestFieldsBytes;
+  require_free_space((fs::path(dir_) / (step_stem(step) + ".safetensors")).string(),
+                     best ? 2 * files : files);
+  return c;
+}
+
+std::string CheckpointStore::write_prepared(const PreparedCheckpoint& checkpoint) {
+  if (checkpoint.best) write("best", checkpoint.state, checkpoint.bytes);
+  const std::string path = write(step_stem(checkpoint.step), checkpoint.state, checkpoint.bytes);
   prune();
   return path;
 }
 
+std::string CheckpointStore::manifest_path(int64_t step) const {
+  return (fs::path(dir_) / (step_stem(step) + ".json")).string();
+}
+
+std::string CheckpointStore::save(int64_t step, const nlohmann::json& state,
+                                  const std::vector<models::NamedTensor>& tensors) {
+  return write_prepared(prepare(step, false, state, tensors));
+}
+
 std::string CheckpointStore::save_best(const nlohmann::json& state,
                                        const std::vector<models::NamedTensor>& tensors) {
-  return write("best", state, tensors);
+  return write("best", state, models::serialize_safetensors(tensors));
 }
 
 std::vector<std::string> CheckpointStore::list() const {

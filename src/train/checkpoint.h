@@ -31,10 +31,31 @@ std::vector<models::NamedTensor> tensors_with_prefix(const std::vector<models::N
 // Reads and verifies one checkpoint from its manifest (.json); DataError says what is wrong.
 Checkpoint read_checkpoint(const std::string& manifest_path);
 
+// A checkpoint serialized in memory: the copy of its tensors that a save takes on the training
+// thread. CheckpointStore::write_prepared() then puts it on disk, from any thread.
+struct PreparedCheckpoint {
+  int64_t step = 0;
+  bool best = false;  // also written as "best.*"
+  nlohmann::json state;
+  std::string bytes;  // the safetensors file
+};
+
 // A folder of step checkpoints "step-<000000123>.{safetensors,json}" plus "best.*".
 class CheckpointStore {
  public:
   CheckpointStore(std::string dir, int keep_last);
+
+  // The training thread's part of a save: serializes the tensors (into `reuse`'s memory when it
+  // has room) and checks that the folder has room for every file the save writes (IoError
+  // naming the step's tensors file otherwise).
+  PreparedCheckpoint prepare(int64_t step, bool best, nlohmann::json state,
+                             const std::vector<models::NamedTensor>& tensors,
+                             std::string reuse = {}) const;
+  // Writes "best.*" when asked, then the step checkpoint, and prunes as save() does. Returns the
+  // step checkpoint's manifest path. One write at a time; any thread.
+  std::string write_prepared(const PreparedCheckpoint& checkpoint);
+  // Where the manifest of step `step`'s checkpoint is (or will be).
+  std::string manifest_path(int64_t step) const;
 
   // Writes the checkpoint of global step `step` and removes all but the newest keep_last step
   // checkpoints (never before the new one is complete). Returns the manifest path.
@@ -52,8 +73,7 @@ class CheckpointStore {
   const std::string& dir() const { return dir_; }
 
  private:
-  std::string write(const std::string& stem, const nlohmann::json& state,
-                    const std::vector<models::NamedTensor>& tensors);
+  std::string write(const std::string& stem, const nlohmann::json& state, const std::string& bytes);
   void prune() const;
 
   std::string dir_;

@@ -21,6 +21,7 @@
 #include "models/weights.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_share.h"
+#include "train/checkpoint_writer.h"
 #include "train/evaluate.h"
 #include "train/metrics_log.h"
 #include "train/regroup_clock.h"
@@ -153,6 +154,7 @@ class Trainer::Impl {
     make_reducer_and_step();
     store_ = std::make_unique<CheckpointStore>((fs::path(opt_.out_dir) / "checkpoints").string(),
                                                opt_.keep_checkpoints);
+    writer_ = std::make_unique<CheckpointWriter>(*store_);
     open_metrics();
   }
 
@@ -457,6 +459,9 @@ class Trainer::Impl {
     ctx_ = distributed::DistContext::init(opt_.dist, env);
     regroup_clock_.lap("group");
     main_ = ctx_->is_main();
+    // Another rank writes the checkpoints now: this one's last write ends first, so that two
+    // processes never write the same step's files.
+    if (!main_) writer_->wait();
     opt_.membership_round = ctx_->elastic_round()->round();
     opt_.membership_nodes = ctx_->elastic_round()->nodes();
     opt_.schedule.world_size = ctx_->world_size();
@@ -624,6 +629,7 @@ class Trainer::Impl {
 
   // The summary's totals, once the last epoch is done.
   TrainSummary finish(TrainSummary summary, const TrainTotals& totals) {
+    writer_->wait();  // the last checkpoint written (or its error thrown) before the run ends
     summary.steps = pos_.global_step;
     summary.best_mean_auroc = best_mean_auroc_;
     summary.best_checkpoint =
@@ -811,7 +817,8 @@ class Trainer::Impl {
     return run_state_json(s);
   }
 
-  // Rank 0: a checkpoint from which a resume continues at `position`.
+  // Rank 0: a checkpoint from which a resume continues at `position`, copied here and written
+  // on the writer's thread while training goes on (returns its manifest's path).
   // Every rank calls it: PowerSGD's residuals of every rank travel to rank 0.
   std::string save_checkpoint(const RunPosition& position, bool best) {
     const auto compression = reducer_ ? reducer_->compression_state() : std::nullopt;
@@ -820,8 +827,7 @@ class Trainer::Impl {
     nlohmann::json state = state_json(position);
     add_loss_scaler_state(state, step_->loss_scaler());
     if (compression) add_compression_state(state, tensors, *compression);
-    if (best) store_->save_best(state, tensors);
-    return store_->save(position.global_step, state, tensors);
+    return writer_->save(position.global_step, best, std::move(state), tensors);
   }
 
   // Rank 0: the checkpoint named by --resume, verified (nullopt: start fresh).
@@ -839,6 +845,7 @@ class Trainer::Impl {
   // Loads the checkpoint named by --resume; returns its step, or -1 when starting fresh. Only
   // rank 0 reads the run directory; the others receive the checkpoint from it.
   int64_t resume() {
+    writer_->wait();  // a write of this process's own, under way, is the newest checkpoint
     const std::optional<Checkpoint> ckpt =
         share_checkpoint(*ctx_, 0, [this] { return find_checkpoint(); });
     holds_state_ = true;
@@ -902,6 +909,7 @@ class Trainer::Impl {
   std::unique_ptr<distributed::GradientReducer> reducer_;
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<CheckpointStore> store_;
+  std::unique_ptr<CheckpointWriter> writer_;  // after store_: waits for its write before it goes
   std::unique_ptr<MetricsLog> metrics_;
   RunPosition pos_;
   std::optional<double> best_mean_auroc_;
