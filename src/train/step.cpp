@@ -153,7 +153,8 @@ void TrainStep::warm_up(const data::Batch& batch) {
   clear_gradients();
 }
 
-StepResult TrainStep::run(const data::Batch& batch, int64_t step) {
+StepResult TrainStep::run(const data::Batch& batch, int64_t step,
+                          const std::function<void()>& before_update) {
   StepResult result;
   Stopwatch total;
   model_->train();
@@ -175,6 +176,7 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t step) {
   phase.reset();
   if (scaler_) scaler_->unscale(parameters_);
   result.skipped = !update_allowed(result.loss, step);
+  if (before_update) before_update();
   if (!result.skipped) apply_update();
   wait_for_device();
   result.times.optimizer = phase.seconds();

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -63,8 +64,11 @@ class TrainStep {
             distributed::GradientReducer* reducer, TrainStepOptions options = {});
 
   // Runs one step on `batch`; `step` (global, 0-based) only names the step in errors.
+  // `before_update`, if given, runs after the gradients are reduced and before the update (the
+  // trainer waits there for the previous checkpoint's write).
   // With a reducer, every rank must call run() the same number of times.
-  StepResult run(const data::Batch& batch, int64_t step);
+  StepResult run(const data::Batch& batch, int64_t step,
+                 const std::function<void()>& before_update = nullptr);
   // One forward and backward pass on `batch` without an update, the gradients dropped after:
   // kernels, allocator and autograd's threads warmed before a first step. Only without a
   // reducer (its hooks would start collectives). BatchNorm's running statistics move: the

@@ -702,7 +702,10 @@ class Trainer::Impl {
       r.skipped = true;
       return r;
     }
-    StepResult r = step_->run(batch, pos_.global_step);
+    // The checkpoint taken before this step is on disk before the step's update (rank 0's
+    // writer): a crash costs at most --checkpoint-every steps, and the step waits only for the
+    // part of the write that outlasts its forward and backward (counted in its optimizer time).
+    StepResult r = step_->run(batch, pos_.global_step, [this] { writer_->wait(); });
     if (r.skipped) ++non_finite_steps_;
     return r;
   }
