@@ -17,11 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_writer.h"
-#include "train/fused_adam.h"
-#include "train/run_checkpoint.h"
+#include "training_state.h"
 
 namespace {
 
@@ -30,11 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -57,15 +50,7 @@ int main(int argc, char** argv) {
     }
   }
   at::set_num_threads(1);
-  models::ModelOptions mo;
-  mo.arch = arch;
-  mo.num_classes = 14;
-  auto model = models::make_model(mo);
-  auto params = model->parameters();
-  train::FusedAdam adam(params, torch::optim::AdamOptions(1e-3));
-  model->forward(torch::randn({2, 3, 32, 32})).sum().backward();
-  adam.step();  // Adam's moments exist, as in a checkpoint after training steps
-  const auto tensors = train::run_checkpoint_tensors(*model, adam, params);
+  const auto tensors = bench::training_state(arch);
   size_t bytes = 0;
   for (const auto& t : tensors)
     bytes += t.tensor.nbytes();
@@ -111,6 +96,7 @@ int main(int argc, char** argv) {
   fmt::print(
       "median s: save and sync {:.3f}, writer's save returns {:.3f} ({:.1f}x less on the training "
       "thread), writer's whole write {:.3f}\n",
-      median(sync_s), median(returned_s), median(sync_s) / median(returned_s), median(written_s));
+      bench::median(sync_s), bench::median(returned_s),
+      bench::median(sync_s) / bench::median(returned_s), bench::median(written_s));
   return 0;
 }

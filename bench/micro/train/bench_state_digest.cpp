@@ -14,10 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "models/registry.h"
-#include "train/fused_adam.h"
 #include "train/regroup_state.h"
-#include "train/run_checkpoint.h"
+#include "training_state.h"
 
 namespace {
 
@@ -52,11 +50,6 @@ uint64_t copy_all(const std::vector<models::NamedTensor>& tensors, std::vector<c
   return static_cast<uint64_t>(out[at / 2]);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,15 +67,7 @@ int main(int argc, char** argv) {
     }
   }
   at::set_num_threads(1);
-  models::ModelOptions mo;
-  mo.arch = arch;
-  mo.num_classes = 14;
-  auto model = models::make_model(mo);
-  auto params = model->parameters();
-  train::FusedAdam adam(params, torch::optim::AdamOptions(1e-3));
-  model->forward(torch::randn({2, 3, 32, 32})).sum().backward();
-  adam.step();  // Adam's moments exist, as in a state sent after training steps
-  const auto tensors = train::run_checkpoint_tensors(*model, adam, params);
+  const auto tensors = bench::training_state(arch);
   size_t bytes = 0;
   for (const auto& t : tensors)
     bytes += t.tensor.nbytes();
@@ -110,7 +95,8 @@ int main(int argc, char** argv) {
   fmt::print(
       "median GB/s: digest (xxh64) {:.2f}, fnv-1a {:.2f}, memcpy {:.2f}; digest / fnv-1a {:.2f}x, "
       "digest / memcpy {:.2f}x (sink {:x})\n",
-      median(xxh), median(fnv), median(copy), median(xxh) / median(fnv), median(xxh) / median(copy),
+      bench::median(xxh), bench::median(fnv), bench::median(copy),
+      bench::median(xxh) / bench::median(fnv), bench::median(xxh) / bench::median(copy),
       sink & 0xF);
   return 0;
 }
