@@ -848,7 +848,6 @@ class Trainer::Impl {
   // Loads the checkpoint named by --resume; returns its step, or -1 when starting fresh. Only
   // rank 0 reads the run directory; the others receive the checkpoint from it.
   int64_t resume() {
-    writer_->wait();  // a write of this process's own, under way, is the newest checkpoint
     const std::optional<Checkpoint> ckpt =
         share_checkpoint(*ctx_, 0, [this] { return find_checkpoint(); });
     holds_state_ = true;
