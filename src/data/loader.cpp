@@ -135,6 +135,30 @@ class Loader::Impl {
     work_cv_.notify_all();
   }
 
+  void start_indices(int64_t epoch, std::vector<int64_t> indices) {
+    for (int64_t index : indices) {
+      if (index < 0 || index >= size_) {
+        throw UsageError(fmt::format("example {} is not in the data set's [0, {})", index, size_));
+      }
+    }
+    const auto items = static_cast<int64_t>(indices.size());
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      untaken_.reset();
+      ++generation_;
+      epoch_ = epoch;
+      indices_ = std::move(indices);
+      pending_.clear();
+      batches_ = (items + opt_.batch_size - 1) / opt_.batch_size;
+      next_batch_ = 0;
+      next_item_ = 0;
+      end_item_ = items;
+      started_ = true;
+      error_ = nullptr;
+    }
+    work_cv_.notify_all();
+  }
+
   std::optional<Batch> next() {
     const Stopwatch clock;
     PendingBatch done;
@@ -368,6 +392,9 @@ Loader::Loader(const LoaderOptions& options, std::shared_ptr<const ExampleSource
 Loader::~Loader() = default;
 void Loader::start_epoch(int64_t epoch, EpochStart start) {
   impl_->start_epoch(epoch, start);
+}
+void Loader::start_indices(int64_t epoch, std::vector<int64_t> indices) {
+  impl_->start_indices(epoch, std::move(indices));
 }
 void Loader::reshard(int rank, int world_size) {
   impl_->reshard(rank, world_size);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "data/batch.h"
 #include "data/loader_options.h"
@@ -47,6 +48,11 @@ class Loader {
   // The pass started last, when no batch of it has been taken yet and it starts at the same
   // place, goes on with the batches it has prefetched.
   void start_epoch(int64_t epoch, EpochStart start = {});
+  // Starts a pass over exactly `indices` of the data set, in their order and in batches of the
+  // batch size (the last one shorter), loaded as epoch `epoch` loads them, whatever this rank's
+  // slice: the rest of an evaluation that a regroup interrupted. UsageError for an index outside
+  // the data set.
+  void start_indices(int64_t epoch, std::vector<int64_t> indices);
   // Serves rank `rank` of `world_size` from now on (a worker regrouped in place), over the same
   // examples: the pass under way and its batches are dropped; start_epoch() starts the next.
   // UsageError for a rank outside the world.

@@ -8,16 +8,18 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/log.h"
 
 namespace chexscale::train {
 namespace {
 
 // Gathers [n_r, ...] rows from every rank (n_r may differ: bad images are dropped) into
-// [sum n_r, ...], rank by rank.
+// [sum n_r, ...], rank by rank. No rows anywhere: `local` (Gloo cannot gather empty tensors).
 torch::Tensor gather_rows(distributed::DistContext* ctx, const torch::Tensor& local) {
   if (ctx == nullptr || ctx->world_size() == 1) return local;
   const auto counts = ctx->all_gather(torch::tensor({local.size(0)}, torch::kInt64)).view(-1);
   const int64_t max_rows = counts.max().item<int64_t>();
+  if (max_rows == 0) return local;
   auto shape = local.sizes().vec();
   shape[0] = max_rows;
   auto padded = torch::zeros(shape, local.options());
@@ -60,31 +62,59 @@ torch::Tensor batch_logits(models::ClassifierImpl& model, const torch::Tensor& i
   return torch::logit(probs, 1e-7);
 }
 
+// Starts this rank's part of the pass: the whole epoch, or, when the ranks kept rows of an
+// abandoned pass, every world-th of the examples none of them kept.
+void start_pass(data::Loader& loader, distributed::DistContext* ctx, const PassRows* kept) {
+  if (kept == nullptr) {
+    loader.start_epoch(0);
+    return;
+  }
+  const torch::Tensor done = gather_rows(ctx, torch::tensor(kept->indices, torch::kInt64));
+  if (done.numel() == 0) {
+    loader.start_epoch(0);
+    return;
+  }
+  std::vector<bool> is_done(static_cast<size_t>(loader.dataset_size()), false);
+  const auto* d = done.data_ptr<int64_t>();
+  for (int64_t i = 0; i < done.numel(); ++i)
+    is_done[static_cast<size_t>(d[i])] = true;
+  const int rank = ctx != nullptr ? ctx->rank() : 0;
+  const int world = ctx != nullptr ? ctx->world_size() : 1;
+  std::vector<int64_t> mine;
+  int64_t left = 0;
+  for (int64_t index = 0; index < loader.dataset_size(); ++index) {
+    if (is_done[static_cast<size_t>(index)]) continue;
+    if (left++ % world == rank) mine.push_back(index);
+  }
+  log::debug("the pass goes on: {} of {} examples computed before, {} left for {} rank(s)",
+             loader.dataset_size() - left, loader.dataset_size(), left, world);
+  loader.start_indices(0, std::move(mine));
+}
+
 }  // namespace
 
 SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
                            distributed::DistContext* ctx, torch::Device device,
-                           const std::function<void()>& before_batch) {
+                           const std::function<void()>& before_batch, PassRows* kept) {
   const torch::NoGradGuard no_grad;
   const EvalModeGuard eval_mode(model);
-  std::vector<torch::Tensor> logits;
-  std::vector<torch::Tensor> labels;
-  std::vector<int64_t> indices;
-  loader.start_epoch(0);
+  PassRows own;
+  PassRows& computed = kept != nullptr ? *kept : own;
+  start_pass(loader, ctx, kept);
   while (true) {
     if (before_batch) before_batch();
     const auto batch = loader.next();
     if (!batch) break;
     if (batch->indices.empty()) continue;
-    logits.push_back(batch_logits(model, batch->images, device));
-    labels.push_back(batch->labels.to(torch::kFloat32));
-    indices.insert(indices.end(), batch->indices.begin(), batch->indices.end());
+    computed.logits.push_back(batch_logits(model, batch->images, device));
+    computed.labels.push_back(batch->labels.to(torch::kFloat32));
+    computed.indices.insert(computed.indices.end(), batch->indices.begin(), batch->indices.end());
   }
   const int64_t classes = model.options().num_classes;
   SplitOutputs local;
-  local.logits = logits.empty() ? torch::zeros({0, classes}) : torch::cat(logits);
-  local.labels = labels.empty() ? torch::zeros({0, classes}) : torch::cat(labels);
-  local.indices = torch::tensor(indices, torch::kInt64);
+  local.logits = computed.logits.empty() ? torch::zeros({0, classes}) : torch::cat(computed.logits);
+  local.labels = computed.labels.empty() ? torch::zeros({0, classes}) : torch::cat(computed.labels);
+  local.indices = torch::tensor(computed.indices, torch::kInt64);
   const auto all_logits = gather_rows(ctx, local.logits);
   const auto all_labels = gather_rows(ctx, local.labels);
   const auto all_indices = gather_rows(ctx, local.indices);

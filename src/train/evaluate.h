@@ -26,14 +26,27 @@ struct SplitOutputs {
   std::vector<std::string> label_names;  // C names: the data set's label set
 };
 
+// The rows of a pass that this rank has computed, batch by batch: what it keeps of a pass that
+// was abandoned.
+struct PassRows {
+  std::vector<torch::Tensor> logits;
+  std::vector<torch::Tensor> labels;
+  std::vector<int64_t> indices;
+};
+
 // Runs the model (eval mode, no grad) over one epoch of `loader` (epoch 0, no shuffle expected)
 // and gathers the outputs across ranks; every rank gets the full result. `ctx` may be null.
 // `before_batch`, when set, is called before each batch: an exception it throws abandons the
 // pass before the gathering collectives (the model back in its mode; the loader's next
 // start_epoch begins a new pass), so a rank may leave a long evaluation its group will redo.
+// `kept`, when set, holds this rank's rows of an abandoned pass with the same model (or none)
+// and gains the rows this call computes, also when it is abandoned: the ranks first gather which
+// examples any of them kept (collective) and share out only the others, each rank taking every
+// world-th of them, so a pass goes on in a new world without computing an example again.
 SplitOutputs predict_split(models::ClassifierImpl& model, data::Loader& loader,
                            distributed::DistContext* ctx, torch::Device device,
-                           const std::function<void()>& before_batch = {});
+                           const std::function<void()>& before_batch = {},
+                           PassRows* kept = nullptr);
 
 struct EvalMetrics {
   double loss = 0;

@@ -762,8 +762,7 @@ class Trainer::Impl {
     // Rank 0's BatchNorm statistics are the checkpointed ones: validate with them everywhere.
     if (ctx_->world_size() > 1) distributed::broadcast_module(*ctx_, *model_);
     log::debug("epoch {}: validating", pos_.epoch);
-    const EvalMetrics m = evaluate_outputs(
-        predict_split(*model_, *val_loader_, ctx_.get(), device_, abandon_if_round_ended()), loss_);
+    const EvalMetrics m = evaluate_outputs(validation_outputs(), loss_);
     log.val_loss = m.loss;
     log.val_auroc = m.auroc;
     log.lr_reduced = schedule_->observe_val_loss(m.loss);
@@ -791,14 +790,33 @@ class Trainer::Impl {
     return log;
   }
 
+  // The validation's outputs for the epoch. Under --elastic in-place the rows this rank computed
+  // are kept when a regroup interrupts the pass, and the next round's pass goes on from every
+  // rank's kept rows when it validates the same epoch with the same model (a digest of the
+  // parameters and buffers it validates with, rank 0's): a lost or a new node costs only the
+  // examples that no survivor had reached.
+  SplitOutputs validation_outputs() {
+    if (ctx_->elastic_round() == nullptr) {
+      return predict_split(*model_, *val_loader_, ctx_.get(), device_);
+    }
+    const uint64_t digest = state_digest(models::state_dict(*model_), {{"epoch", pos_.epoch}});
+    if (kept_validation_.model_digest != digest) kept_validation_ = {digest, {}};
+    SplitOutputs outputs = predict_split(*model_, *val_loader_, ctx_.get(), device_,
+                                         abandon_if_round_ended(), &kept_validation_.rows);
+    kept_validation_ = {};
+    return outputs;
+  }
+
   // --elastic in-place: a validation's check before each batch. When the round has ended (a
   // node joins or is lost) the rank leaves at once with DistError (before the validation's
   // collectives) instead of finishing a pass that the others, or the newcomer, would wait for;
-  // the position still ends the epoch, so the next round validates it again. Empty otherwise.
+  // the position still ends the epoch, so the next round's validation of it goes on from the rows
+  // the ranks kept. Logs each batch at debug level. Empty otherwise.
   std::function<void()> abandon_if_round_ended() const {
     const distributed::ElasticRound* round = ctx_->elastic_round();
     if (round == nullptr) return {};
-    return [round, epoch = pos_.epoch] {
+    return [round, epoch = pos_.epoch, batch = int64_t{0}]() mutable {
+      log::debug("epoch {}: validating batch {}", epoch, batch++);
       if (round->ended()) {
         throw DistError(
             fmt::format("round {} ended during the validation of epoch {}", round->round(), epoch));
@@ -925,6 +943,13 @@ class Trainer::Impl {
   bool holds_state_ = false;
   std::optional<Checkpoint> held_;
   RegroupClock regroup_clock_;  // since this rank left round left_round_ (or was ready, new)
+  // The rows of a validation a regroup interrupted, and the digest of the model that computed
+  // them (see validation_outputs).
+  struct KeptValidation {
+    uint64_t model_digest = 0;
+    PassRows rows;
+  };
+  KeptValidation kept_validation_;
   int left_round_ = -1;
   std::vector<std::unique_ptr<distributed::GradientReducer>> retired_reducers_;
 };

@@ -1,7 +1,8 @@
 // The loader over loose PNGs, shards and synthetic tensors: exact contents, same batches whatever
 // the thread count and source kind, rank slices, mid-epoch resume (also of a pass from a sample
 // offset, as a resume in another layout makes), a loader re-pointed at another rank and world (a
-// regroup in place), a pass started again, bad images skipped and counted.
+// regroup in place), a pass started again, a pass over given examples, bad images skipped and
+// counted.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -268,6 +269,42 @@ TEST_F(LoaderTest, APassStartedAgainServesItsBatchesOnce) {
   expect_same(pass_batches(loader, 4, {}), whole);
   loader.start_epoch(4, {0, 2});
   expect_same(pass_batches(loader, 4, {}), whole);
+}
+
+// A pass over given examples serves them in their order, in batches of the batch size, each as
+// the epoch's pass loads it (the same augmentation), whatever the loader's rank; an example
+// outside the data set is a usage error.
+TEST_F(LoaderTest, APassOverGivenExamplesServesThemAsTheirEpochLoadsThem) {
+  auto o = options(shards_->path());
+  Loader whole(o);
+  std::map<int64_t, torch::Tensor> images;
+  for (const Batch& b : epoch(whole, 3)) {
+    for (size_t i = 0; i < b.indices.size(); ++i)
+      images[b.indices[i]] = b.images[static_cast<int64_t>(i)];
+  }
+  ASSERT_EQ(static_cast<int64_t>(images.size()), whole.dataset_size());
+  ASSERT_GT(whole.dataset_size(), 60);
+  o.rank = 1;
+  o.world_size = 3;
+  Loader loader(o);
+  const std::vector<int64_t> given{5, 17, 2, 40, 41, 60, 0};
+  loader.start_indices(3, given);
+  std::vector<int64_t> served;
+  std::vector<int64_t> sizes;
+  while (auto b = loader.next()) {
+    sizes.push_back(static_cast<int64_t>(b->indices.size()));
+    for (size_t i = 0; i < b->indices.size(); ++i) {
+      served.push_back(b->indices[i]);
+      EXPECT_TRUE(torch::equal(b->images[static_cast<int64_t>(i)], images.at(b->indices[i])))
+          << "example " << b->indices[i];
+    }
+  }
+  EXPECT_EQ(served, given);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{5, 2}));
+  loader.start_indices(3, {});
+  EXPECT_FALSE(loader.next());
+  EXPECT_THROW(loader.start_indices(3, {4, whole.dataset_size()}), UsageError);
+  EXPECT_THROW(loader.start_indices(3, {-1}), UsageError);
 }
 
 TEST_F(LoaderTest, RanksGetDisjointSlicesOfEqualLength) {

@@ -420,11 +420,12 @@ TEST_F(LabInPlace, PowerSgdGoesOnThroughAKillAndAJoinWithTheSameBytesOnEveryRank
 }
 
 // A node joins while the only other one validates an epoch: that node's worker leaves the
-// validation at once instead of finishing it, and the new round validates the epoch again with
-// both. To make the round end find it mid-pass, the worker is stopped (SIGSTOP) once it logs
-// the validation's start and continued once its agent has ended the round; a stop that came
-// too late (the epoch's record already written) is let go and tried at the next epoch.
-TEST_F(LabInPlace, AJoinDuringAValidationEndsItAndTheNewRoundValidatesTheEpochAgain) {
+// validation at once instead of finishing it, keeping the rows it computed, and the new round's
+// validation of the epoch goes on from them: both ranks share out only the examples left. To
+// make the round end find it mid-pass, the worker is stopped (SIGSTOP) once it logs the pass's
+// fourth batch and continued once its agent has ended the round; a stop that came too late (the
+// epoch's record already written) is let go and tried at the next epoch.
+TEST_F(LabInPlace, AJoinDuringAValidationEndsItAndTheNewRoundGoesOnWithTheRest) {
   // A validation of several batches: 220 images, four fifths of them held out (and no worker's
   // slice of the rest ends in a batch of one, on one worker or two).
   data_ = tmp_.path() + "/data-val";
@@ -442,7 +443,7 @@ TEST_F(LabInPlace, AJoinDuringAValidationEndsItAndTheNewRoundValidatesTheEpochAg
   int epoch = 0;
   for (size_t from = 0;; ++epoch) {
     ASSERT_LT(epoch, kEpochs - 1) << "no stop came during a validation\n" << n0->output();
-    const std::string start = fmt::format("epoch {}: validating", epoch);
+    const std::string start = fmt::format("epoch {}: validating batch 3", epoch);
     ASSERT_TRUE(wait_for_text(*n0, start, from)) << n0->output();
     ASSERT_EQ(::kill(workers[0], SIGSTOP), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a write under way lands
@@ -462,7 +463,19 @@ TEST_F(LabInPlace, AJoinDuringAValidationEndsItAndTheNewRoundValidatesTheEpochAg
       regroup_line(*n0, from, 1, /*newcomer=*/false, std::chrono::seconds(90));
   ASSERT_TRUE(regroup) << n0->output();
   fmt::print("[in place: node 1 joins during a validation] {}\n", regroup->text);
-  EXPECT_EQ(regroup->parts.count("epoch end"), 1u) << regroup->text;  // validated again
+  EXPECT_EQ(regroup->parts.count("epoch end"), 1u) << regroup->text;  // validated on
+  // At least the three batches of four before the stop were kept.
+  std::smatch went_on;
+  const std::string out = n0->output().substr(from);
+  ASSERT_TRUE(std::regex_search(
+      out, went_on,
+      std::regex(R"(the pass goes on: (\d+) of (\d+) examples computed before, (\d+) left for 2)")))
+      << out;
+  EXPECT_GE(std::stoi(went_on[1]), 12) << went_on[0];
+  const int validation_images = std::stoi(went_on[2]);  // of the 220, held out by patient
+  EXPECT_GT(validation_images, 100) << went_on[0];
+  EXPECT_GT(std::stoi(went_on[3]), 0) << went_on[0];
+  EXPECT_EQ(std::stoi(went_on[1]) + std::stoi(went_on[3]), validation_images) << went_on[0];
 
   const auto r = wait_all({n0.get(), n1.get()}, Clock::now() + std::chrono::minutes(4));
   EXPECT_EQ(r[0].exit_code, 0) << r[0].output;
@@ -473,6 +486,14 @@ TEST_F(LabInPlace, AJoinDuringAValidationEndsItAndTheNewRoundValidatesTheEpochAg
   for (int64_t e = 0; e < kEpochs; ++e)
     once[e] = 1;
   EXPECT_EQ(validations(run), once);
+  // Each over every validation image once, the one gone on with from kept rows too.
+  std::istringstream records(file_contents(run + "/metrics.jsonl"));
+  for (std::string line; std::getline(records, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("type", "") == "epoch") {
+      EXPECT_EQ(record.at("val_examples"), validation_images) << line;
+    }
+  }
   EXPECT_NE((r[0].output + r[1].output).find("with every rank (2) holding the same bytes"),
             std::string::npos)
       << r[0].output << r[1].output;

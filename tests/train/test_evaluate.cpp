@@ -1,7 +1,8 @@
 // Per-study scoring (evaluate.h): the study of an image name, and the combination of a study's
 // views into one row -- the maximum probability, the study's labels -- checked by hand; and
 // predictions.csv's probabilities, which read back as the very float32 values they were; and a
-// prediction pass abandoned midway (an elastic round that ends during validation).
+// prediction pass abandoned midway (an elastic round that ends during validation), done again
+// or gone on from the rows it kept.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -137,6 +138,45 @@ TEST(Evaluate, AnAbandonedPassLeavesTheModelTrainingAndTheNextPassWhole) {
   ASSERT_EQ(again.indices.numel(), 22);
   EXPECT_TRUE(torch::equal(again.indices, whole.indices));
   EXPECT_TRUE(torch::equal(again.logits, whole.logits));
+}
+
+// A pass abandoned after two batches that kept its rows: the next pass computes only the other
+// examples (four batches of the fourteen left) and gives every example with the logits of a
+// pass that was never interrupted.
+TEST(Evaluate, AnAbandonedPassThatKeptItsRowsGoesOnWithTheRest) {
+  data::LoaderOptions o;
+  o.synthetic = true;
+  o.synthetic_size = 22;
+  o.batch_size = 4;
+  o.image_size = 16;
+  o.crop_size = 16;
+  o.augment = false;
+  o.shuffle = false;
+  o.threads = 2;
+  data::Loader loader(o);
+  const models::Classifier model = test_util::make_tiny_classifier(5);
+  const SplitOutputs whole = predict_split(*model, loader, nullptr, torch::kCPU);
+
+  PassRows kept;
+  int checks = 0;
+  const auto abandon_at_third = [&checks] {
+    if (++checks == 3) throw std::runtime_error("round 4 ended");
+  };
+  EXPECT_THROW(predict_split(*model, loader, nullptr, torch::kCPU, abandon_at_third, &kept),
+               std::runtime_error);
+  EXPECT_EQ(kept.indices, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+
+  const int64_t images_before = loader.stats().images;
+  int calls = 0;
+  const SplitOutputs rest = predict_split(
+      *model, loader, nullptr, torch::kCPU, [&calls] { ++calls; }, &kept);
+  EXPECT_EQ(calls, 5);  // before each of the four batches and before the end
+  EXPECT_EQ(loader.stats().images - images_before, 14);
+  EXPECT_EQ(kept.indices.size(), 22u);
+  ASSERT_EQ(rest.indices.numel(), 22);
+  EXPECT_TRUE(torch::equal(rest.indices, whole.indices));
+  EXPECT_TRUE(torch::equal(rest.logits, whole.logits));
+  EXPECT_TRUE(torch::equal(rest.labels, whole.labels));
 }
 
 }  // namespace
