@@ -103,17 +103,26 @@ CheckpointStore::CheckpointStore(std::string dir, int keep_last)
 
 std::string CheckpointStore::write(const std::string& stem, const nlohmann::json& state,
                                    const std::string& bytes) {
+  return write(stem, state, bytes, crc32_of(bytes));
+}
+
+std::string CheckpointStore::manifest_text(const std::string& tensors_file,
+                                           const nlohmann::json& state, size_t bytes,
+                                           uint32_t crc) {
+  const nlohmann::json manifest = {
+      {"format", kFormat},      {"version", kVersion},  {"tensors_file", tensors_file},
+      {"tensors_bytes", bytes}, {"tensors_crc32", crc}, {"state", state}};
+  return manifest.dump(2) + "\n";
+}
+
+std::string CheckpointStore::write(const std::string& stem, const nlohmann::json& state,
+                                   const std::string& bytes, uint32_t crc) {
   make_dirs(dir_);
   const std::string tensors_file = stem + ".safetensors";
   const std::string tensors_path = (fs::path(dir_) / tensors_file).string();
   const std::string manifest_path = (fs::path(dir_) / (stem + ".json")).string();
-  const nlohmann::json manifest = {{"format", kFormat},
-                                   {"version", kVersion},
-                                   {"tensors_file", tensors_file},
-                                   {"tensors_bytes", bytes.size()},
-                                   {"tensors_crc32", crc32_of(bytes)},
-                                   {"state", state}};
-  const std::string manifest_text = manifest.dump(2) + "\n";
+  const std::string manifest_text =
+      CheckpointStore::manifest_text(tensors_file, state, bytes.size(), crc);
   // Room for both files before either is written: a full disk fails here with the checkpoints
   // as they were (the older ones are removed only once this one is complete).
   require_free_space(tensors_path, bytes.size() + manifest_text.size());
@@ -148,10 +157,37 @@ PreparedCheckpoint CheckpointStore::prepare(int64_t step, bool best, nlohmann::j
 }
 
 std::string CheckpointStore::write_prepared(const PreparedCheckpoint& checkpoint) {
-  if (checkpoint.best) write("best", checkpoint.state, checkpoint.bytes);
-  const std::string path = write(step_stem(checkpoint.step), checkpoint.state, checkpoint.bytes);
+  const uint32_t crc = crc32_of(checkpoint.bytes);
+  const std::string stem = step_stem(checkpoint.step);
+  const std::string path = write(stem, checkpoint.state, checkpoint.bytes, crc);
+  if (checkpoint.best) write_best_as_link(stem, checkpoint, crc);
   prune();
   return path;
+}
+
+void CheckpointStore::write_best_as_link(const std::string& stem,
+                                         const PreparedCheckpoint& checkpoint, uint32_t crc) {
+  const fs::path dir(dir_);
+  const fs::path link = dir / "best.safetensors.link";
+  std::error_code ec;
+  fs::remove(link, ec);
+  fs::create_hard_link(dir / (stem + ".safetensors"), link, ec);
+  if (ec) {
+    log::debug("{}: no hard link ({}); best.safetensors written as a copy", dir_, ec.message());
+    write("best", checkpoint.state, checkpoint.bytes, crc);
+    return;
+  }
+  const fs::path tensors = dir / "best.safetensors";
+  fs::rename(link, tensors, ec);
+  if (ec) {
+    fs::remove(link, ec);
+    throw IoError(
+        fmt::format("cannot rename {} to {}: {}", link.string(), tensors.string(), ec.message()));
+  }
+  // The manifest's write syncs the folder, and with it the new name of the tensors.
+  write_file_atomic(
+      (dir / "best.json").string(),
+      manifest_text("best.safetensors", checkpoint.state, checkpoint.bytes.size(), crc));
 }
 
 std::string CheckpointStore::manifest_path(int64_t step) const {

@@ -51,8 +51,10 @@ class CheckpointStore {
   PreparedCheckpoint prepare(int64_t step, bool best, nlohmann::json state,
                              const std::vector<models::NamedTensor>& tensors,
                              std::string reuse = {}) const;
-  // Writes "best.*" when asked, then the step checkpoint, and prunes as save() does. Returns the
-  // step checkpoint's manifest path. One write at a time; any thread.
+  // Writes the step checkpoint, then "best.*" when asked, and prunes as save() does. Returns the
+  // step checkpoint's manifest path. One write at a time; any thread. best.safetensors is a hard
+  // link to the step's tensors file (the same bytes are not written twice; pruning the step
+  // leaves it), a copy where the file system has no hard links.
   std::string write_prepared(const PreparedCheckpoint& checkpoint);
   // Where the manifest of step `step`'s checkpoint is (or will be).
   std::string manifest_path(int64_t step) const;
@@ -74,6 +76,13 @@ class CheckpointStore {
 
  private:
   std::string write(const std::string& stem, const nlohmann::json& state, const std::string& bytes);
+  std::string write(const std::string& stem, const nlohmann::json& state, const std::string& bytes,
+                    uint32_t crc);
+  // "best.*" for the step checkpoint `stem` just written from `checkpoint` (write_prepared).
+  void write_best_as_link(const std::string& stem, const PreparedCheckpoint& checkpoint,
+                          uint32_t crc);
+  static std::string manifest_text(const std::string& tensors_file, const nlohmann::json& state,
+                                   size_t bytes, uint32_t crc);
   void prune() const;
 
   std::string dir_;

@@ -29,6 +29,13 @@ std::string CheckpointWriter::save(int64_t step, bool best, nlohmann::json state
   return path;
 }
 
+void CheckpointWriter::map_buffer(size_t bytes) {
+  if (pending_.valid() || spare_.capacity() >= bytes) return;  // a write's buffer comes back
+  pending_ = std::async(std::launch::async, [bytes] {
+    return Written{"", std::string(bytes, '\0')};  // every page written, so mapped
+  });
+}
+
 void CheckpointWriter::wait() {
   if (pending_.valid()) spare_ = pending_.get().bytes;
 }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <future>
 #include <string>
@@ -30,6 +31,12 @@ class CheckpointWriter {
                    const std::vector<models::NamedTensor>& tensors);
   // Waits for the write under way, if any; rethrows its error (IoError).
   void wait();
+  // A writer without a buffer of `bytes` (one that has not written yet: a rank that has just
+  // become the one that writes) maps one on its thread, so that the next save's copy does not
+  // fault its pages in on the training thread. Returns at once; the next save or wait() takes it.
+  void map_buffer(size_t bytes);
+  // The room of the buffer the next save copies into, once wait() returned (0 before any).
+  size_t buffer_capacity() const { return spare_.capacity(); }
 
  private:
   struct Written {

@@ -460,8 +460,10 @@ class Trainer::Impl {
     regroup_clock_.lap("group");
     main_ = ctx_->is_main();
     // Another rank writes the checkpoints now: this one's last write ends first, so that two
-    // processes never write the same step's files.
+    // processes never write the same step's files. A rank that writes them now and never did
+    // maps its buffer meanwhile.
     if (!main_) writer_->wait();
+    if (main_) writer_->map_buffer(checkpoint_bytes());
     opt_.membership_round = ctx_->elastic_round()->round();
     opt_.membership_nodes = ctx_->elastic_round()->nodes();
     opt_.schedule.world_size = ctx_->world_size();
@@ -836,6 +838,14 @@ class Trainer::Impl {
     s.crop_size = opt_.data.crop_size;
     s.label_names = train_loader_->label_names();
     return run_state_json(s);
+  }
+
+  // About the size of this rank's checkpoint file: its tensors and 1 MiB for the header (a
+  // larger one, with PowerSGD's residuals, grows the buffer at its first save).
+  size_t checkpoint_bytes() const {
+    return static_cast<size_t>(
+               tensor_bytes(run_checkpoint_tensors(*model_, *optimizer_, params_))) +
+           (size_t{1} << 20);
   }
 
   // Rank 0: a checkpoint from which a resume continues at `position`, copied here and written
