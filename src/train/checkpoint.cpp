@@ -147,8 +147,9 @@ PreparedCheckpoint CheckpointStore::prepare(int64_t step, bool best, nlohmann::j
                                             std::string reuse) const {
   PreparedCheckpoint c{step, best, std::move(state),
                        models::serialize_safetensors(tensors, {}, std::move(reuse))};
-  // Room for every file of the save (best.* too), checked before any is written. The writes
-  // check again, each for its own files, since the disk may fill in between.
+  // Room for every file of the save (best.* too, as a copy: the file system may have no hard
+  // links), checked before any is written. The writes check again, each for its own files, since
+  // the disk may fill in between.
   make_dirs(dir_);
   const uint64_t files = c.bytes.size() + c.state.dump(2).size() + kManifestFieldsBytes;
   require_free_space((fs::path(dir_) / (step_stem(step) + ".safetensors")).string(),
