@@ -102,21 +102,26 @@ TEST(Evaluate, PredictionsCsvProbabilitiesReadBackExactly) {
   }
 }
 
-// A pass that its before_batch check abandons after two batches: the exception leaves
-// predict_split with the model back in training mode, and the next pass over the same loader
-// (as the next round's validation) gives every example and the same logits as a pass that was
-// never interrupted.
-TEST(Evaluate, AnAbandonedPassLeavesTheModelTrainingAndTheNextPassWhole) {
+// A validation split of 22 synthetic examples: six batches of four, the last of two.
+data::LoaderOptions validation_options(int threads) {
   data::LoaderOptions o;
   o.synthetic = true;
-  o.synthetic_size = 22;  // six batches, the last of two
+  o.synthetic_size = 22;
   o.batch_size = 4;
   o.image_size = 16;
   o.crop_size = 16;
   o.augment = false;
   o.shuffle = false;
-  o.threads = 1;
-  data::Loader loader(o);
+  o.threads = threads;
+  return o;
+}
+
+// A pass that its before_batch check abandons after two batches: the exception leaves
+// predict_split with the model back in training mode, and the next pass over the same loader
+// (as the next round's validation) gives every example and the same logits as a pass that was
+// never interrupted.
+TEST(Evaluate, AnAbandonedPassLeavesTheModelTrainingAndTheNextPassWhole) {
+  data::Loader loader(validation_options(1));
   const models::Classifier model = test_util::make_tiny_classifier(5);
   const SplitOutputs whole = predict_split(*model, loader, nullptr, torch::kCPU);
   ASSERT_EQ(whole.indices.numel(), 22);
@@ -144,16 +149,7 @@ TEST(Evaluate, AnAbandonedPassLeavesTheModelTrainingAndTheNextPassWhole) {
 // examples (four batches of the fourteen left) and gives every example with the logits of a
 // pass that was never interrupted.
 TEST(Evaluate, AnAbandonedPassThatKeptItsRowsGoesOnWithTheRest) {
-  data::LoaderOptions o;
-  o.synthetic = true;
-  o.synthetic_size = 22;
-  o.batch_size = 4;
-  o.image_size = 16;
-  o.crop_size = 16;
-  o.augment = false;
-  o.shuffle = false;
-  o.threads = 2;
-  data::Loader loader(o);
+  data::Loader loader(validation_options(2));
   const models::Classifier model = test_util::make_tiny_classifier(5);
   const SplitOutputs whole = predict_split(*model, loader, nullptr, torch::kCPU);
 
