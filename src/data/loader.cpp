@@ -115,24 +115,10 @@ class Loader::Impl {
       const std::lock_guard<std::mutex> lock(mu_);
       if (untaken_ && *untaken_ == pass && !error_) return;  // its batches are on their way
     }
-    std::vector<int64_t> indices =
-        sampler_->epoch_indices(epoch, start.sample_offset, extra_per_rank(start.sample_offset));
-    {
-      const std::lock_guard<std::mutex> lock(mu_);
-      untaken_ = pass;
-      ++generation_;
-      epoch_ = epoch;
-      indices_ = std::move(indices);
-      pending_.clear();
-      batches_ = batches;
-      next_batch_ = start.skip_batches;
-      next_item_ = start.skip_batches * opt_.batch_size;
-      end_item_ =
-          std::min<int64_t>(static_cast<int64_t>(indices_.size()), batches_ * opt_.batch_size);
-      started_ = true;
-      error_ = nullptr;
-    }
-    work_cv_.notify_all();
+    begin_pass(
+        pass, epoch,
+        sampler_->epoch_indices(epoch, start.sample_offset, extra_per_rank(start.sample_offset)),
+        batches, start.skip_batches);
   }
 
   void start_indices(int64_t epoch, std::vector<int64_t> indices) {
@@ -141,22 +127,9 @@ class Loader::Impl {
         throw UsageError(fmt::format("example {} is not in the data set's [0, {})", index, size_));
       }
     }
-    const auto items = static_cast<int64_t>(indices.size());
-    {
-      const std::lock_guard<std::mutex> lock(mu_);
-      untaken_.reset();
-      ++generation_;
-      epoch_ = epoch;
-      indices_ = std::move(indices);
-      pending_.clear();
-      batches_ = (items + opt_.batch_size - 1) / opt_.batch_size;
-      next_batch_ = 0;
-      next_item_ = 0;
-      end_item_ = items;
-      started_ = true;
-      error_ = nullptr;
-    }
-    work_cv_.notify_all();
+    const auto batches =
+        (static_cast<int64_t>(indices.size()) + opt_.batch_size - 1) / opt_.batch_size;
+    begin_pass(std::nullopt, epoch, std::move(indices), batches, 0);
   }
 
   std::optional<Batch> next() {
@@ -379,6 +352,28 @@ class Loader::Impl {
     }
   };
   std::optional<PassStart> untaken_;
+
+  // A new pass over `indices` as epoch `epoch`'s (`batches` batches, the first `skip` of them
+  // trained already); `untaken`: where it starts, for start_epoch's reuse of a pass not yet taken.
+  void begin_pass(std::optional<PassStart> untaken, int64_t epoch, std::vector<int64_t> indices,
+                  int64_t batches, int64_t skip) {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      untaken_ = untaken;
+      ++generation_;
+      epoch_ = epoch;
+      indices_ = std::move(indices);
+      pending_.clear();
+      batches_ = batches;
+      next_batch_ = skip;
+      next_item_ = skip * opt_.batch_size;
+      end_item_ =
+          std::min<int64_t>(static_cast<int64_t>(indices_.size()), batches_ * opt_.batch_size);
+      started_ = true;
+      error_ = nullptr;
+    }
+    work_cv_.notify_all();
+  }
   std::vector<std::thread> workers_;
 
   mutable std::mutex stats_mu_;

@@ -31,6 +31,15 @@ std::string step_stem(int64_t step) {
 // A manifest's size beyond its state: the format, version, file name, size and CRC-32 fields.
 constexpr size_t kManifestFieldsBytes = 256;
 
+// The manifest of a tensors file of `bytes` bytes with CRC-32 `crc`.
+std::string manifest_text(const std::string& tensors_file, const nlohmann::json& state,
+                          size_t bytes, uint32_t crc) {
+  const nlohmann::json manifest = {
+      {"format", kFormat},      {"version", kVersion},  {"tensors_file", tensors_file},
+      {"tensors_bytes", bytes}, {"tensors_crc32", crc}, {"state", state}};
+  return manifest.dump(2) + "\n";
+}
+
 }  // namespace
 
 std::vector<models::NamedTensor> tensors_with_prefix(const std::vector<models::NamedTensor>& all,
@@ -102,35 +111,20 @@ CheckpointStore::CheckpointStore(std::string dir, int keep_last)
 }
 
 std::string CheckpointStore::write(const std::string& stem, const nlohmann::json& state,
-                                   const std::string& bytes) {
-  return write(stem, state, bytes, crc32_of(bytes));
-}
-
-std::string CheckpointStore::manifest_text(const std::string& tensors_file,
-                                           const nlohmann::json& state, size_t bytes,
-                                           uint32_t crc) {
-  const nlohmann::json manifest = {
-      {"format", kFormat},      {"version", kVersion},  {"tensors_file", tensors_file},
-      {"tensors_bytes", bytes}, {"tensors_crc32", crc}, {"state", state}};
-  return manifest.dump(2) + "\n";
-}
-
-std::string CheckpointStore::write(const std::string& stem, const nlohmann::json& state,
                                    const std::string& bytes, uint32_t crc) {
   make_dirs(dir_);
   const std::string tensors_file = stem + ".safetensors";
   const std::string tensors_path = (fs::path(dir_) / tensors_file).string();
   const std::string manifest_path = (fs::path(dir_) / (stem + ".json")).string();
-  const std::string manifest_text =
-      CheckpointStore::manifest_text(tensors_file, state, bytes.size(), crc);
+  const std::string manifest = manifest_text(tensors_file, state, bytes.size(), crc);
   // Room for both files before either is written: a full disk fails here with the checkpoints
   // as they were (the older ones are removed only once this one is complete).
-  require_free_space(tensors_path, bytes.size() + manifest_text.size());
+  require_free_space(tensors_path, bytes.size() + manifest.size());
   // Ended at once between the two writes: no tensors without their manifest are left behind.
   const UnfinishedFile pending_tensors(tensors_path, manifest_path);
   write_file_atomic(tensors_path, bytes);
   try {
-    write_file_atomic(manifest_path, manifest_text);
+    write_file_atomic(manifest_path, manifest);
   } catch (const IoError&) {
     // The new tensors without a manifest are no checkpoint (and best.json, if any, no longer
     // matches them): remove the pair rather than leave a file that only takes room.
@@ -202,7 +196,8 @@ std::string CheckpointStore::save(int64_t step, const nlohmann::json& state,
 
 std::string CheckpointStore::save_best(const nlohmann::json& state,
                                        const std::vector<models::NamedTensor>& tensors) {
-  return write("best", state, models::serialize_safetensors(tensors));
+  const std::string bytes = models::serialize_safetensors(tensors);
+  return write("best", state, bytes, crc32_of(bytes));
 }
 
 std::vector<std::string> CheckpointStore::list() const {

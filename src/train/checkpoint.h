@@ -75,14 +75,11 @@ class CheckpointStore {
   const std::string& dir() const { return dir_; }
 
  private:
-  std::string write(const std::string& stem, const nlohmann::json& state, const std::string& bytes);
   std::string write(const std::string& stem, const nlohmann::json& state, const std::string& bytes,
                     uint32_t crc);
   // "best.*" for the step checkpoint `stem` just written from `checkpoint` (write_prepared).
   void write_best_as_link(const std::string& stem, const PreparedCheckpoint& checkpoint,
                           uint32_t crc);
-  static std::string manifest_text(const std::string& tensors_file, const nlohmann::json& state,
-                                   size_t bytes, uint32_t crc);
   void prune() const;
 
   std::string dir_;

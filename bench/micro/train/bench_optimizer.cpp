@@ -11,13 +11,9 @@
 
 #include "models/registry.h"
 #include "train/fused_adam.h"
+#include "training_state.h"
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 std::vector<torch::Tensor> parameters_with_gradients(const std::string& arch) {
   chexscale::models::ModelOptions options;
@@ -64,8 +60,9 @@ int main(int argc, char** argv) {
     int64_t count = 0;
     for (const auto& p : fused_params)
       count += p.numel();
-    fmt::print("{:<12} {:>10} {:>14.1f} {:>14.1f} {:>7.2f}x\n", arch, count, median(reference_ms),
-               median(fused_ms), median(reference_ms) / median(fused_ms));
+    fmt::print("{:<12} {:>10} {:>14.1f} {:>14.1f} {:>7.2f}x\n", arch, count,
+               chexscale::bench::median(reference_ms), chexscale::bench::median(fused_ms),
+               chexscale::bench::median(reference_ms) / chexscale::bench::median(fused_ms));
   }
   return 0;
 }
