@@ -295,8 +295,8 @@ void add_job_options(CLI::App* cmd, SimulateArgs* args) {
       ->capture_default_str();
   cmd->add_option(
          "--algorithm", args->algorithm,
-         "Allreduce algorithm: ring, tree, or hierarchical (node reduce, leaders' ring, node "
-         "broadcast: the reducer's --hierarchical)")
+         "Allreduce algorithm: ring, tree, or hierarchical (node reduce-scatter, allreduce "
+         "across the nodes, node allgather: the reducer's --hierarchical)")
       ->capture_default_str();
 }
 

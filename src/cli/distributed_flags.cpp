@@ -26,9 +26,10 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
                  "with MPI)")
       ->capture_default_str();
   cmd.add_flag("--hierarchical", o.hierarchical,
-               "Allreduce node by node (gloo, mpi): reduce inside each node, allreduce among one "
-               "leader per node, broadcast back; every gradient byte crosses the network once per "
-               "node instead of once per rank (see docs/bare-metal.md)");
+               "Allreduce node by node (gloo, mpi): reduce-scatter inside each node, each rank's "
+               "share allreduced with its peers on the other nodes, allgather back; every "
+               "gradient byte crosses the network once per node instead of once per rank (see "
+               "docs/bare-metal.md)");
   cmd.add_option("--mpi-allreduce", f.mpi_allreduce,
                  "How backend mpi allreduces: auto (its own pipelined ring of point-to-point "
                  "messages in a group that spans nodes, MPI_Allreduce inside one node), ring, or "

@@ -135,7 +135,7 @@ NodeLayout gather_node_layout(DistContext& ctx, const RendezvousEnv& env) {
   return node_layout(env.rank.value, local_ranks);
 }
 
-// --hierarchical: the world group wrapped so that every allreduce goes node -> leaders -> node;
+// --hierarchical: the world group wrapped so that every allreduce goes node -> across -> node;
 // `world` itself (and a log line saying so) when that would be the flat allreduce again.
 c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
     c10::intrusive_ptr<compat::CollectiveGroup> world, const NodeLayout& layout, Backend backend,
@@ -155,8 +155,8 @@ c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
                                 env.rank.value, layout.describe(), e.what_without_backtrace()));
   }
   log::info(
-      "hierarchical allreduce: {}; reduce inside the node, allreduce among {} leaders, "
-      "broadcast inside the node",
+      "hierarchical allreduce: {}; reduce-scatter inside the node, each rank's share allreduced "
+      "across the {} nodes, allgather inside the node",
       layout.describe(), layout.nodes);
   return make_hierarchical_group(std::move(world), std::move(groups));
 }

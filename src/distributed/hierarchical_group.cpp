@@ -1,4 +1,4 @@
-// The hierarchical process group and the node and leader groups under it (hierarchical_group.h).
+// The hierarchical process group and the node and across groups under it (hierarchical_group.h).
 #include "distributed/hierarchical_group.h"
 
 #include <c10/util/Exception.h>
@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "distributed/collective_queue.h"
+#include "distributed/node_group_messages.h"
 
 namespace chexscale::distributed {
 namespace {
@@ -19,7 +20,7 @@ class HierarchicalGroup final : public compat::CollectiveGroup {
       : compat::CollectiveGroup(world->getRank(), world->getSize()),
         world_(std::move(world)),
         node_(std::move(groups.node)),
-        leaders_(std::move(groups.leaders)),
+        across_(std::move(groups.across)),
         queue_(std::make_unique<CollectiveQueue>()) {}
 
   ~HierarchicalGroup() override { queue_.reset(); }  // runs what was submitted first
@@ -31,16 +32,16 @@ class HierarchicalGroup final : public compat::CollectiveGroup {
     TORCH_CHECK(tensors.size() == 1, "hierarchical allreduce takes one tensor, got ",
                 tensors.size());
     const at::Tensor t = tensors[0];
+    TORCH_CHECK(t.is_contiguous(), "hierarchical allreduce takes a contiguous tensor");
     return queue_->enqueue(c10d::OpType::ALLREDUCE, {t}, [this, t, opts] {
-      std::vector<at::Tensor> io{t};
-      c10d::ReduceOptions to_leader;
-      to_leader.reduceOp = opts.reduceOp;
-      to_leader.rootRank = 0;
-      node_->reduce(io, to_leader)->wait();
-      if (leaders_) leaders_->allreduce(io, opts)->wait();
-      c10d::BroadcastOptions from_leader;
-      from_leader.rootRank = 0;
-      node_->broadcast(io, from_leader)->wait();
+      std::vector<std::vector<at::Tensor>> chunks{node_chunks(t)};
+      std::vector<at::Tensor> mine{chunks[0][node_->getRank()]};
+      c10d::ReduceScatterOptions in_node;
+      in_node.reduceOp = opts.reduceOp;
+      node_->reduce_scatter(mine, chunks, in_node)->wait();
+      // Every rank of `across` holds a chunk of the same size: an empty one is skipped by all.
+      if (mine[0].numel() > 0) across_->allreduce(mine, opts)->wait();
+      node_->allgather(chunks, mine)->wait();
     });
   }
 
@@ -79,7 +80,19 @@ class HierarchicalGroup final : public compat::CollectiveGroup {
   }
 
  private:
-  c10::intrusive_ptr<compat::CollectiveGroup> world_, node_, leaders_;
+  // `t` cut into one chunk per rank of the node, of sizes that differ by one element at most.
+  std::vector<at::Tensor> node_chunks(const at::Tensor& t) const {
+    const at::Tensor flat = t.view(-1);
+    const int64_t n = flat.numel(), parts = node_->getSize();
+    std::vector<at::Tensor> chunks;
+    for (int64_t r = 0; r < parts; ++r) {
+      const int64_t begin = n * r / parts, end = n * (r + 1) / parts;
+      chunks.push_back(flat.narrow(0, begin, end - begin));
+    }
+    return chunks;
+  }
+
+  c10::intrusive_ptr<compat::CollectiveGroup> world_, node_, across_;
   std::unique_ptr<CollectiveQueue> queue_;
 };
 
@@ -109,18 +122,17 @@ NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Stor
       const GlooAddress loopback{"", "127.0.0.1", "loopback inside the node"};
       auto node_store =
           c10::make_intrusive<c10d::PrefixStore>(fmt::format("hier/node{}", layout.node), store);
-      groups.node = make_gloo_group(
-          node_store, with_rank(env, layout.local_rank, layout.local_size), loopback, timeout);
-      if (layout.leader()) {
-        auto leader_store = c10::make_intrusive<c10d::PrefixStore>("hier/leaders", store);
-        groups.leaders = make_gloo_group(leader_store, with_rank(env, layout.node, layout.nodes),
-                                         address, timeout);
-      }
+      groups.node = make_node_group_of_messages(make_gloo_group(
+          node_store, with_rank(env, layout.local_rank, layout.local_size), loopback, timeout));
+      auto across_store = c10::make_intrusive<c10d::PrefixStore>(
+          fmt::format("hier/across{}", layout.local_rank), store);
+      groups.across = make_gloo_group(across_store, with_rank(env, layout.node, layout.nodes),
+                                      address, timeout);
       return groups;
     }
     case Backend::kMpi:
       groups.node = make_mpi_subgroup(layout.node, layout.local_rank, mpi_allreduce);
-      groups.leaders = make_mpi_subgroup(layout.leader() ? 0 : -1, layout.node, mpi_allreduce);
+      groups.across = make_mpi_subgroup(layout.local_rank, layout.node, mpi_allreduce);
       return groups;
     default:
       require_hierarchical_backend(backend);

@@ -1,9 +1,12 @@
-// Hierarchical allreduce (--hierarchical, Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE): each node's
-// ranks reduce to their leader over the node's fastest path (loopback for Gloo, shared memory for
-// MPI), the leaders (one per node) allreduce over the network, and each leader broadcasts the sum
-// back inside its node. Every gradient byte crosses the inter-node link once per node instead of
-// once per rank. The group stands in for the flat one behind the same interface, so the reducer's
-// buckets, overlap and compression are unchanged.
+// Hierarchical allreduce (--hierarchical; Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE over NCCL, and
+// NCCL's own inside a node): a bucket is cut into one chunk per local rank; the node's ranks
+// reduce-scatter the chunks over the node's fastest path (loopback for Gloo, shared memory for
+// MPI), so that each holds the node's sum of its own chunk; each rank allreduces its chunk with the
+// ranks of the same local rank on the other nodes over the network; and the node's ranks allgather
+// the chunks back. Every gradient byte crosses the inter-node link once per node instead of once
+// per rank, and every rank of a node does the same share of the work. The group stands in for the
+// flat one behind the same interface, so the reducer's buckets, overlap and compression are
+// unchanged.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -18,24 +21,26 @@
 
 namespace chexscale::distributed {
 
-// The node's group and, on a leader, the leaders' group (nullptr on the other ranks).
+// The node's group (its reduce_scatter and allgather take chunks of any sizes) and the group of
+// this rank's local rank on every node.
 struct NodeGroups {
   c10::intrusive_ptr<compat::CollectiveGroup> node;
-  c10::intrusive_ptr<compat::CollectiveGroup> leaders;
+  c10::intrusive_ptr<compat::CollectiveGroup> across;
 };
 
 // Throws UsageError unless `backend` is gloo or mpi (NCCL builds its own hierarchy inside).
 void require_hierarchical_backend(Backend backend);
 
-// Gloo: the node's ranks over loopback (store prefix "hier/node<N>"), the leaders over `address`
-// ("hier/leaders"). MPI: MPI_COMM_WORLD split by node and into the leaders (every rank calls it),
-// the leaders allreducing by `mpi_allreduce` (auto: chexscale's ring, as they span nodes).
+// Gloo: the node's ranks over loopback (store prefix "hier/node<N>", its exchanges as messages),
+// local rank L of every node over `address` ("hier/across<L>"). MPI: MPI_COMM_WORLD split by node
+// and by local rank (every rank calls both), the second allreducing by `mpi_allreduce` (auto:
+// chexscale's ring, as its ranks span nodes).
 NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Store>& store,
                             const RendezvousEnv& env, const GlooAddress& address,
                             std::chrono::milliseconds timeout, const NodeLayout& layout,
                             MpiAllreduce mpi_allreduce);
 
-// The group whose allreduce is node reduce -> leaders' allreduce -> node broadcast. Every
+// The group whose allreduce is node reduce-scatter -> allreduce across -> node allgather. Every
 // collective (broadcast, allgather and barrier go to `world`) runs on one thread of the group, in
 // the order submitted, so that every rank runs the stages in the same order; a bucket's stages
 // therefore do not overlap the next bucket's (they do overlap backward, as the flat path does).

@@ -15,7 +15,6 @@ struct NodeLayout {
   int local_rank = 0;  // this rank's place on its node, 0 .. local_size - 1
   int local_size = 1;  // ranks on every node
 
-  bool leader() const { return local_rank == 0; }
   // True when a hierarchical allreduce is the flat one: one node, or one rank per node.
   bool flat() const { return nodes == 1 || local_size == 1; }
   std::string describe() const;  // "node 1 of 2, local rank 0 of 2"

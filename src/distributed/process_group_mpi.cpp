@@ -1,5 +1,6 @@
-// The MPI process group: c10d collectives (allreduce, broadcast, allgather, barrier) on the MPI
-// library the job was started with (OpenMPI under mpirun, or srun --mpi=pmix), built only when
+// The MPI process group: c10d collectives (allreduce, reduce, broadcast, allgather,
+// reduce_scatter, barrier) on the MPI library the job was started with (OpenMPI under mpirun, or
+// srun --mpi=pmix), built only when
 // CMake finds MPI (process_group_no_mpi.cpp stands in otherwise). As in PyTorch's ProcessGroupMPI,
 // MPI runs at MPI_THREAD_SERIALIZED and one progress thread per group makes every MPI call, in the
 // order the collectives were submitted (collective_queue.h): each call returns at once with a Work
@@ -158,25 +159,46 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
     });
   }
 
+  // Rank r's input lands in outputs[0][r]; the inputs may differ in size between ranks (each
+  // rank passes the same output sizes).
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& /*opts*/) override {
     const at::Tensor in = single_tensor(inputs, "allgather");
-    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
-                "mpi allgather takes one list of ", size_, " output tensors");
-    for (const at::Tensor& out : outputs[0]) {
-      TORCH_CHECK(out.scalar_type() == in.scalar_type() && out.numel() == in.numel(),
-                  "mpi allgather's outputs must have the input's type and size");
-    }
+    const std::vector<at::Tensor> out = rank_list(outputs, in, "allgather");
+    TORCH_CHECK(out[rank_].numel() == in.numel(),
+                "mpi allgather's output for this rank must have the input's size");
     const MPI_Datatype type = mpi_datatype(in.scalar_type());
-    std::vector<at::Tensor> out = outputs[0];
-    return enqueue(c10d::OpType::ALLGATHER, out, [this, in, out, type] {
-      const at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
-      check_mpi(MPI_Allgather(in.data_ptr(), count_of(in), type, flat.data_ptr(), count_of(in),
-                              type, comm_),
-                "MPI_Allgather");
+    const Layout layout = layout_of(out);
+    return enqueue(c10d::OpType::ALLGATHER, out, [this, in, out, type, layout] {
+      const at::Tensor flat = at::empty({layout.total}, in.options());
+      check_mpi(MPI_Allgatherv(in.data_ptr(), count_of(in), type, flat.data_ptr(),
+                               layout.counts.data(), layout.displacements.data(), type, comm_),
+                "MPI_Allgatherv");
       for (int r = 0; r < size_; ++r)
-        out[r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view(out[r].sizes()));
+        out[r].copy_(flat.narrow(0, layout.displacements[r], out[r].numel()).view(out[r].sizes()));
+    });
+  }
+
+  // Rank r's outputs[0] becomes the reduction of every rank's inputs[0][r]; the parts may differ
+  // in size (each rank passes the same sizes), and the output may be this rank's own input part.
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    const at::Tensor mine = single_tensor(outputs, "reduce_scatter");
+    const std::vector<at::Tensor> parts = rank_list(inputs, mine, "reduce_scatter");
+    TORCH_CHECK(parts[rank_].numel() == mine.numel(),
+                "mpi reduce_scatter's output must have the size of this rank's part");
+    const MPI_Datatype type = mpi_datatype(mine.scalar_type());
+    const MPI_Op op = mpi_op(opts.reduceOp, mine.scalar_type());
+    const Layout layout = layout_of(parts);
+    return enqueue(c10d::OpType::REDUCE_SCATTER, {mine}, [this, mine, parts, type, op, layout] {
+      const at::Tensor send = at::cat(parts);
+      const at::Tensor result = at::empty_like(mine);
+      check_mpi(MPI_Reduce_scatter(send.data_ptr(), result.data_ptr(), layout.counts.data(), type,
+                                   op, comm_),
+                "MPI_Reduce_scatter");
+      mine.copy_(result);
     });
   }
 
@@ -186,6 +208,37 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
   }
 
  private:
+  // Element counts and displacements of one tensor per rank, laid end to end.
+  struct Layout {
+    std::vector<int> counts, displacements;
+    int64_t total = 0;
+  };
+
+  // The one list of one CPU tensor per rank, each of `like`'s type and contiguous.
+  std::vector<at::Tensor> rank_list(const std::vector<std::vector<at::Tensor>>& lists,
+                                    const at::Tensor& like, const char* what) const {
+    TORCH_CHECK(lists.size() == 1 && lists[0].size() == static_cast<size_t>(size_), "mpi ", what,
+                " takes one list of ", size_, " tensors");
+    for (const at::Tensor& t : lists[0]) {
+      single_tensor({t}, what);
+      TORCH_CHECK(t.scalar_type() == like.scalar_type(), "mpi ", what,
+                  " takes tensors of one type");
+    }
+    return lists[0];
+  }
+
+  static Layout layout_of(const std::vector<at::Tensor>& tensors) {
+    Layout layout;
+    for (const at::Tensor& t : tensors) {
+      TORCH_CHECK(layout.total + t.numel() <= INT_MAX, "mpi moves at most ", INT_MAX,
+                  " elements in one collective");
+      layout.counts.push_back(count_of(t));
+      layout.displacements.push_back(static_cast<int>(layout.total));
+      layout.total += t.numel();
+    }
+    return layout;
+  }
+
   // Every MPI call of the group runs on its progress thread, under the process's MPI lock.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                          std::function<void()> run) {

@@ -57,14 +57,11 @@ double tree_depth(int n) {
   return std::ceil(std::log2(static_cast<double>(n)));
 }
 
-// Node reduce, leaders' ring, node broadcast (see Algorithm::kHierarchical).
+// Node reduce-scatter, allreduce across the nodes, node allgather (see Algorithm::kHierarchical).
 double hierarchical_seconds(double s, const Topology& t, const Links& links) {
   const int l = t.workers_per_node, n = t.nodes;
   double seconds = 0;
-  if (l > 1) {
-    seconds += 2.0 * (l - 1) * step_seconds(s / l, links.intra_node);
-    seconds += tree_depth(l) * step_seconds(s, links.intra_node);
-  }
+  if (l > 1) seconds += 2.0 * (l - 1) * step_seconds(s / l, links.intra_node);
   if (n > 1) seconds += 2.0 * (n - 1) * step_seconds(s / n, links.inter_node);
   return seconds;
 }
@@ -114,8 +111,8 @@ double allreduce_cpu_seconds(int64_t bytes, const Topology& t, const Links& link
     const double s = static_cast<double>(bytes);
     const int l = t.workers_per_node, nodes = t.nodes;
     double cpu = 0;
-    if (l > 1) cpu += (4.0 * (l - 1) / l + tree_depth(l)) * s * links.intra_node.cpu_s_per_byte;
-    if (nodes > 1) cpu += 4.0 * (nodes - 1) / nodes * s * links.inter_node.cpu_s_per_byte;
+    if (l > 1) cpu += 4.0 * (l - 1) / l * s * links.intra_node.cpu_s_per_byte;
+    if (nodes > 1) cpu += 4.0 * (nodes - 1) / nodes * (s / l) * links.inter_node.cpu_s_per_byte;
     return cpu;
   }
   const double moved = 4.0 * (n - 1) / n * static_cast<double>(bytes);

@@ -11,10 +11,10 @@ namespace chexscale::simulate {
 
 // Ring: 2(n-1) steps of S/n bytes (Gloo's and NCCL's ring). Tree: a pipelined reduce and
 // broadcast down a binary tree (NCCL's tree): 2 log2(n) latencies and 2 S / B. Hierarchical
-// (the reducer's --hierarchical): a reduce inside each node of L workers (Gloo's ring reduce:
-// 2(L-1) intra-node steps of S/L), a ring among the N node leaders (2(N-1) inter-node steps of
-// S/N), and a broadcast inside the node (a binomial tree: ceil(log2 L) intra-node steps of S),
-// one after the other.
+// (the reducer's --hierarchical), one stage after the other: a reduce-scatter inside each node of
+// L workers (L-1 intra-node steps of S/L), an allreduce of each worker's S/L across the N nodes
+// (the L rings run at once and share the node's link: 2(N-1) inter-node steps of S/N), and an
+// allgather inside the node (L-1 intra-node steps of S/L).
 enum class Algorithm { kRing, kTree, kHierarchical };
 
 const char* to_string(Algorithm algorithm);        // "ring", "tree", "hierarchical"
@@ -40,8 +40,8 @@ double allreduce_seconds(int64_t bytes, const Topology& topology, const Links& l
 
 // Process CPU seconds one allreduce of `bytes` costs each rank: the bytes it sends and receives
 // (4 (n-1)/n S for the ring's and the tree's bandwidth term) times the path's CPU per byte. The
-// hierarchical one is a node leader's, its busiest rank: 4 (L-1)/L S plus ceil(log2 L) S inside
-// the node at the intra-node path's rate and 4 (N-1)/N S among the leaders at the inter-node one.
+// hierarchical one: 4 (L-1)/L S inside the node at the intra-node path's rate and 4 (N-1)/N S/L
+// across the nodes at the inter-node one (every rank of a node does the same share).
 double allreduce_cpu_seconds(int64_t bytes, const Topology& topology, const Links& links,
                              Algorithm algorithm);
 

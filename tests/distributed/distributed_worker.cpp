@@ -12,12 +12,16 @@
 //                                (and creates it), else 3 steps of loop
 //   distributed_worker send-from DIR    rank 1 sends 1,000,003 floats to ranks 0 and 3 only
 //                                (send_from_), then one allreduce; each rank saves both results
+//   distributed_worker sums DIR  sum allreduces of 1, 2, 7 and 1,000,003 elements (float32, and
+//                                float16 for 7) of rank + i % 7, and a max allreduce of rank - i
+//                                over 5 elements; each rank saves the results
 // Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout,
 // CHEXSCALE_TEST_BACKEND (default auto) the collective backend, CHEXSCALE_TEST_HIERARCHICAL=1 the
 // hierarchical allreduce, and CHEXSCALE_TEST_RANKS_PER_NODE=L (for mpirun on one host) makes the
 // ranks nodes of L (local rank = OMPI_COMM_WORLD_RANK % L).
 #include <fmt/format.h>
 #include <unistd.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -198,6 +202,28 @@ void run_send_from(const std::shared_ptr<distributed::DistContext>& ctx, const s
   torch::save(std::vector<torch::Tensor>{t, sum[0]}, fmt::format("{}/sent.rank{}.pt", dir, rank));
 }
 
+// Allreduces whose chunks on nodes of several ranks are uneven or empty: each rank saves what it
+// got.
+void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir) {
+  const int rank = ctx->rank();
+  std::vector<torch::Tensor> results;
+  const auto rank_plus_i_mod_7 = [&](int64_t n, torch::Dtype dtype) {
+    return (torch::arange(n, torch::kLong).remainder(7) + rank).to(dtype);
+  };
+  for (const auto& [n, dtype] : std::vector<std::pair<int64_t, torch::Dtype>>{
+           {1, torch::kFloat}, {2, torch::kFloat}, {7, torch::kHalf}, {1000003, torch::kFloat}}) {
+    std::vector<torch::Tensor> io{rank_plus_i_mod_7(n, dtype)};
+    ctx->allreduce_sum_(io);
+    results.push_back(io[0]);
+  }
+  std::vector<torch::Tensor> io{rank - torch::arange(5, torch::kFloat)};
+  c10d::AllreduceOptions max;
+  max.reduceOp = c10d::ReduceOp::MAX;
+  ctx->process_group()->allreduce(io, max)->wait();
+  results.push_back(io[0]);
+  torch::save(results, fmt::format("{}/sums.rank{}.pt", dir, rank));
+}
+
 void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir,
               int steps) {
   TinyNet net = make_net(*ctx);
@@ -215,7 +241,7 @@ void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
 int run(int argc, char** argv) {
   if (argc < 3)
     throw UsageError(
-        "usage: distributed_worker grads|loop|stall|fail-once|powersgd|send-from DIR [STEPS]");
+        "usage: distributed_worker grads|loop|stall|fail-once|powersgd|send-from|sums DIR [STEPS]");
   const std::string mode = argv[1], dir = argv[2];
   if (mode == "fail-once") {
     // Fails before joining, so the other ranks wait in the rendezvous until torn down.
@@ -255,6 +281,8 @@ int run(int argc, char** argv) {
     run_powersgd(ctx, dir);
   } else if (mode == "send-from") {
     run_send_from(ctx, dir);
+  } else if (mode == "sums") {
+    run_sums(ctx, dir);
   } else {
     throw UsageError("unknown mode " + mode);
   }

@@ -23,9 +23,7 @@ TEST(NodeLayout, RanksNumberedNodeByNode) {
   EXPECT_EQ(seven.nodes, 3);
   EXPECT_EQ(seven.local_rank, 3);
   EXPECT_EQ(seven.local_size, 4);
-  EXPECT_FALSE(seven.leader());
   EXPECT_FALSE(seven.flat());
-  EXPECT_TRUE(node_layout(8, ranks).leader());
   EXPECT_EQ(node_layout(11, ranks).describe(), "node 2 of 3, local rank 3 of 4");
 }
 

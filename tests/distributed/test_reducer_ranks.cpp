@@ -237,7 +237,8 @@ TEST(ReducerGradients, ThreeRanksMatchSingleProcessForEveryConfiguration) {
   check_job(3);
 }
 
-// Two nodes of two ranks on this host: node reduce over loopback, leaders' allreduce, broadcast.
+// Two nodes of two ranks on this host: node reduce-scatter over loopback, each rank's chunk
+// allreduced across the nodes, node allgather.
 TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
   test_util::TempDir dir;
   test_util::WorkerGroup job(test_util::distributed_worker(), {"grads", dir.path()}, 4, dir.path(),
@@ -252,6 +253,40 @@ TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
     EXPECT_NE(log.find(want), std::string::npos) << "rank " << r << ":\n" << log;
   }
   check_gradient_files(dir, 4);
+}
+
+// The sums of run_sums in distributed_worker.cpp, each rank's file: 6 ranks add up rank + i % 7.
+void check_sums(const test_util::TempDir& dir, int world) {
+  const int rank_sum = world * (world - 1) / 2;
+  const auto want = [&](int64_t n, torch::Dtype dtype) {
+    return (torch::arange(n, torch::kLong).remainder(7) * world + rank_sum).to(dtype);
+  };
+  for (int r = 0; r < world; ++r) {
+    SCOPED_TRACE(::testing::Message() << "rank " << r);
+    const auto got = test_util::saved_tensors(fmt::format("{}/sums.rank{}.pt", dir.path(), r));
+    ASSERT_EQ(got.size(), 5u);
+    EXPECT_TRUE(torch::equal(got[0], want(1, torch::kFloat))) << got[0];
+    EXPECT_TRUE(torch::equal(got[1], want(2, torch::kFloat))) << got[1];
+    EXPECT_TRUE(torch::equal(got[2], want(7, torch::kHalf))) << got[2];
+    EXPECT_TRUE(torch::equal(got[3], want(1000003, torch::kFloat)));
+    // max over ranks of rank - i: the last rank's.
+    EXPECT_TRUE(torch::equal(got[4], (world - 1) - torch::arange(5, torch::kFloat))) << got[4];
+  }
+}
+
+// Two nodes of three: chunks of uneven sizes, and empty ones (a 1-element tensor leaves two of a
+// node's three ranks nothing to send across), over Gloo.
+TEST(ReducerHierarchical, GlooTwoNodesOfThreeSumUnevenAndEmptyChunks) {
+  test_util::TempDir dir;
+  test_util::WorkerGroup job(test_util::distributed_worker(), {"sums", dir.path()}, 6, dir.path(),
+                             {{"CHEXSCALE_TEST_HIERARCHICAL", "1"}, {"OMP_NUM_THREADS", "1"}}, 3);
+  const auto exits = job.wait_all(std::chrono::seconds(180));
+  for (int r = 0; r < 6; ++r)
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+  const std::string log = test_util::file_contents(dir.path() + "/rank5.log");
+  EXPECT_NE(log.find("hierarchical allreduce: node 1 of 2, local rank 2 of 3"), std::string::npos)
+      << log;
+  check_sums(dir, 6);
 }
 
 // One node: the hierarchical allreduce would be the flat one, which is kept (and said so).
@@ -291,7 +326,7 @@ TEST(ReducerHierarchical, RanksNotNumberedNodeByNodeAreAUsageError) {
 }
 
 #ifdef CHEXSCALE_MPIEXEC
-// The same two nodes of two under a real mpirun: MPI_COMM_WORLD split by node and into leaders.
+// The same two nodes of two under a real mpirun: MPI_COMM_WORLD split by node and by local rank.
 TEST(ReducerHierarchical, MpiFourRanksAsTwoNodesMatchSingleProcess) {
   test_util::TempDir dir;
   const auto result = test_util::run_processes(
@@ -309,6 +344,27 @@ TEST(ReducerHierarchical, MpiFourRanksAsTwoNodesMatchSingleProcess) {
             std::string::npos)
       << result[0].output;
   check_gradient_files(dir, 4, /*sums_bf16=*/true);
+}
+
+// Two nodes of three under a real mpirun: MPI_Reduce_scatter and MPI_Allgatherv of uneven and
+// empty chunks inside the node.
+TEST(ReducerHierarchical, MpiTwoNodesOfThreeSumUnevenAndEmptyChunks) {
+  test_util::TempDir dir;
+  const auto result = test_util::run_processes(
+      {{{CHEXSCALE_MPIEXEC, "-np", "6", "--oversubscribe", "--allow-run-as-root", "--mca",
+         "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
+         test_util::distributed_worker(), "sums", dir.path()},
+        test_util::environment_with(
+            {"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_HIERARCHICAL=1",
+             "CHEXSCALE_TEST_RANKS_PER_NODE=3", "OMP_NUM_THREADS=1", "MASTER_ADDR=127.0.0.1",
+             "MASTER_PORT=" + std::to_string(distributed::pick_free_port())}),
+        dir.path() + "/mpirun.log"}},
+      std::chrono::seconds(240));
+  ASSERT_EQ(result[0].exit_code, 0) << result[0].output;
+  EXPECT_NE(result[0].output.find("hierarchical allreduce: node 1 of 2, local rank 2 of 3"),
+            std::string::npos)
+      << result[0].output;
+  check_sums(dir, 6);
 }
 #endif
 

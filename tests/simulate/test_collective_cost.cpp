@@ -55,31 +55,30 @@ TEST(CollectiveCost, TreeHasLogLatencyAndTwiceTheBytes) {
   EXPECT_NEAR(allreduce_seconds(1'000'000, {8, 1}, links, Algorithm::kTree), 6e-4 + 0.02, 1e-12);
 }
 
-TEST(CollectiveCost, HierarchicalIsNodeReduceThenLeadersRingThenNodeBroadcast) {
+TEST(CollectiveCost, HierarchicalIsNodeReduceScatterThenAcrossNodesThenNodeAllgather) {
   const Links links{link(1e-4, 1e8), link(1e-5, 1e9)};
-  // 2 nodes x 2 workers, 4 MB. Reduce in the node: 2 steps of 2 MB at 1e-5 + 2e6/1e9 = 0.00201;
-  // leaders' ring: 2 steps of 2 MB at 1e-4 + 2e6/1e8 = 0.0201; broadcast: 1 step of 4 MB at
-  // 1e-5 + 4e6/1e9 = 0.00401.
-  const double want = 2 * 0.00201 + 2 * 0.0201 + 0.00401;
+  // 2 nodes x 2 workers, 4 MB. Reduce-scatter in the node: 1 step of 2 MB at 1e-5 + 2e6/1e9 =
+  // 0.00201; across the nodes two rings of 2 MB sharing the link: 2 steps of 2 MB at 1e-4 +
+  // 2e6/1e8 = 0.0201; allgather: 1 step of 2 MB, 0.00201.
+  const double want = 0.00201 + 2 * 0.0201 + 0.00201;
   EXPECT_NEAR(allreduce_seconds(4'000'000, {2, 2}, links, Algorithm::kHierarchical), want, 1e-12);
   // The flat ring's 6 inter-node steps of 1 MB (0.0606 s) cost more when the fabric is the limit.
   EXPECT_GT(allreduce_seconds(4'000'000, {2, 2}, links, Algorithm::kRing), 1.2 * want);
-  // 2 nodes x 4: reduce 6 steps of 1 MB, broadcast log2(4) = 2 steps of 4 MB, ring as above.
-  const double eight = 6 * (1e-5 + 1e-3) + 2 * 0.0201 + 2 * 0.00401;
+  // 2 nodes x 4: reduce-scatter and allgather 3 steps of 1 MB each, across as above.
+  const double eight = 6 * (1e-5 + 1e-3) + 2 * 0.0201;
   EXPECT_NEAR(allreduce_seconds(4'000'000, {2, 4}, links, Algorithm::kHierarchical), eight, 1e-12);
-  // One worker per node: the leaders' ring alone, the flat ring of the nodes.
+  // One worker per node: the ring across the nodes alone, the flat ring of the nodes.
   EXPECT_NEAR(allreduce_seconds(4'000'000, {4, 1}, links, Algorithm::kHierarchical),
               allreduce_seconds(4'000'000, {4, 1}, links, Algorithm::kRing), 1e-12);
 }
 
-TEST(CollectiveCost, HierarchicalCpuIsTheLeadersBytesOnEachPath) {
+TEST(CollectiveCost, HierarchicalCpuIsEachRanksShareOnEachPath) {
   Links links{link(1e-4, 1e8), link(1e-6, 1e10)};
   links.inter_node.cpu_s_per_byte = 1e-9;
   links.intra_node.cpu_s_per_byte = 1e-12;
-  // 2 x 2, 1 MB: inside (4 (1/2) + 1) S = 3e6 bytes at 1e-12, among leaders 4 (1/2) S = 2e6 at
-  // 1e-9.
+  // 2 x 2, 1 MB: inside 4 (1/2) S = 2e6 bytes at 1e-12, across 4 (1/2) S/2 = 1e6 at 1e-9.
   EXPECT_NEAR(allreduce_cpu_seconds(1'000'000, {2, 2}, links, Algorithm::kHierarchical),
-              3e-6 + 2e-3, 1e-15);
+              2e-6 + 1e-3, 1e-15);
 }
 
 TEST(CollectiveCost, OneWorkerCostsNothing) {
