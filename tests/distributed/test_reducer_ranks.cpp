@@ -255,7 +255,8 @@ TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
   check_gradient_files(dir, 4);
 }
 
-// The sums of run_sums in distributed_worker.cpp, each rank's file: 6 ranks add up rank + i % 7.
+// The sums of run_sums in distributed_worker.cpp in each rank's file: `world` ranks add up
+// rank + i % 7.
 void check_sums(const test_util::TempDir& dir, int world) {
   const int rank_sum = world * (world - 1) / 2;
   const auto want = [&](int64_t n, torch::Dtype dtype) {
@@ -282,7 +283,8 @@ TEST(ReducerHierarchical, GlooTwoNodesOfThreeSumUnevenAndEmptyChunks) {
                              {{"CHEXSCALE_TEST_HIERARCHICAL", "1"}, {"OMP_NUM_THREADS", "1"}}, 3);
   const auto exits = job.wait_all(std::chrono::seconds(180));
   for (int r = 0; r < 6; ++r)
-    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+    EXPECT_EQ(exits[r].exit_code, 0) << "rank " << r << ":\n" << exits[r].output;
+  if (HasFailure()) return;
   const std::string log = test_util::file_contents(dir.path() + "/rank5.log");
   EXPECT_NE(log.find("hierarchical allreduce: node 1 of 2, local rank 2 of 3"), std::string::npos)
       << log;
@@ -346,25 +348,25 @@ TEST(ReducerHierarchical, MpiFourRanksAsTwoNodesMatchSingleProcess) {
   check_gradient_files(dir, 4, /*sums_bf16=*/true);
 }
 
-// Two nodes of three under a real mpirun: MPI_Reduce_scatter and MPI_Allgatherv of uneven and
-// empty chunks inside the node.
-TEST(ReducerHierarchical, MpiTwoNodesOfThreeSumUnevenAndEmptyChunks) {
+// Two nodes of two under a real mpirun: MPI_Reduce_scatter and MPI_Allgatherv of uneven chunks
+// inside the node, and an empty one (1 element over 2 ranks).
+TEST(ReducerHierarchical, MpiTwoNodesOfTwoSumUnevenAndEmptyChunks) {
   test_util::TempDir dir;
   const auto result = test_util::run_processes(
-      {{{CHEXSCALE_MPIEXEC, "-np", "6", "--oversubscribe", "--allow-run-as-root", "--mca",
+      {{{CHEXSCALE_MPIEXEC, "-np", "4", "--oversubscribe", "--allow-run-as-root", "--mca",
          "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
          test_util::distributed_worker(), "sums", dir.path()},
         test_util::environment_with(
             {"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_HIERARCHICAL=1",
-             "CHEXSCALE_TEST_RANKS_PER_NODE=3", "OMP_NUM_THREADS=1", "MASTER_ADDR=127.0.0.1",
+             "CHEXSCALE_TEST_RANKS_PER_NODE=2", "OMP_NUM_THREADS=1", "MASTER_ADDR=127.0.0.1",
              "MASTER_PORT=" + std::to_string(distributed::pick_free_port())}),
         dir.path() + "/mpirun.log"}},
       std::chrono::seconds(240));
   ASSERT_EQ(result[0].exit_code, 0) << result[0].output;
-  EXPECT_NE(result[0].output.find("hierarchical allreduce: node 1 of 2, local rank 2 of 3"),
+  EXPECT_NE(result[0].output.find("hierarchical allreduce: node 1 of 2, local rank 1 of 2"),
             std::string::npos)
       << result[0].output;
-  check_sums(dir, 6);
+  check_sums(dir, 4);
 }
 #endif
 
