@@ -12,7 +12,7 @@
 //                                (and creates it), else 3 steps of loop
 //   distributed_worker send-from DIR    rank 1 sends 1,000,003 floats to ranks 0 and 3 only
 //                                (send_from_), then one allreduce; each rank saves both results
-//   distributed_worker sums DIR  sum allreduces of 1, 2, 7 and 1,000,003 elements (float32, and
+//   distributed_worker sums DIR  sum allreduces of 1, 2, 7 and 2,621,447 elements (float32, and
 //                                float16 for 7) of rank + i % 7, and a max allreduce of rank - i
 //                                over 5 elements; each rank saves the results
 // Env CHEXSCALE_TEST_COLLECTIVE_TIMEOUT (seconds, default 60) sets the watchdog's timeout,
@@ -211,7 +211,7 @@ void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
     return (torch::arange(n, torch::kLong).remainder(7) + rank).to(dtype);
   };
   for (const auto& [n, dtype] : std::vector<std::pair<int64_t, torch::Dtype>>{
-           {1, torch::kFloat}, {2, torch::kFloat}, {7, torch::kHalf}, {1000003, torch::kFloat}}) {
+           {1, torch::kFloat}, {2, torch::kFloat}, {7, torch::kHalf}, {2621447, torch::kFloat}}) {
     std::vector<torch::Tensor> io{rank_plus_i_mod_7(n, dtype)};
     ctx->allreduce_sum_(io);
     results.push_back(io[0]);

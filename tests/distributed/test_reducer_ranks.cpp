@@ -269,7 +269,8 @@ void check_sums(const test_util::TempDir& dir, int world) {
     EXPECT_TRUE(torch::equal(got[0], want(1, torch::kFloat))) << got[0];
     EXPECT_TRUE(torch::equal(got[1], want(2, torch::kFloat))) << got[1];
     EXPECT_TRUE(torch::equal(got[2], want(7, torch::kHalf))) << got[2];
-    EXPECT_TRUE(torch::equal(got[3], want(1000003, torch::kFloat)));
+    // 10 MB of float after 7 halves: the node exchange's kept buffer grows and changes type.
+    EXPECT_TRUE(torch::equal(got[3], want(2621447, torch::kFloat)));
     // max over ranks of rank - i: the last rank's.
     EXPECT_TRUE(torch::equal(got[4], (world - 1) - torch::arange(5, torch::kFloat))) << got[4];
   }
