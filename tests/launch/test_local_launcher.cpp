@@ -312,11 +312,12 @@ class ElasticLaunch : public ::testing::Test {
   }
 
   std::unique_ptr<test_util::Process> node(const std::string& name, const std::string& script,
-                                           const std::string& flags = "--nnodes 1:2") {
+                                           const std::string& flags = "--nnodes 1:2",
+                                           int heartbeat_timeout_s = 2) {
     return std::make_unique<test_util::Process>(test_util::chexscale_command(fmt::format(
         "launch {} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {} --node-name {} "
-        "--rdzv-last-call 1 --heartbeat-timeout 2 --max-restarts 3 --program /bin/sh -- -c '{}'",
-        flags, port_, name, script)));
+        "--rdzv-last-call 1 --heartbeat-timeout {} --max-restarts 3 --program /bin/sh -- -c '{}'",
+        flags, port_, name, heartbeat_timeout_s, script)));
   }
 
   void start_server() {
@@ -438,12 +439,14 @@ size_t count(const std::string& text, const std::string& part) {
 
 // A node that arrives while a round runs with MAX nodes waits as a spare (as torch's dynamic
 // rendezvous keeps a redundant node), says so once, and is taken in when a node is lost.
+// Heartbeats of 5 s: a round that ended early (a heartbeat late by 2 s under a heavy load) would
+// end the job before the spare arrives, and the test would check nothing.
 TEST_F(ElasticLaunch, ASpareAtAFullRoundSaysSoOnceAndIsTakenInWhenANodeIsLost) {
-  auto a = node("a", elastic_worker(1));
-  auto b = node("b", elastic_worker(1));
+  auto a = node("a", elastic_worker(1), "--nnodes 1:2", 5);
+  auto b = node("b", elastic_worker(1), "--nnodes 1:2", 5);
   ASSERT_TRUE(wait_for_output(*a, "world=2", 1)) << a->output();
   ASSERT_TRUE(wait_for_output(*b, "world=2", 1)) << b->output();
-  auto c = node("c", elastic_worker(1));
+  auto c = node("c", elastic_worker(1), "--nnodes 1:2", 5);
   ASSERT_TRUE(wait_for_output(*c, "waits as a spare", 1)) << c->output();
   std::this_thread::sleep_for(std::chrono::seconds(3));  // the running round is left alone
   EXPECT_EQ(a->output().find("round 0 ended"), std::string::npos) << a->output();
