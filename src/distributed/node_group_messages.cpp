@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distributed/collective_queue.h"
+#include "distributed/kept_buffer.h"
 
 namespace chexscale::distributed {
 namespace {
@@ -78,7 +79,7 @@ class NodeGroupOfMessages final : public compat::CollectiveGroup {
       std::vector<c10::intrusive_ptr<c10d::Work>> works;
       std::vector<at::Tensor> received;
       if (mine.numel() > 0) {
-        const at::Tensor space = scratch(mine.scalar_type(), (size_ - 1) * mine.numel());
+        const at::Tensor space = received_.get(mine.scalar_type(), (size_ - 1) * mine.numel());
         for (int r = 0; r < size_; ++r) {
           if (r == rank_) continue;
           received.push_back(space.narrow(0, received.size() * mine.numel(), mine.numel()));
@@ -148,14 +149,6 @@ class NodeGroupOfMessages final : public compat::CollectiveGroup {
     TORCH_CHECK(known->second.empty(), known->second);
   }
 
-  // `elements` of `type` in a buffer kept from call to call: a fresh one per bucket would fault
-  // its pages in every time (its allocator hands large blocks back to the system on free).
-  at::Tensor scratch(c10::ScalarType type, int64_t elements) {
-    if (!scratch_.defined() || scratch_.scalar_type() != type || scratch_.numel() < elements)
-      scratch_ = at::empty({elements}, at::TensorOptions().dtype(type));
-    return scratch_.narrow(0, 0, elements);
-  }
-
   // The one list of per-rank chunks of `lists`, each contiguous.
   std::vector<at::Tensor> checked_chunks(const std::vector<std::vector<at::Tensor>>& lists,
                                          const char* what) const {
@@ -169,7 +162,7 @@ class NodeGroupOfMessages final : public compat::CollectiveGroup {
   c10::intrusive_ptr<compat::CollectiveGroup> group_;
   // Per type and operation: empty where Gloo reduces it, else its error.
   std::map<std::pair<c10::ScalarType, int>, std::string> reducible_;
-  at::Tensor scratch_;  // where reduce_scatter receives the other ranks' parts
+  KeptBuffer received_;  // where reduce_scatter receives the other ranks' parts
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "distributed/collective_queue.h"
+#include "distributed/kept_buffer.h"
 #include "distributed/mpi_datatypes.h"
 #include "distributed/mpi_ring.h"
 #include "distributed/process_group.h"
@@ -171,7 +172,7 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
     const MPI_Datatype type = mpi_datatype(in.scalar_type());
     const Layout layout = layout_of(out);
     return enqueue(c10d::OpType::ALLGATHER, out, [this, in, out, type, layout] {
-      const at::Tensor flat = at::empty({layout.total}, in.options());
+      const at::Tensor flat = gathered_.get(in.scalar_type(), layout.total);
       check_mpi(MPI_Allgatherv(in.data_ptr(), count_of(in), type, flat.data_ptr(),
                                layout.counts.data(), layout.displacements.data(), type, comm_),
                 "MPI_Allgatherv");
@@ -193,8 +194,9 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
     const MPI_Op op = mpi_op(opts.reduceOp, mine.scalar_type());
     const Layout layout = layout_of(parts);
     return enqueue(c10d::OpType::REDUCE_SCATTER, {mine}, [this, mine, parts, type, op, layout] {
-      const at::Tensor send = at::cat(parts);
-      const at::Tensor result = at::empty_like(mine);
+      at::Tensor send = sent_.get(mine.scalar_type(), layout.total);
+      at::cat_out(send, parts, 0);
+      const at::Tensor result = gathered_.get(mine.scalar_type(), mine.numel());
       check_mpi(MPI_Reduce_scatter(send.data_ptr(), result.data_ptr(), layout.counts.data(), type,
                                    op, comm_),
                 "MPI_Reduce_scatter");
@@ -251,6 +253,8 @@ class MpiProcessGroup final : public compat::CollectiveGroup {
   MPI_Comm comm_;
   std::unique_ptr<MpiRing> ring_;  // null: MPI_Allreduce
   std::unique_ptr<CollectiveQueue> progress_;
+  // Working buffers of reduce_scatter and allgather, used on the progress thread only.
+  KeptBuffer sent_, gathered_;
 };
 
 // A communicator of its own (MPI_COMM_WORLD duplicated) that returns errors instead of aborting.
