@@ -108,12 +108,17 @@ cpu_quota_usage_s() {
   fi
 }
 
-# Moves what is left in cgroup DIR to the group above and removes DIR.
+# Moves what is left in cgroup DIR to the group above and removes DIR, trying for up to 2 s: a
+# process killed just before may still be leaving it.
 cpu_quota_remove_dir() {
-  local d="$1" pid
-  [ -d "$d" ] || return 0
-  while read -r pid; do echo "$pid" >"$(dirname "$d")/cgroup.procs" 2>/dev/null || true; done <"$d/cgroup.procs"
-  rmdir "$d" 2>/dev/null || echo "lab: warning: could not remove cgroup $d" >&2
+  local d="$1" pid try
+  for ((try = 0; try < 20; try++)); do
+    [ -d "$d" ] || return 0
+    while read -r pid; do echo "$pid" >"$(dirname "$d")/cgroup.procs" 2>/dev/null || true; done <"$d/cgroup.procs"
+    rmdir "$d" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "lab: warning: could not remove cgroup $d" >&2
 }
 
 cpu_quota_cleanup() {
