@@ -66,8 +66,9 @@ command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
 LAB_PREFIX="${LAB_PREFIX:-chxspeed}"
 cpu_quota_init "$worker_cpu"
 mkdir -p "$out"
-loop_pids=() bg_pids=()
+loop_pids=() bg_pids=() switcher_pid=""
 on_exit() {
+  [ -z "$switcher_pid" ] || kill "$switcher_pid" 2>/dev/null || true
   stop_others quota
   cpu_quota_cleanup
 }
@@ -139,7 +140,7 @@ stop_others() {
 echo -e "mode\tstep\tstate\tstep_s" >"$out/results.tsv"
 # MODE quota: every worker in its group (w0 measured, w1..wN beside it); MODE none: no quotas.
 measure() {
-  local mode="$1" i o switcher_pid
+  local mode="$1" i o
   local -a run=()
   [ "$mode" = none ] || run=(cpu_quota_run w0)
   # The others run twice as many steps as the measured worker (they are stopped half the time)
@@ -167,6 +168,7 @@ measure() {
     lab_die "the measured worker failed; see $out/$mode-measured.log"
   kill "$switcher_pid"
   wait "$switcher_pid" 2>/dev/null || true
+  switcher_pid=""
   echo "$(now_s) end" >>"$out/$mode-switches.txt"
   stop_others "$mode"
   # Each timed step's span: from its first phase's start to its last phase's end (microseconds).
