@@ -68,7 +68,12 @@ cpu_quota_init "$worker_cpu"
 mkdir -p "$out"
 loop_pids=() bg_pids=() switcher_pid=""
 on_exit() {
+  local p
   [ -z "$switcher_pid" ] || kill "$switcher_pid" 2>/dev/null || true
+  # the measured worker too, when a signal ends the script mid-run
+  for p in $(cat "$(cpu_quota_dir "$cpu_quota_cpu_root" w0)/cgroup.procs" 2>/dev/null); do
+    kill "$p" 2>/dev/null || true
+  done
   stop_others quota
   cpu_quota_cleanup
 }
