@@ -71,9 +71,9 @@ on_exit() {
   local p
   [ -z "$switcher_pid" ] || kill "$switcher_pid" 2>/dev/null || true
   # the measured worker too, when a signal ends the script mid-run
-  for p in $(cat "$(cpu_quota_dir "$cpu_quota_cpu_root" w0)/cgroup.procs" 2>/dev/null); do
+  while read -r p; do
     kill "$p" 2>/dev/null || true
-  done
+  done < <(cat "$(cpu_quota_dir "$cpu_quota_cpu_root" w0)/cgroup.procs" 2>/dev/null)
   stop_others quota
   cpu_quota_cleanup
 }
