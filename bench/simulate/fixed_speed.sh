@@ -66,11 +66,13 @@ command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
 LAB_PREFIX="${LAB_PREFIX:-chxspeed}"
 cpu_quota_init "$worker_cpu"
 mkdir -p "$out"
-loop_pids=() bg_pids=() switcher_pid=""
+loop_pids=() bg_pids=() switcher_pid="" measured_pid=""
 on_exit() {
   local p
   [ -z "$switcher_pid" ] || kill "$switcher_pid" 2>/dev/null || true
-  # the measured worker too, when a signal ends the script mid-run
+  # the measured worker too, when a signal ends the script mid-run (without quotas it is
+  # measured_pid; with them, what is in its group w0)
+  [ -z "$measured_pid" ] || kill "$measured_pid" 2>/dev/null || true
   while read -r p; do
     kill "$p" 2>/dev/null || true
   done < <(cat "$(cpu_quota_dir "$cpu_quota_cpu_root" w0)/cgroup.procs" 2>/dev/null)
@@ -169,8 +171,11 @@ measure() {
   switcher_pid=$!
   bench_cmd "$out/$mode-measured" "$steps"
   cmd+=(--timeline "$out/$mode-measured/timeline.json")
-  "${run[@]}" "${cmd[@]}" >"$out/$mode-measured.log" 2>&1 ||
-    lab_die "the measured worker failed; see $out/$mode-measured.log"
+  # in the background and waited for, so that a signal to the script ends it at once
+  "${run[@]}" "${cmd[@]}" >"$out/$mode-measured.log" 2>&1 &
+  measured_pid=$!
+  wait "$measured_pid" || lab_die "the measured worker failed; see $out/$mode-measured.log"
+  measured_pid=""
   kill "$switcher_pid"
   wait "$switcher_pid" 2>/dev/null || true
   switcher_pid=""
