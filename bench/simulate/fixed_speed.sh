@@ -72,14 +72,21 @@ on_exit() {
   [ -z "$switcher_pid" ] || kill "$switcher_pid" 2>/dev/null || true
   # the measured worker too, when a signal ends the script mid-run (without quotas it is
   # measured_pid; with them, what is in its group w0)
-  [ -z "$measured_pid" ] || kill "$measured_pid" 2>/dev/null || true
-  while read -r p; do
-    kill "$p" 2>/dev/null || true
-  done < <(cat "$(cpu_quota_dir "$cpu_quota_cpu_root" w0)/cgroup.procs" 2>/dev/null)
+  for p in $measured_pid $(group_pids w0); do end_process "$p"; done
   stop_others quota
   cpu_quota_cleanup
 }
 trap on_exit EXIT
+
+# The processes in worker group NAME (w0 the measured worker, w1..wN the others); none once it is
+# gone.
+group_pids() { cat "$(cpu_quota_dir "$cpu_quota_cpu_root" "$1")/cgroup.procs" 2>/dev/null || true; }
+
+# Ends process PID, also when it is stopped.
+end_process() {
+  kill -CONT "$1" 2>/dev/null || true
+  kill "$1" 2>/dev/null || true
+}
 for ((i = 0; i <= others; i++)); do cpu_quota_create "w$i"; done
 
 # Sets cmd to the bench command of the workload into DIR with N timed steps.
@@ -103,9 +110,7 @@ now_s() {
 others_pids() {
   local i p
   if [ "$1" = quota ]; then
-    for ((i = 1; i <= others; i++)); do
-      while read -r p; do echo "$p"; done <"$(cpu_quota_dir "$cpu_quota_cpu_root" "w$i")/cgroup.procs"
-    done
+    for ((i = 1; i <= others; i++)); do group_pids "w$i"; done
   fi
   for p in "${bg_pids[@]}" "${loop_pids[@]}"; do echo "$p"; done
 }
@@ -126,20 +131,8 @@ switcher() {
 
 # Stops the other workers (started in groups w1..wN, or without one) and the busy loops.
 stop_others() {
-  local p procs i
-  for ((i = 1; i <= others; i++)); do
-    procs="$(cpu_quota_dir "$cpu_quota_cpu_root" "w$i")/cgroup.procs"
-    if [ "$1" = quota ] && [ -f "$procs" ]; then
-      while read -r p; do
-        kill -CONT "$p" 2>/dev/null || true
-        kill "$p" 2>/dev/null || true
-      done <"$procs"
-    fi
-  done
-  for p in "${loop_pids[@]}" "${bg_pids[@]}"; do
-    kill -CONT "$p" 2>/dev/null || true
-    kill "$p" 2>/dev/null || true
-  done
+  local p
+  for p in $(others_pids "$1"); do end_process "$p"; done
   wait 2>/dev/null || true
   loop_pids=() bg_pids=()
 }
