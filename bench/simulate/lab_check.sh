@@ -26,7 +26,8 @@
 #                       lab/compare.sh --worker-cpu), so that a profile taken at one load
 #                       predicts runs made at another; the commbench profiles' ranks run at the
 #                       same quota (a worker's communication is CPU work in its own process),
-#                       the kernel's network path outside                       [no quota]
+#                       the kernel's network path outside, and `simulate --cores-per-worker C`
+#                       predicts with that CPU for compute and communication     [no quota]
 #   --crowded-profile   each layout of W workers in all gets a compute profile of its own, taken
 #                       beside W-1 other one-worker benches of the same model (each in a group
 #                       of its own at --worker-cpu), so that what the layout's workers share on
@@ -143,8 +144,8 @@ on_exit() {
 }
 trap on_exit EXIT
 [ -z "$CPU_QUOTA_CORES" ] || cpu_quota_create profile
-compare_cpu=()
-[ -z "$worker_cpu" ] || compare_cpu=(--worker-cpu "$worker_cpu")
+compare_cpu=() sim_cpu=()
+[ -z "$worker_cpu" ] || compare_cpu=(--worker-cpu "$worker_cpu") sim_cpu=(--cores-per-worker "$worker_cpu")
 
 # One worker's compute profile of ARCH on this host into FILE (no network), with --worker-cpu
 # in the cgroup "profile" at the workers' quota; beside OTHERS (default 0) other benches of ARCH,
@@ -268,7 +269,7 @@ for cap in "${cap_list[@]}"; do
         # shellcheck disable=SC2046
         "$bin" simulate --compute "$(compute_for_layout "$compute" "$layout")" "${networks[@]}" \
           --system bare-metal=fabric --system kubernetes=overlay --nodes "$ln" \
-          --workers-per-node "$lw" $(sim_flags "$v") --no-charts --out "$sim" \
+          --workers-per-node "$lw" "${sim_cpu[@]}" $(sim_flags "$v") --no-charts --out "$sim" \
           >"$out/logs/sim-$arch-$tag-$v-$layout.log" 2>&1 ||
           lab_die "simulate failed: $(tail -n 5 "$out/logs/sim-$arch-$tag-$v-$layout.log")"
         for system in bare-metal kubernetes; do

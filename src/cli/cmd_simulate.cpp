@@ -303,8 +303,9 @@ void add_job_options(CLI::App* cmd, SimulateArgs* args) {
 // The simulation itself and what it writes.
 void add_run_options(CLI::App* cmd, SimulateArgs* args) {
   cmd->add_option("--cores-per-worker", args->settings.cores_per_worker,
-                  "Cores each worker has; more than its compute threads leaves spare cores for "
-                  "communication (0 = the profile's threads: none spare)")
+                  "CPU each worker has, in cores (a fraction for a quota: 0.25); more than its "
+                  "compute threads leaves spare CPU for communication (0 = the profile's CPU "
+                  "quota where it was taken under one, else its threads: none spare)")
       ->capture_default_str();
   cmd->add_flag("--no-stragglers", args->no_stragglers,
                 "Every worker steps at the median (default: each step waits for the slowest of "

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/cpu_quota.h"
 #include "common/error.h"
 #include "common/timer.h"
 #include "distributed/bucket_plan.h"
@@ -147,6 +148,7 @@ simulate::ComputeProfile make_compute_profile(const report::BenchResult& result,
   p.image_size = result.image_size;
   p.batch_per_worker = result.batch_per_worker;
   p.threads_per_worker = result.threads_per_worker;
+  p.cpu_quota_cores = cgroup_cpu_quota_cores();
   p.device = result.device;
   p.amp = result.amp;
   p.channels_last = result.channels_last;

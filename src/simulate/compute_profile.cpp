@@ -79,6 +79,7 @@ nlohmann::json to_json(const ComputeProfile& p) {
           {"image_size", p.image_size},
           {"batch_per_worker", p.batch_per_worker},
           {"threads_per_worker", p.threads_per_worker},
+          {"cpu_quota_cores", p.cpu_quota_cores},
           {"device", p.device},
           {"amp", p.amp},
           {"channels_last", p.channels_last},
@@ -115,6 +116,7 @@ ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::str
     throw DataError(fmt::format("{}: image_size and batch_per_worker must be >= 1", file));
   }
   p.threads_per_worker = get_optional<int>(j, "threads_per_worker", file, 1);
+  p.cpu_quota_cores = non_negative(j, "cpu_quota_cores", file);
   p.device = get_optional<std::string>(j, "device", file, "cpu");
   p.amp = get_optional<std::string>(j, "amp", file, "off");
   p.channels_last = get_optional<bool>(j, "channels_last", file, false);

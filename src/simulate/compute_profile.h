@@ -42,6 +42,9 @@ struct ComputeProfile {
   int64_t image_size = 0;
   int64_t batch_per_worker = 0;
   int threads_per_worker = 1;
+  // The CPU quota the profiled worker ran under, in cores (common/cpu_quota.h); 0: none. A
+  // fixed-speed worker spends it on its communication too.
+  double cpu_quota_cores = 0;
   std::string device = "cpu";
   std::string amp = "off";
   bool channels_last = false;

@@ -168,9 +168,10 @@ struct Replay {
 };
 
 // A transfer on the channel. Until `shared_until` (backward's end, when the worker has no spare
-// core) its thread shares the compute threads' cores: with T compute threads and the transfer
-// wanting u = cpu/comm of a core, everything there runs at T / (T + u) of its pace, so the
-// transfer's work (comm_s alone) advances at 1 / slow; after it, at full pace.
+// core) its thread shares the CPU of the compute threads: C cores (the T threads' own, or a
+// quota below T), and with the transfer wanting u = cpu/comm of a core (at most C), everything
+// there runs at C / (C + u) of its pace, so the transfer's work (comm_s alone) advances at
+// 1 / slow; after it, at full pace.
 struct Interval {
   double start = 0, comm_s = 0, cpu = 0, slow = 1, shared_until = 0;
 
@@ -190,7 +191,7 @@ struct Interval {
 
 // The communication channel of a step: transfers queue on it in launch order.
 struct Channel {
-  int threads = 1;          // the compute threads a transfer shares cores with
+  double cores = 1;         // the compute threads' CPU that a transfer shares
   double shared_until = 0;  // until then, it does (backward's end without a spare core)
   double free_at = 0;       // the end of the last transfer sent
   std::vector<Interval> sent;
@@ -201,7 +202,7 @@ struct Channel {
     i.start = std::max(at, free_at);
     i.comm_s = t.comm_s;
     i.cpu = t.cpu_s;
-    if (t.comm_s > 0) i.slow = (threads + std::min(1.0, t.cpu_s / t.comm_s)) / threads;
+    if (t.comm_s > 0) i.slow = (cores + std::min(cores, t.cpu_s / t.comm_s)) / cores;
     i.shared_until = shared_until;
     free_at = i.end();
     sent.push_back(i);
@@ -219,10 +220,10 @@ struct Channel {
 };
 
 Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s, double pace,
-              double compute_end, double shared_until, int threads) {
+              double compute_end, double shared_until, double cores) {
   std::vector<double> first_end(buckets.size(), 0), final_end(buckets.size(), 0);
   Channel channel;
-  channel.threads = threads;
+  channel.cores = cores;
   channel.shared_until = shared_until;
   Replay r;
   double thread = s.overlap ? 0 : compute_end;  // where the backward thread is
@@ -275,7 +276,9 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
 
 // One step of `workers` with compute factor m. Where the worker has no spare core, the
 // communication CPU inside backward stretches backward and the transfers inside it slow down
-// alike (iterated to a fixed point: the stretch moves the overlap).
+// alike (iterated to a fixed point: the stretch moves the overlap). A worker's CPU is
+// --cores-per-worker, else the profile's quota, else its threads; backward runs on as much of it
+// as it has threads for, and what is beyond that is spare for communication.
 // With more than one worker, the reducer's passes over the gradients join the step: zeroing
 // them in forward, accumulating into the slots in backward (at the same pace throughout).
 StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& buckets,
@@ -285,15 +288,19 @@ StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& b
   const double pass_pace = 1.0 + accumulate / c.backward_s;
   const double backward = c.backward_s * m * pass_pace;
   const int threads = std::max(1, c.threads_per_worker);
-  const int cores = s.cores_per_worker > 0 ? s.cores_per_worker : threads;
-  const double spare = std::max(0, cores - threads);
+  const double cores = s.cores_per_worker > 0  ? s.cores_per_worker
+                       : c.cpu_quota_cores > 0 ? c.cpu_quota_cores
+                                               : threads;
+  const double compute_cores = std::min<double>(cores, threads);
+  const double spare = std::max(0.0, cores - threads);
   double stretch = 1.0;
   double shared_until = spare > 0 || !s.overlap ? 0.0 : backward;
   Replay r;
   for (int iteration = 0; iteration < 6; ++iteration) {
-    r = replay(buckets, s, m * pass_pace * stretch, backward * stretch, shared_until, threads);
+    r = replay(buckets, s, m * pass_pace * stretch, backward * stretch, shared_until,
+               compute_cores);
     const double stolen = std::max(0.0, r.cpu_in_backward - spare * r.backward_end);
-    stretch = 1.0 + stolen / (threads * backward);
+    stretch = 1.0 + stolen / (compute_cores * backward);
     if (shared_until > 0) shared_until = r.backward_end;
   }
   StepTimes t;

@@ -2,10 +2,11 @@
 // become ready during backward at the profiled times, fill buckets in the reducer's plan, and
 // each bucket's allreduce queues on the communication channel in launch order as soon as its
 // last gradient is ready (or after backward without overlap); communication CPU competes with
-// the compute threads where the worker has no spare core; PowerSGD's two allreduces per bucket
-// and its arithmetic run in the reducer's order on the backward thread; each step waits for the
-// slowest worker (stragglers drawn from the profile's step spread); exposed communication is what
-// finishes after backward. Model and limits: docs/simulate.md.
+// the compute threads where the worker has no spare CPU (its threads' cores or its CPU quota);
+// PowerSGD's two allreduces per bucket and its arithmetic run in the reducer's order on the
+// backward thread; each step waits for the slowest worker (stragglers drawn from the profile's
+// step spread); exposed communication is what finishes after backward. Model and limits:
+// docs/simulate.md.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,10 @@ struct SimulationSettings {
   std::string compression = "none";
   double powersgd_min_rate = distributed::kDefaultPowerSgdMinRate;
   Algorithm algorithm = Algorithm::kRing;
-  int cores_per_worker = 0;  // 0: the profile's threads (no spare core for communication)
-  bool stragglers = true;    // each step waits for the slowest of n draws from step_spread
+  // The CPU each worker has, in cores (0.15: a quota of 0.15 core); 0: the profile's CPU quota
+  // where it has one, else its threads (no spare core for communication).
+  double cores_per_worker = 0;
+  bool stragglers = true;  // each step waits for the slowest of n draws from step_spread
   int steps = 100;
   uint64_t seed = 1;
 

@@ -7,6 +7,7 @@
 // alone (ctest RUN_SERIAL): other tests' load would be measured instead.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -28,15 +29,16 @@ constexpr double kMaxErrorFixedSpeed = 0.35;
 
 // Runs lab_check.sh with ARGS (DenseNet-121 over the 1 Gbit/s fabric and 250 Mbit/s overlay)
 // and checks each row of its check.tsv: the error is the one of its two numbers, within
-// MAX_ERROR, of one of LAYOUTS; returns how many rows there were.
+// MAX_ERROR, of one of LAYOUTS; and that the compute profile recorded the workers' CPU quota,
+// QUOTA cores; returns how many rows there were.
 class LabSimulate : public LabTest {
  protected:
   int check_predictions(const std::string& args, const std::vector<std::string>& layouts,
-                        double max_error) const;
+                        double max_error, double quota) const;
 };
 
 int LabSimulate::check_predictions(const std::string& args, const std::vector<std::string>& layouts,
-                                   double max_error) const {
+                                   double max_error, double quota) const {
   TempDir dir;
   const std::string out = dir.path() + "/check";
   const ProcessResult r =
@@ -45,6 +47,9 @@ int LabSimulate::check_predictions(const std::string& args, const std::vector<st
                 " --bin " + chexscale_bin() + " --out " + out);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(namespaces().empty()) << "lab_check.sh left its lab up";
+  const auto profile = nlohmann::json::parse(
+      file_contents(out + "/profiles/densenet121-fabric-1gbit_overlay-250mbit.json"));
+  EXPECT_DOUBLE_EQ(profile.value("cpu_quota_cores", 0.0), quota);
   std::istringstream rows(file_contents(out + "/check.tsv"));
   std::string line;
   std::getline(rows, line);  // the header
@@ -67,11 +72,11 @@ int LabSimulate::check_predictions(const std::string& args, const std::vector<st
 
 // Nodes of two workers: 1x2 (the loopback inside a node) and 2x2 (loopback and the capped
 // fabric or overlay), every worker a fixed-speed device of a quarter core, predicted from the
-// one-worker profile at that quota and the three paths' profiles.
+// one-worker profile at that quota (which it records) and the three paths' profiles.
 TEST_F(LabSimulate, NodesOfTwoFixedSpeedWorkersArePredictedWithinASanityBound) {
   EXPECT_EQ(check_predictions("--variants overlapped --layouts 1x1,1x2,2x2 --worker-cpu 0.25 "
                               "--steps 6 --warmup 2",
-                              {"1x2", "2x2"}, kMaxErrorFixedSpeed),
+                              {"1x2", "2x2"}, kMaxErrorFixedSpeed, 0.25),
             4);
 }
 

@@ -24,6 +24,7 @@ TEST(ComputeProfile, RoundTripsThroughItsFile) {
   ComputeProfile p = testing::three_layer_profile();
   p.step_spread = {0.9, 1.0, 1.3};
   p.threads_per_worker = 2;
+  p.cpu_quota_cores = 0.35;
   p.gradient_passes = {0.001, 0.002, 0.003, 0.004};
   const std::string path = dir.path() + "/compute.json";
   save_compute_profile(p, path);
@@ -31,6 +32,7 @@ TEST(ComputeProfile, RoundTripsThroughItsFile) {
   EXPECT_EQ(back.arch, "toy");
   EXPECT_EQ(back.batch_per_worker, 8);
   EXPECT_EQ(back.threads_per_worker, 2);
+  EXPECT_DOUBLE_EQ(back.cpu_quota_cores, 0.35);
   EXPECT_DOUBLE_EQ(back.backward_s, 0.2);
   EXPECT_EQ(back.step_spread, p.step_spread);
   ASSERT_EQ(back.parameters.size(), 3u);
@@ -52,6 +54,7 @@ TEST(ComputeProfile, ProfilesWithoutShapesOrPowerSgdRateStillRead) {
   nlohmann::json j = to_json(testing::three_layer_profile());
   j.erase("powersgd_flops_per_s");
   j.erase("gradient_passes_s");
+  j.erase("cpu_quota_cores");
   for (nlohmann::json& g : j["parameters"])
     g.erase("shape");
   const std::string path = dir.path() + "/old.json";
@@ -60,6 +63,7 @@ TEST(ComputeProfile, ProfilesWithoutShapesOrPowerSgdRateStillRead) {
   EXPECT_FALSE(back.has_shapes());
   EXPECT_EQ(back.powersgd_flops_per_s, 0.0);
   EXPECT_EQ(back.gradient_passes.average_s, 0.0);
+  EXPECT_EQ(back.cpu_quota_cores, 0.0);
   EXPECT_EQ(back.gradient_bytes(), 30 * testing::kMiB);
 }
 

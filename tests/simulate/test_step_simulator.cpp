@@ -95,6 +95,31 @@ TEST(StepSimulator, CommunicationCpuStretchesBackwardOnlyWithoutASpareCore) {
   EXPECT_NEAR(free.comm_cpu_seconds_per_step, 0.03, 1e-12);
 }
 
+TEST(StepSimulator, AQuotaBelowAThreadsCoreIsSharedWithCommunication) {
+  // 0.04 s per bucket alone, 0.01 of it CPU (u = 0.25 core). At a quota of 0.5 core both run
+  // at 0.5 / 0.75 of their pace inside backward: the first bucket runs 0.05s to 0.05s + 0.06,
+  // the second from 0.1s, both inside backward; their 0.02 CPU s stretch backward by
+  // 0.02 / 0.5: s = 1.2 (one core: 0.02 / 1, s = 1.1), and the third runs after it.
+  NetworkProfile n = link_for(0.04);
+  n.cpu_s_per_byte = 0.01 / (20.0 * testing::kMiB);
+  ComputeProfile quota = three_layer_profile();
+  quota.cpu_quota_cores = 0.5;
+  const SimulatedJob profiled = simulate_job(quota, links_of(n), {2, 1}, ten_mib_buckets());
+  EXPECT_NEAR(profiled.step.backward, 0.24, 1e-12);
+  EXPECT_NEAR(profiled.step.comm_exposed, 0.04, 1e-12);
+  const SimulatedJob core =
+      simulate_job(three_layer_profile(), links_of(n), {2, 1}, ten_mib_buckets());
+  EXPECT_NEAR(core.step.backward, 0.22, 1e-12);
+  // --cores-per-worker says the same of a profile without its quota, and overrides one.
+  SimulationSettings half = ten_mib_buckets();
+  half.cores_per_worker = 0.5;
+  EXPECT_NEAR(simulate_job(three_layer_profile(), links_of(n), {2, 1}, half).step.backward, 0.24,
+              1e-12);
+  SimulationSettings spare = ten_mib_buckets();
+  spare.cores_per_worker = 1.5;  // half a core beside the compute thread: 0.02 CPU s fit
+  EXPECT_NEAR(simulate_job(quota, links_of(n), {2, 1}, spare).step.backward, 0.2, 1e-12);
+}
+
 TEST(StepSimulator, TransfersInsideBackwardSlowDownWithoutASpareCore) {
   // 0.08 s per bucket alone, half of it CPU: inside backward the transfer and the one compute
   // thread share its core and each runs at 1 / 1.5 of its pace.
