@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <vector>
+#include <stdexcept>
 
 namespace chexscale {
 namespace {
