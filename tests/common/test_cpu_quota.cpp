@@ -17,20 +17,17 @@
 namespace chexscale {
 namespace {
 
-void write(const std::string& file, const std::string& text) {
-  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
-  std::ofstream(file) << text << "\n";
-}
-
-void v1_group(const std::string& dir, const std::string& quota, const std::string& period) {
-  write(dir + "/cpu.cfs_quota_us", quota);
-  write(dir + "/cpu.cfs_period_us", period);
+// A v1 group DIR (relative to ROOT) with its quota and period files.
+void v1_group(const test_util::TempDir& root, const std::string& dir, const std::string& quota,
+              const std::string& period) {
+  root.write(dir + "/cpu.cfs_quota_us", quota + "\n");
+  root.write(dir + "/cpu.cfs_period_us", period + "\n");
 }
 
 TEST(CpuQuota, V1GroupQuotaOverPeriod) {
   test_util::TempDir root;
-  v1_group(root.path() + "/cpu", "-1", "100000");
-  v1_group(root.path() + "/cpu/lab/w1", "15000", "100000");
+  v1_group(root, "cpu", "-1", "100000");
+  v1_group(root, "cpu/lab/w1", "15000", "100000");
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota_cores("3:cpuset:/\n2:cpu,cpuacct:/lab/w1\n0::/\n", root.path()),
                    0.15);
   // The controller named alone, and the mount named after both controllers.
@@ -41,33 +38,33 @@ TEST(CpuQuota, V1GroupQuotaOverPeriod) {
 
 TEST(CpuQuota, TheSmallestLimitUpToTheRootCounts) {
   test_util::TempDir root;
-  v1_group(root.path() + "/cpu", "-1", "100000");
-  v1_group(root.path() + "/cpu/lab", "50000", "100000");      // 0.5 core for the whole lab
-  v1_group(root.path() + "/cpu/lab/w1", "-1", "100000");      // none of its own
-  v1_group(root.path() + "/cpu/lab/w2", "200000", "100000");  // 2 cores, above its parent's
+  v1_group(root, "cpu", "-1", "100000");
+  v1_group(root, "cpu/lab", "50000", "100000");      // 0.5 core for the whole lab
+  v1_group(root, "cpu/lab/w1", "-1", "100000");      // none of its own
+  v1_group(root, "cpu/lab/w2", "200000", "100000");  // 2 cores, above its parent's
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota_cores("1:cpu:/lab/w1\n", root.path()), 0.5);
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota_cores("1:cpu:/lab/w2\n", root.path()), 0.5);
-  v1_group(root.path() + "/cpu/lab/w3", "10000", "40000");
+  v1_group(root, "cpu/lab/w3", "10000", "40000");
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota_cores("1:cpu:/lab/w3\n", root.path()), 0.25);
 }
 
 TEST(CpuQuota, V2CpuMax) {
   test_util::TempDir root;
-  write(root.path() + "/kubepods/pod1/cpu.max", "max 100000");
-  write(root.path() + "/kubepods/pod1/c1/cpu.max", "30000 100000");
-  write(root.path() + "/kubepods/pod2/cpu.max", "max 100000");
+  root.write("kubepods/pod1/cpu.max", "max 100000\n");
+  root.write("kubepods/pod1/c1/cpu.max", "30000 100000\n");
+  root.write("kubepods/pod2/cpu.max", "max 100000\n");
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota_cores("0::/kubepods/pod1/c1\n", root.path()), 0.3);
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota_cores("0::/kubepods/pod2\n", root.path()), 0.0);
 }
 
 TEST(CpuQuota, NoLimitOrNothingReadableIsZero) {
   test_util::TempDir root;
-  v1_group(root.path() + "/cpu", "-1", "100000");
+  v1_group(root, "cpu", "-1", "100000");
   EXPECT_EQ(cgroup_cpu_quota_cores("1:cpu:/\n", root.path()), 0.0);
   EXPECT_EQ(cgroup_cpu_quota_cores("1:cpu:/not/there\n", root.path()), 0.0);
   EXPECT_EQ(cgroup_cpu_quota_cores("4:memory:/x\n", root.path()), 0.0);  // no cpu controller
   EXPECT_EQ(cgroup_cpu_quota_cores("garbage\n\n", root.path()), 0.0);
-  v1_group(root.path() + "/cpu/bad", "lots", "100000");
+  v1_group(root, "cpu/bad", "lots", "100000");
   EXPECT_EQ(cgroup_cpu_quota_cores("1:cpu:/bad\n", root.path()), 0.0);
 }
 
