@@ -148,12 +148,9 @@ void table(const std::string& arch, const std::vector<torch::Tensor>& params) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(std::vector<std::string> archs) {
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
-  std::vector<std::string> archs(argv + 1, argv + argc);
   const bool comparing = !archs.empty() && archs.front() == "--compare";
   if (comparing) archs.erase(archs.begin());
   if (archs.empty())
@@ -177,4 +174,25 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+constexpr const char* kUsage =
+    "usage: bench_powersgd [ARCH...]             rows per rank (default: densenet121 resnet50)\n"
+    "       bench_powersgd --compare [ARCH...]   the sweeps against tensor operations at rank 4\n"
+    "                                            (default: resnet50)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    fmt::print("{}", kUsage);
+    return 0;
+  }
+  try {
+    return run(args);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_powersgd: {}\n{}", e.what(), kUsage);
+    return 2;
+  }
 }
