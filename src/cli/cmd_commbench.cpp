@@ -222,7 +222,13 @@ int run(const CommbenchFlags& f) {
                                         measure::parse_size(f.max_bytes), f.factor);
   const measure::CommPath path = measure::parse_comm_path(f.path);
   const measure::CommOptions options = comm_options(f, path);
-  auto ctx = distributed::DistContext::init(f.dist.resolved());
+  const distributed::DistOptions dist = f.dist.resolved();
+  if (dist.hierarchical == distributed::Hierarchical::kAuto) {
+    throw UsageError(
+        "commbench measures one allreduce path: --hierarchical (node by node) or without it (the "
+        "flat ring), not --hierarchical=auto");
+  }
+  auto ctx = distributed::DistContext::init(dist);
   if (ctx->world_size() < 2) {
     throw UsageError(
         "commbench needs at least 2 ranks: run it as 'chexscale launch --nproc-per-node 2 -- "

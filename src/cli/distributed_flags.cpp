@@ -12,6 +12,7 @@ distributed::DistOptions DistributedFlags::resolved() const {
   o.backend = distributed::parse_backend(backend);
   o.device = distributed::parse_device_request(device);
   o.mpi_allreduce = distributed::parse_mpi_allreduce(mpi_allreduce);
+  o.hierarchical = distributed::parse_hierarchical(hierarchical);
   o.rdzv_timeout = std::chrono::seconds(rdzv_timeout_s);
   o.collective_timeout = std::chrono::seconds(collective_timeout_s);
   o.validate();
@@ -25,11 +26,15 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
                  "nccl, or mpi (CPU ranks started by mpirun or srun --mpi=pmix; needs a build "
                  "with MPI)")
       ->capture_default_str();
-  cmd.add_flag("--hierarchical", o.hierarchical,
-               "Allreduce node by node (gloo, mpi): reduce-scatter inside each node, each rank's "
-               "share allreduced with its peers on the other nodes, allgather back; every "
-               "gradient byte crosses the network once per node instead of once per rank (see "
-               "docs/bare-metal.md)");
+  cmd.add_option("--hierarchical", f.hierarchical,
+                 "Allreduce node by node (gloo, mpi): reduce-scatter inside each node, each "
+                 "rank's share allreduced with its peers on the other nodes, allgather back; every "
+                 "gradient byte crosses the network once per node instead of once per rank. "
+                 "Alone: on; off (the default): the flat ring; auto: the first 5 steps try both "
+                 "and the job keeps the faster (see docs/bare-metal.md)")
+      ->expected(0, 1)
+      ->default_str("on")
+      ->option_text("[=off|on|auto]");
   cmd.add_option("--mpi-allreduce", f.mpi_allreduce,
                  "How backend mpi allreduces: auto (its own pipelined ring of point-to-point "
                  "messages in a group that spans nodes, MPI_Allreduce inside one node), ring, or "

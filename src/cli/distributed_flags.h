@@ -18,6 +18,7 @@ struct DistributedFlags {
   std::string backend = distributed::to_string(distributed::DistOptions{}.backend);
   std::string device = distributed::to_string(distributed::DistOptions{}.device);
   std::string mpi_allreduce = distributed::to_string(distributed::DistOptions{}.mpi_allreduce);
+  std::string hierarchical = distributed::to_string(distributed::DistOptions{}.hierarchical);
   int rdzv_timeout_s = static_cast<int>(distributed::kDefaultRdzvTimeout.count());
   int collective_timeout_s = static_cast<int>(distributed::kDefaultCollectiveTimeout.count());
 

@@ -22,6 +22,7 @@
 #include "distributed/elastic_round.h"
 #include "distributed/env.h"
 #include "distributed/hierarchical_group.h"
+#include "distributed/hierarchical_trial.h"
 #include "distributed/node_layout.h"
 #include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
@@ -135,12 +136,14 @@ NodeLayout gather_node_layout(DistContext& ctx, const RendezvousEnv& env) {
   return node_layout(env.rank.value, local_ranks);
 }
 
-// --hierarchical: the world group wrapped so that every allreduce goes node -> across -> node;
-// `world` itself (and a log line saying so) when that would be the flat allreduce again.
+// --hierarchical: the world group wrapped so that allreduce goes node -> across -> node while
+// `path` holds true; `world` itself (and a log line saying so) when that would be the flat
+// allreduce again.
 c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
     c10::intrusive_ptr<compat::CollectiveGroup> world, const NodeLayout& layout, Backend backend,
     const DistOptions& options, const c10::intrusive_ptr<c10d::Store>& store,
-    const RendezvousEnv& env, const GlooAddress& address) {
+    const RendezvousEnv& env, const GlooAddress& address,
+    std::shared_ptr<const std::atomic<bool>> path) {
   if (layout.flat()) {
     log::info("--hierarchical: {} node(s) of {} rank(s): the flat allreduce is the same, kept",
               layout.nodes, layout.local_size);
@@ -156,9 +159,13 @@ c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
   }
   log::info(
       "hierarchical allreduce: {}; reduce-scatter inside the node, each rank's share allreduced "
-      "across the {} nodes, allgather inside the node",
-      layout.describe(), layout.nodes);
-  return make_hierarchical_group(std::move(world), std::move(groups));
+      "across the {} nodes, allgather inside the node{}",
+      layout.describe(), layout.nodes,
+      options.hierarchical == Hierarchical::kAuto
+          ? fmt::format("; tried against the flat ring on the first {} steps, the faster kept",
+                        HierarchicalTrial::kSteps)
+          : "");
+  return make_hierarchical_group(std::move(world), std::move(groups), std::move(path));
 }
 
 // The process's environment with `overrides` over it.
@@ -181,7 +188,7 @@ bool in_standby(const std::map<std::string, std::string>& env) {
 void require_backend_options(Backend backend, const DistOptions& options,
                              const RendezvousEnv& env) {
   if (backend == Backend::kMpi) require_mpi_launcher(env);
-  if (options.hierarchical) require_hierarchical_backend(backend);
+  if (options.hierarchical != Hierarchical::kOff) require_hierarchical_backend(backend);
   if (options.mpi_allreduce != MpiAllreduce::kAuto && backend != Backend::kMpi) {
     throw UsageError(fmt::format("mpi_allreduce {} is for `backend` mpi, and this job's is {}",
                                  to_string(options.mpi_allreduce), to_string(backend)));
@@ -287,11 +294,15 @@ std::shared_ptr<DistContext> DistContext::init(
   }
   ctx->backend_ = backend;
   ctx->state_ = std::move(state);
-  if (options.hierarchical) {
+  if (options.hierarchical != Hierarchical::kOff) {
     auto& group = ctx->state_->group;
+    auto path = std::make_shared<std::atomic<bool>>(true);
     auto wrapped = node_by_node(group, gather_node_layout(*ctx, env), backend, options, group_store,
-                                env, gloo_address);
-    ctx->hierarchical_ = wrapped != group;
+                                env, gloo_address, path);
+    if (wrapped != group) {
+      ctx->node_by_node_ = std::move(path);
+      ctx->hierarchical_auto_ = options.hierarchical == Hierarchical::kAuto;
+    }
     group = std::move(wrapped);
   }
   log::debug("process group ready: {} ({})", to_string(backend),
@@ -309,6 +320,11 @@ DistContext::~DistContext() {
     state_->group.release();
     state_->store.release();
   }
+}
+
+void DistContext::use_hierarchical(bool node_by_node) {
+  if (!hierarchical_auto_) throw Error("use_hierarchical() without --hierarchical=auto");
+  node_by_node_->store(node_by_node);
 }
 
 compat::CollectiveGroup* DistContext::process_group() const {

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -38,8 +39,15 @@ class DistContext {
   // "gloo", "nccl" or "mpi"; "none" when world_size == 1 (no process group).
   const char* backend() const { return backend_ ? to_string(*backend_) : "none"; }
   torch::Device device() const { return device_; }  // cpu or cuda:LOCAL_RANK (options.device)
-  // True when allreduce goes node by node (--hierarchical, on nodes of several ranks each).
-  bool hierarchical() const { return hierarchical_; }
+  // True when allreduce goes node by node (--hierarchical, on nodes of several ranks each; with
+  // --hierarchical=auto, the path of the current step).
+  bool hierarchical() const { return node_by_node_ && node_by_node_->load(); }
+  // True when --hierarchical=auto is to choose between the paths (nodes of several ranks each):
+  // the gradient reducer runs the trial (hierarchical_trial.h).
+  bool hierarchical_auto() const { return hierarchical_auto_; }
+  // With hierarchical_auto(): the path of the allreduces issued from now on. Every rank must
+  // switch alike, between steps, with no allreduce in flight.
+  void use_hierarchical(bool node_by_node);
 
   // Collectives used outside the gradient reducer (blocking, watchdog-guarded). Tensors may be
   // on the CPU with any backend: NCCL's copies travel through device() and come back.
@@ -76,7 +84,8 @@ class DistContext {
   std::optional<torch::Device> collective_device() const;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_world_size_ = 1;
   std::optional<Backend> backend_;
-  bool hierarchical_ = false;
+  std::shared_ptr<std::atomic<bool>> node_by_node_;  // null: the flat allreduce only
+  bool hierarchical_auto_ = false;
   torch::Device device_{torch::kCPU};
   struct State;
   std::unique_ptr<State> state_;

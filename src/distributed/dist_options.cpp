@@ -44,6 +44,23 @@ MpiAllreduce parse_mpi_allreduce(std::string_view text) {
                     {MpiAllreduce::kAuto, MpiAllreduce::kRing, MpiAllreduce::kLibrary});
 }
 
+const char* to_string(Hierarchical mode) {
+  switch (mode) {
+    case Hierarchical::kOff:
+      return "off";
+    case Hierarchical::kOn:
+      return "on";
+    case Hierarchical::kAuto:
+      return "auto";
+  }
+  throw Error("unknown Hierarchical value");
+}
+
+Hierarchical parse_hierarchical(std::string_view text) {
+  return parse_enum(text, "hierarchical",
+                    {Hierarchical::kOff, Hierarchical::kOn, Hierarchical::kAuto});
+}
+
 const char* to_string(DeviceRequest device) {
   switch (device) {
     case DeviceRequest::kAuto:

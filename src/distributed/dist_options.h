@@ -24,6 +24,13 @@ enum class MpiAllreduce { kAuto, kRing, kLibrary };
 const char* to_string(MpiAllreduce algorithm);  // "auto", "ring", "library"
 MpiAllreduce parse_mpi_allreduce(std::string_view text);
 
+// Whether allreduce goes node by node (hierarchical_group.h): off (the flat ring), on, or auto (the
+// first steps try both and the job keeps the faster: hierarchical_trial.h).
+enum class Hierarchical { kOff, kOn, kAuto };
+
+const char* to_string(Hierarchical mode);  // "off", "on", "auto"
+Hierarchical parse_hierarchical(std::string_view text);
+
 // Where a rank computes: cpu, cuda (cuda:LOCAL_RANK), or auto (cuda when the node has a GPU for
 // every local rank, else cpu).
 enum class DeviceRequest { kAuto, kCpu, kCuda };
@@ -40,9 +47,9 @@ struct DistOptions {
   std::chrono::seconds rdzv_timeout = kDefaultRdzvTimeout;  // wait for store/peers at start
   std::chrono::seconds collective_timeout =
       kDefaultCollectiveTimeout;  // watchdog, every collective
-  // Allreduce node by node (hierarchical_group.h): reduce inside each node, allreduce among one
-  // leader per node, broadcast back. gloo and mpi only.
-  bool hierarchical = false;
+  // Allreduce node by node (hierarchical_group.h): reduce-scatter inside each node, each rank's
+  // share allreduced across the nodes, allgather back; or try both first (auto). gloo and mpi only.
+  Hierarchical hierarchical = Hierarchical::kOff;
   // The mpi backend's allreduce; anything but auto is for backend mpi only.
   MpiAllreduce mpi_allreduce = MpiAllreduce::kAuto;
   // Explicit overrides of the environment contract (-1 / "" = take from the environment).

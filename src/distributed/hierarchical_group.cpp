@@ -16,11 +16,13 @@ namespace {
 
 class HierarchicalGroup final : public compat::CollectiveGroup {
  public:
-  HierarchicalGroup(c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups)
+  HierarchicalGroup(c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups,
+                    std::shared_ptr<const std::atomic<bool>> node_by_node)
       : compat::CollectiveGroup(world->getRank(), world->getSize()),
         world_(std::move(world)),
         node_(std::move(groups.node)),
         across_(std::move(groups.across)),
+        node_by_node_(std::move(node_by_node)),
         queue_(std::make_unique<CollectiveQueue>()) {}
 
   ~HierarchicalGroup() override { queue_.reset(); }  // runs what was submitted first
@@ -29,6 +31,7 @@ class HierarchicalGroup final : public compat::CollectiveGroup {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
+    if (!node_by_node_->load()) return world_->allreduce(tensors, opts);
     TORCH_CHECK(tensors.size() == 1, "hierarchical allreduce takes one tensor, got ",
                 tensors.size());
     const at::Tensor t = tensors[0];
@@ -93,6 +96,7 @@ class HierarchicalGroup final : public compat::CollectiveGroup {
   }
 
   c10::intrusive_ptr<compat::CollectiveGroup> world_, node_, across_;
+  std::shared_ptr<const std::atomic<bool>> node_by_node_;
   std::unique_ptr<CollectiveQueue> queue_;
 };
 
@@ -141,8 +145,10 @@ NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Stor
 }
 
 c10::intrusive_ptr<compat::CollectiveGroup> make_hierarchical_group(
-    c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups) {
-  return c10::make_intrusive<HierarchicalGroup>(std::move(world), std::move(groups));
+    c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups,
+    std::shared_ptr<const std::atomic<bool>> node_by_node) {
+  return c10::make_intrusive<HierarchicalGroup>(std::move(world), std::move(groups),
+                                                std::move(node_by_node));
 }
 
 }  // namespace chexscale::distributed

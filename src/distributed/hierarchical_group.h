@@ -11,7 +11,9 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 
 #include "common/torch_compat.h"
 #include "distributed/dist_options.h"
@@ -40,11 +42,15 @@ NodeGroups make_node_groups(Backend backend, const c10::intrusive_ptr<c10d::Stor
                             std::chrono::milliseconds timeout, const NodeLayout& layout,
                             MpiAllreduce mpi_allreduce);
 
-// The group whose allreduce is node reduce-scatter -> allreduce across -> node allgather. Every
-// collective (broadcast, allgather and barrier go to `world`) runs on one thread of the group, in
-// the order submitted, so that every rank runs the stages in the same order; a bucket's stages
-// therefore do not overlap the next bucket's (they do overlap backward, as the flat path does).
+// The group whose allreduce is node reduce-scatter -> allreduce across -> node allgather while
+// `node_by_node` holds true, and `world`'s own flat allreduce while it holds false
+// (--hierarchical=auto switches it between steps, when no allreduce is in flight, on every rank
+// alike). Every other collective goes to `world`. Everything but the flat allreduce runs on one
+// thread of the group, in the order submitted, so that every rank runs the stages in the same
+// order; a bucket's stages therefore do not overlap the next bucket's (they do overlap backward,
+// as the flat path does).
 c10::intrusive_ptr<compat::CollectiveGroup> make_hierarchical_group(
-    c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups);
+    c10::intrusive_ptr<compat::CollectiveGroup> world, NodeGroups groups,
+    std::shared_ptr<const std::atomic<bool>> node_by_node);
 
 }  // namespace chexscale::distributed

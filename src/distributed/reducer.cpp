@@ -36,6 +36,7 @@
 #include "common/timeline.h"
 #include "common/timer.h"
 #include "distributed/bucket_plan.h"
+#include "distributed/hierarchical_trial.h"
 #include "distributed/powersgd.h"
 #include "distributed/watchdog.h"
 
@@ -101,6 +102,8 @@ class GradientReducer::Impl {
   void attach_slot(size_t index);
   bool grad_in_slot(size_t index) const;
   void check_wire_type_supported();
+  // --hierarchical=auto: records this step's time and, after the trial's last step, decides.
+  void advance_trial();
 
   std::shared_ptr<DistContext> ctx_;
   std::vector<torch::Tensor> params_;
@@ -115,9 +118,11 @@ class GradientReducer::Impl {
   int64_t steps_ = 0;        // finish() calls so far
   bool low_rank_ = false;    // this step compresses with PowerSGD
   double loss_scale_ = 1.0;
-  bool prepared_ = false;  // between prepare_for_backward() and finish()
-  bool armed_ = false;     // hooks fill buckets (overlap on, world > 1)
-  std::mutex mutex_;       // hooks may run on autograd worker threads (GPU)
+  bool prepared_ = false;                   // between prepare_for_backward() and finish()
+  std::optional<HierarchicalTrial> trial_;  // --hierarchical=auto on nodes of several ranks
+  Stopwatch step_watch_;                    // from prepare_for_backward(), for the trial
+  bool armed_ = false;                      // hooks fill buckets (overlap on, world > 1)
+  std::mutex mutex_;                        // hooks may run on autograd worker threads (GPU)
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hook_keys_;
 };
@@ -204,6 +209,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
                             ReducerOptions options, TimelineWriter* timeline)
     : ctx_(std::move(ctx)), options_(std::move(options)), timeline_(timeline) {
   options_.validate();
+  if (ctx_->hierarchical_auto()) trial_.emplace();
   const c10::ScalarType wire = wire_type(options_.compression);
   for (auto& p : parameters) {
     if (p.requires_grad()) params_.push_back(p);
@@ -316,6 +322,10 @@ void GradientReducer::Impl::prepare_for_backward(double loss_scale) {
   armed_ = options_.overlap && ctx_->world_size() > 1;
   if (ctx_->world_size() == 1) return;
   loss_scale_ = loss_scale;
+  if (trial_ && !trial_->choice()) {
+    ctx_->use_hierarchical(trial_->next_hierarchical());
+    step_watch_.reset();
+  }
   low_rank_ =
       options_.compression == Compression::kPowerSgd && steps_ >= options_.powersgd_start_step;
   torch::NoGradGuard no_grad;
@@ -476,7 +486,27 @@ double GradientReducer::Impl::finish() {
   next_launch_ = 0;
   next_advance_ = 0;
   ++steps_;
-  return watch.seconds();
+  const double exposed = watch.seconds();
+  if (trial_ && !trial_->choice()) advance_trial();
+  return exposed;
+}
+
+void GradientReducer::Impl::advance_trial() {
+  if (!trial_->record(step_watch_.seconds())) return;
+  const auto [flat, node_by_node] = trial_->totals();
+  std::vector<torch::Tensor> sums{torch::tensor({flat, node_by_node}, torch::kDouble)};
+  ctx_->allreduce_sum_(sums);
+  const double flat_s = sums[0][0].item<double>(), hierarchical_s = sums[0][1].item<double>();
+  trial_->decide(flat_s, hierarchical_s);
+  ctx_->use_hierarchical(*trial_->choice());
+  if (!ctx_->is_main()) return;
+  const double per_step = static_cast<double>(HierarchicalTrial::kTimedStepsEach) *
+                          ctx_->world_size();  // the timed steps of each path, on every rank
+  log::info(
+      "--hierarchical=auto: backward and its allreduces took {:.3f} s flat, {:.3f} s "
+      "hierarchical (mean of {} steps each over {} ranks): the {} allreduce is kept",
+      flat_s / per_step, hierarchical_s / per_step, HierarchicalTrial::kTimedStepsEach,
+      ctx_->world_size(), *trial_->choice() ? "hierarchical" : "flat");
 }
 
 std::optional<CompressionState> GradientReducer::Impl::compression_state() {

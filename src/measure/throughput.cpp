@@ -7,9 +7,11 @@
 
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/timeline.h"
 #include "common/timer.h"
 #include "data/loader.h"
+#include "distributed/hierarchical_trial.h"
 #include "distributed/reducer.h"
 #include "measure/bench_document.h"
 #include "models/registry.h"
@@ -223,6 +225,7 @@ report::BenchConfig bench_config(const ThroughputOptions& options,
   config.nnodes = std::max(1, ctx.world_size() / std::max(1, ctx.local_world_size()));
   config.backend = ctx.backend();
   config.hierarchical = ctx.hierarchical();
+  config.hierarchical_auto = ctx.hierarchical_auto();
   config.overlap = options.reducer.overlap;
   config.compression = distributed::compression_spec(options.reducer);
   config.bucket_mb = options.reducer.bucket_mb;
@@ -244,11 +247,19 @@ report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reduce
                                        GradientReadyLog* ready_log) {
   State& s = *state_;
   ThroughputOptions options = s.options;
+  distributed::DistContext& ctx = *s.ctx;
+  if (ctx.hierarchical_auto() && warmup_steps < distributed::HierarchicalTrial::kSteps) {
+    // The timed steps run the path the trial chose, not the trial's own.
+    if (ctx.is_main()) {
+      log::info("--hierarchical=auto: warm-up raised from {} to {} steps, the trial of both paths",
+                warmup_steps, distributed::HierarchicalTrial::kSteps);
+    }
+    warmup_steps = distributed::HierarchicalTrial::kSteps;
+  }
   options.reducer = reducer_options;
   options.warmup_steps = warmup_steps;
   options.steps = steps;
   options.validate();
-  distributed::DistContext& ctx = *s.ctx;
   std::unique_ptr<distributed::GradientReducer> reducer;
   if (ctx.world_size() > 1) {
     reducer = std::make_unique<distributed::GradientReducer>(s.ctx, s.model->parameters(),

@@ -65,6 +65,7 @@ json to_json(const BenchResult& r) {
          {"nnodes", r.nnodes},
          {"backend", r.backend},
          {"hierarchical", r.hierarchical},
+         {"hierarchical_auto", r.hierarchical_auto},
          {"overlap", r.overlap},
          {"compression", r.compression},
          {"bucket_mb", r.bucket_mb},
@@ -103,6 +104,7 @@ BenchResult from_json(const json& j, const std::string& file) {
   r.nnodes = get_optional<int>(j, "nnodes", file, 1);
   r.backend = get_optional<std::string>(j, "backend", file, "");
   r.hierarchical = get_optional<bool>(j, "hierarchical", file, false);
+  r.hierarchical_auto = get_optional<bool>(j, "hierarchical_auto", file, false);
   r.overlap = get_optional<bool>(j, "overlap", file, true);
   r.compression = get_optional<std::string>(j, "compression", file, "none");
   r.bucket_mb = get_optional<double>(j, "bucket_mb", file, 0.0);

@@ -25,6 +25,8 @@ struct BenchConfig {
   int nnodes = 1;
   std::string backend = "none";
   bool hierarchical = false;  // allreduce node by node (--hierarchical on nodes of several ranks)
+  // --hierarchical=auto chose `hierarchical` on the first steps (hierarchical_trial.h).
+  bool hierarchical_auto = false;
   bool overlap = true;
   std::string compression = "none";
   double bucket_mb = 25.0;

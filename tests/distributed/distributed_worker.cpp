@@ -235,6 +235,9 @@ void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
     if (ctx->rank() == 0) std::ofstream(dir + "/progress") << step + 1;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  // The path the last step's allreduces took (--hierarchical=auto: the trial's choice).
+  std::ofstream(dir + fmt::format("/path.rank{}", ctx->rank()))
+      << (ctx->hierarchical() ? "hierarchical" : "flat");
   fmt::print("rank {} finished {} steps\n", ctx->rank(), steps);
 }
 
@@ -260,7 +263,10 @@ int run(int argc, char** argv) {
   const char* timeout = std::getenv("CHEXSCALE_TEST_COLLECTIVE_TIMEOUT");
   options.collective_timeout = std::chrono::seconds(timeout ? std::atoi(timeout) : 60);
   options.rdzv_timeout = std::chrono::seconds(60);
-  options.hierarchical = std::getenv("CHEXSCALE_TEST_HIERARCHICAL") != nullptr;
+  if (const char* hierarchical = std::getenv("CHEXSCALE_TEST_HIERARCHICAL")) {
+    options.hierarchical = std::string(hierarchical) == "auto" ? distributed::Hierarchical::kAuto
+                                                               : distributed::Hierarchical::kOn;
+  }
   const char* per_node = std::getenv("CHEXSCALE_TEST_RANKS_PER_NODE");
   const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (per_node != nullptr && mpi_rank != nullptr) {

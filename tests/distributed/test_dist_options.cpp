@@ -1,6 +1,6 @@
-// The options of joining a job: every Backend, DeviceRequest and MpiAllreduce name reads back as
-// itself, a bad name is refused listing the valid ones, and DistOptions::validate() names the
-// field it refuses.
+// The options of joining a job: every Backend, DeviceRequest, MpiAllreduce and Hierarchical name
+// reads back as itself, a bad name is refused listing the valid ones, and DistOptions::validate()
+// names the field it refuses.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -42,6 +42,16 @@ TEST(DistOptionNames, MpiAllreduceRoundTrips) {
   EXPECT_EQ(DistOptions{}.mpi_allreduce, MpiAllreduce::kAuto);
   EXPECT_EQ(usage_message([] { parse_mpi_allreduce("tree"); }),
             "mpi_allreduce 'tree': choose auto, ring or library");
+}
+
+TEST(DistOptionNames, HierarchicalRoundTrips) {
+  for (Hierarchical h : {Hierarchical::kOff, Hierarchical::kOn, Hierarchical::kAuto}) {
+    EXPECT_EQ(parse_hierarchical(to_string(h)), h) << to_string(h);
+  }
+  EXPECT_EQ(DistOptions{}.hierarchical, Hierarchical::kOff);
+  EXPECT_STREQ(to_string(Hierarchical::kAuto), "auto");
+  EXPECT_EQ(usage_message([] { parse_hierarchical("yes"); }),
+            "hierarchical 'yes': choose off, on or auto");
 }
 
 TEST(DistOptionsValidate, DefaultsAreValid) {

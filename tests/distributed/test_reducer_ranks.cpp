@@ -255,6 +255,38 @@ TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
   check_gradient_files(dir, 4);
 }
 
+// --hierarchical=auto on two nodes of two: the trial's first two steps (hierarchical, then flat)
+// give every configuration's gradients, and after the trial (5 steps) every rank keeps the same
+// path, the one rank 0 names, and steps on with it.
+TEST(ReducerHierarchical, GlooAutoGivesTheGradientsOfBothPathsAndOneChoiceOnEveryRank) {
+  test_util::TempDir grads;
+  test_util::WorkerGroup job(test_util::distributed_worker(), {"grads", grads.path()}, 4,
+                             grads.path(), {{"CHEXSCALE_TEST_HIERARCHICAL", "auto"}}, 2);
+  const auto exits = job.wait_all(std::chrono::seconds(180));
+  for (int r = 0; r < 4; ++r)
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+  const std::string grads_log = test_util::file_contents(grads.path() + "/rank0.log");
+  EXPECT_NE(grads_log.find("tried against the flat ring on the first 5 steps"), std::string::npos)
+      << grads_log;
+  check_gradient_files(grads, 4);
+
+  test_util::TempDir dir;
+  test_util::WorkerGroup loop(test_util::distributed_worker(), {"loop", dir.path(), "8"}, 4,
+                              dir.path(), {{"CHEXSCALE_TEST_HIERARCHICAL", "auto"}}, 2);
+  const auto loop_exits = loop.wait_all(std::chrono::seconds(180));
+  for (int r = 0; r < 4; ++r)
+    ASSERT_EQ(loop_exits[r].exit_code, 0) << loop_exits[r].output;
+  const std::string path = test_util::file_contents(dir.path() + "/path.rank0");
+  ASSERT_TRUE(path == "flat" || path == "hierarchical") << path;
+  for (int r = 1; r < 4; ++r)
+    EXPECT_EQ(test_util::file_contents(fmt::format("{}/path.rank{}", dir.path(), r)), path) << r;
+  const std::string log = test_util::file_contents(dir.path() + "/rank0.log");
+  EXPECT_NE(
+      log.find(fmt::format("(mean of 2 steps each over 4 ranks): the {} allreduce is kept", path)),
+      std::string::npos)
+      << log;
+}
+
 // The sums of run_sums in distributed_worker.cpp in each rank's file: `world` ranks add up
 // rank + i % 7.
 void check_sums(const test_util::TempDir& dir, int world) {

@@ -75,6 +75,7 @@ TEST(BenchDocument, ThroughputStepTimesAndBreakdownFollowFromRanks) {
                           "nnodes",
                           "backend",
                           "hierarchical",
+                          "hierarchical_auto",
                           "overlap",
                           "compression",
                           "bucket_mb",
@@ -96,8 +97,9 @@ TEST(BenchDocument, ThroughputStepTimesAndBreakdownFollowFromRanks) {
                           "timestamp"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 28u);
+  EXPECT_EQ(j.size(), 29u);
   EXPECT_EQ(j["hierarchical"], false);
+  EXPECT_EQ(j["hierarchical_auto"], false);
   EXPECT_DOUBLE_EQ(j["breakdown_s"]["comm_exposed"], 0.1);
   EXPECT_DOUBLE_EQ(j["per_rank"][1]["breakdown_s"]["total"], 3.6);
 }

@@ -1,0 +1,44 @@
+// --hierarchical=auto: the flat and the hierarchical allreduce tried on a job's first steps, and
+// the faster kept (Horovod's autotuner makes the same choice). Which is faster depends on the
+// links: when the network between the nodes is the limit, the hierarchical path sends each
+// gradient byte across it once per node instead of once per rank; when it is not, the flat ring's
+// single stage beats three stages that wait for each other. The trial times what the choice
+// changes, backward and the wait for its allreduces (from prepare_for_backward() to the end of
+// finish()); the forward pass and the optimizer do not depend on it.
+//
+// Step 0 warms the hierarchical path's buffers and is not timed; steps 1 to 4 run flat,
+// hierarchical, hierarchical, flat (so that a drift of the machine's speed hits both alike).
+// After step 4 every rank adds its times to the others' (one small allreduce), so all decide alike
+// from the same sums: hierarchical only when its total is smaller.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+namespace chexscale::distributed {
+
+class HierarchicalTrial {
+ public:
+  static constexpr int64_t kSteps = 5;           // the trial's steps, its untimed first included
+  static constexpr int64_t kTimedStepsEach = 2;  // timed steps of each path
+
+  // Whether the trial's next step allreduces node by node; after the trial, the choice.
+  bool next_hierarchical() const;
+  // Records the next step's seconds (backward and its wait); true when that step was the trial's
+  // last, and the caller is to sum totals() over the ranks and call decide().
+  bool record(double seconds);
+  // This rank's seconds of the timed steps: {flat, hierarchical}.
+  std::array<double, 2> totals() const { return totals_; }
+  // Decides from the totals summed over every rank.
+  void decide(double flat_s, double hierarchical_s);
+  // The choice (true: hierarchical) once decided.
+  std::optional<bool> choice() const { return choice_; }
+
+ private:
+  int64_t step_ = 0;  // the trial's steps recorded so far
+  std::array<double, 2> totals_{};
+  std::optional<bool> choice_;
+};
+
+}  // namespace chexscale::distributed
