@@ -31,9 +31,12 @@ TEST(HierarchicalTrial, WarmsHierarchicalThenTimesFlatHierarchicalHierarchicalFl
   EXPECT_FALSE(trial.choice().has_value());
 }
 
-TEST(HierarchicalTrial, KeepsThePathWithTheSmallerSumAndFlatOnATie) {
-  for (const auto& [flat, hierarchical, want] :
-       {std::tuple{9.0, 6.0, true}, {6.0, 9.0, false}, {5.0, 5.0, false}}) {
+TEST(HierarchicalTrial, KeepsHierarchicalOnlyWhenItsSumIsTenPercentBelowFlat) {
+  for (const auto& [flat, hierarchical, want] : {std::tuple{9.0, 6.0, true},
+                                                 {6.0, 9.0, false},
+                                                 {5.0, 5.0, false},
+                                                 {10.0, 9.5, false},
+                                                 {10.0, 8.9, true}}) {
     HierarchicalTrial trial;
     run_steps(trial, {1, 1, 1, 1, 1});
     trial.decide(flat, hierarchical);
