@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Training throughput of 2 nodes x 2 workers over a capped lab fabric, flat Gloo ring against the
 # hierarchical allreduce (--hierarchical) and, when asked, the choice between them
-# (--hierarchical=auto), in alternating rounds (flat, hierarchical, flat, ...) so that a burst of
-# load on a shared machine hits all. Each node is a lab network namespace
-# (lab/cluster.sh) whose two workers `chexscale launch --nproc-per-node 2` starts; the workers of
-# one node talk over the namespace's loopback, the nodes over the capped fabric. Prints each
-# run's img/s (and, for auto, the path it kept), then each mode's median and its ratio to flat.
+# (--hierarchical=auto), in rounds whose order alternates (flat, hierarchical; hierarchical,
+# flat; ...) so that a burst of load or a drift of the machine's speed hits all alike. Each node
+# is a lab network namespace (lab/cluster.sh) whose two workers `chexscale launch
+# --nproc-per-node 2` starts; the workers of one node talk over the namespace's loopback, the
+# nodes over the capped fabric. Prints each run's img/s (and, for auto, the path it kept), then
+# each mode's median and its ratio to flat.
 # Needs root (namespaces, tbf).
 # Usage: bench/comm/hierarchical.sh CHEXSCALE_BIN OUT_DIR [ARCH] [FABRIC_RATE] [ROUNDS]
 #   FABRIC_RATE: a tbf rate (100mbit, the default) or "none" (uncapped: compute is the limit)
 #   env: IMAGE_SIZE (64), BATCH (4), STEPS (4), WARMUP (1), THREADS (1), MODES ("flat
-#   hierarchical"; add auto for --hierarchical=auto, whose runs warm up for at least its 5-step
+#   hierarchical"; add auto for --hierarchical=auto, whose runs warm up for at least its 6-step
 #   trial: give WARMUP=5 so that every mode warms up alike)
 set -euo pipefail
 bin=$(realpath "${1:?usage: hierarchical.sh CHEXSCALE_BIN OUT_DIR [ARCH] [FABRIC_RATE] [ROUNDS]}")
@@ -57,8 +58,16 @@ run() { # MODE ROUND: one 2x2 job; prints img/s from rank 0's bench.json
 
 results="$out/$arch-results.txt"
 : >"$results"
+read -r -a modes <<<"${MODES:-flat hierarchical}"
 for round in $(seq "$rounds"); do
-  for mode in ${MODES:-flat hierarchical}; do
+  order=("${modes[@]}")
+  # Even rounds run the modes in reverse, so that a drift of the machine's speed within a round
+  # does not favour the mode that runs first.
+  if [ $((round % 2)) = 0 ]; then
+    order=()
+    for ((i = ${#modes[@]} - 1; i >= 0; i--)); do order+=("${modes[$i]}"); done
+  fi
+  for mode in "${order[@]}"; do
     line=$(run "$mode" "$round")
     echo "round $round $arch $rate: $line"
     echo "$line" >>"$results"

@@ -30,7 +30,7 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
                  "Allreduce node by node (gloo, mpi): reduce-scatter inside each node, each "
                  "rank's share allreduced with its peers on the other nodes, allgather back; every "
                  "gradient byte crosses the network once per node instead of once per rank. "
-                 "Alone: on; off (the default): the flat ring; auto: the first 5 steps try both "
+                 "Alone: on; off (the default): the flat ring; auto: the first 6 steps try both "
                  "and the job keeps the faster (see docs/bare-metal.md)")
       ->expected(0, 1)
       ->default_str("on")

@@ -6,8 +6,10 @@
 namespace chexscale::distributed {
 namespace {
 
-// The path of each trial step: the untimed warm-up, then flat, hierarchical, hierarchical, flat.
-constexpr std::array<bool, HierarchicalTrial::kSteps> kSchedule{true, false, true, true, false};
+// The path of each trial step: a warm-up step on each path (untimed), then flat, hierarchical,
+// hierarchical, flat.
+constexpr std::array<bool, HierarchicalTrial::kSteps> kSchedule{false, true, false,
+                                                                true,  true, false};
 
 }  // namespace
 
@@ -19,7 +21,7 @@ bool HierarchicalTrial::next_hierarchical() const {
 bool HierarchicalTrial::record(double seconds) {
   if (choice_ || step_ >= kSteps) return false;
   const bool hierarchical = kSchedule[static_cast<size_t>(step_)];
-  if (step_ > 0) totals_[hierarchical ? 1 : 0] += seconds;
+  if (step_ >= kWarmSteps) totals_[hierarchical ? 1 : 0] += seconds;
   return ++step_ == kSteps;
 }
 

@@ -6,9 +6,10 @@
 // changes, backward and the wait for its allreduces (from prepare_for_backward() to the end of
 // finish()); the forward pass and the optimizer do not depend on it.
 //
-// Step 0 warms the hierarchical path's buffers and is not timed; steps 1 to 4 run flat,
+// Steps 0 and 1 warm the flat and the hierarchical path (each path's first allreduces fault in its
+// buffers and open its connections' windows) and are not timed; steps 2 to 5 run flat,
 // hierarchical, hierarchical, flat (so that a drift of the machine's speed hits both alike).
-// After step 4 every rank adds its times to the others' (one small allreduce), so all decide alike
+// After step 5 every rank adds its times to the others' (one small allreduce), so all decide alike
 // from the same sums: hierarchical only when its total is at least 10 % below the flat one's.
 // Two steps a side cannot resolve a few percent on a busy machine, and where the hierarchical
 // path pays, it pays far more than that (1.4x the throughput over a capped lab fabric), so a
@@ -23,7 +24,8 @@ namespace chexscale::distributed {
 
 class HierarchicalTrial {
  public:
-  static constexpr int64_t kSteps = 5;           // the trial's steps, its untimed first included
+  static constexpr int64_t kSteps = 6;           // the trial's steps, its untimed two included
+  static constexpr int64_t kWarmSteps = 2;       // untimed: one on each path
   static constexpr int64_t kTimedStepsEach = 2;  // timed steps of each path
   static constexpr double kMargin = 0.9;  // hierarchical when its total < kMargin x the flat one
 

@@ -20,11 +20,11 @@ std::vector<bool> run_steps(HierarchicalTrial& trial, const std::vector<double>&
   return paths;
 }
 
-TEST(HierarchicalTrial, WarmsHierarchicalThenTimesFlatHierarchicalHierarchicalFlat) {
+TEST(HierarchicalTrial, WarmsBothPathsThenTimesFlatHierarchicalHierarchicalFlat) {
   HierarchicalTrial trial;
-  EXPECT_EQ(run_steps(trial, {100.0, 1.0, 2.0, 4.0, 8.0}),
-            (std::vector<bool>{true, false, true, true, false}));
-  // The untimed first step (100 s) counts for neither.
+  EXPECT_EQ(run_steps(trial, {100.0, 50.0, 1.0, 2.0, 4.0, 8.0}),
+            (std::vector<bool>{false, true, false, true, true, false}));
+  // The untimed warm-up steps (100 s flat, 50 s hierarchical) count for neither.
   EXPECT_EQ(trial.totals()[0], 1.0 + 8.0);
   EXPECT_EQ(trial.totals()[1], 2.0 + 4.0);
   EXPECT_EQ(HierarchicalTrial::kTimedStepsEach, 2);
@@ -38,7 +38,7 @@ TEST(HierarchicalTrial, KeepsHierarchicalOnlyWhenItsSumIsTenPercentBelowFlat) {
                                                  {10.0, 9.5, false},
                                                  {10.0, 8.9, true}}) {
     HierarchicalTrial trial;
-    run_steps(trial, {1, 1, 1, 1, 1});
+    run_steps(trial, {1, 1, 1, 1, 1, 1});
     trial.decide(flat, hierarchical);
     ASSERT_TRUE(trial.choice().has_value());
     EXPECT_EQ(*trial.choice(), want) << flat << " " << hierarchical;

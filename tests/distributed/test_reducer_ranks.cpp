@@ -255,8 +255,8 @@ TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
   check_gradient_files(dir, 4);
 }
 
-// --hierarchical=auto on two nodes of two: the trial's first two steps (hierarchical, then flat)
-// give every configuration's gradients, and after the trial (5 steps) every rank keeps the same
+// --hierarchical=auto on two nodes of two: the trial's first two steps (flat, then hierarchical)
+// give every configuration's gradients, and after the trial (6 steps) every rank keeps the same
 // path, the one rank 0 names, and steps on with it.
 TEST(ReducerHierarchical, GlooAutoGivesTheGradientsOfBothPathsAndOneChoiceOnEveryRank) {
   test_util::TempDir grads;
@@ -266,7 +266,7 @@ TEST(ReducerHierarchical, GlooAutoGivesTheGradientsOfBothPathsAndOneChoiceOnEver
   for (int r = 0; r < 4; ++r)
     ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
   const std::string grads_log = test_util::file_contents(grads.path() + "/rank0.log");
-  EXPECT_NE(grads_log.find("tried against the flat ring on the first 5 steps"), std::string::npos)
+  EXPECT_NE(grads_log.find("tried against the flat ring on the first 6 steps"), std::string::npos)
       << grads_log;
   check_gradient_files(grads, 4);
 
