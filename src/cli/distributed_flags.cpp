@@ -31,7 +31,8 @@ void add_distributed_flags(CLI::App& cmd, DistributedFlags& f) {
                  "rank's share allreduced with its peers on the other nodes, allgather back; every "
                  "gradient byte crosses the network once per node instead of once per rank. "
                  "Alone: on; off (the default): the flat ring; auto: the first 6 steps try both "
-                 "and the job keeps the faster (see docs/bare-metal.md)")
+                 "and the job keeps the hierarchical path only when it was 10 % faster (see "
+                 "docs/bare-metal.md)")
       ->expected(0, 1)
       ->default_str("on")
       ->option_text("[=off|on|auto]");

@@ -25,7 +25,7 @@ const char* to_string(MpiAllreduce algorithm);  // "auto", "ring", "library"
 MpiAllreduce parse_mpi_allreduce(std::string_view text);
 
 // Whether allreduce goes node by node (hierarchical_group.h): off (the flat ring), on, or auto (the
-// first steps try both and the job keeps the faster: hierarchical_trial.h).
+// first steps try both and the job keeps one: hierarchical_trial.h).
 enum class Hierarchical { kOff, kOn, kAuto };
 
 const char* to_string(Hierarchical mode);  // "off", "on", "auto"

@@ -1,16 +1,16 @@
 // --hierarchical=auto: the flat and the hierarchical allreduce tried on a job's first steps, and
-// the faster kept (Horovod's autotuner makes the same choice). Which is faster depends on the
+// one kept for the rest (Horovod's autotuner makes the same choice). Which is faster depends on the
 // links: when the network between the nodes is the limit, the hierarchical path sends each
 // gradient byte across it once per node instead of once per rank; when it is not, the flat ring's
 // single stage beats three stages that wait for each other. The trial times what the choice
 // changes, backward and the wait for its allreduces (from prepare_for_backward() to the end of
 // finish()); the forward pass and the optimizer do not depend on it.
 //
-// Steps 0 and 1 warm the flat and the hierarchical path (each path's first allreduces fault in its
-// buffers and open its connections' windows) and are not timed; steps 2 to 5 run flat,
-// hierarchical, hierarchical, flat (so that a drift of the machine's speed hits both alike).
-// After step 5 every rank adds its times to the others' (one small allreduce), so all decide alike
-// from the same sums: hierarchical only when its total is at least 10 % below the flat one's.
+// Steps 0 and 1 warm the flat and the hierarchical path (a path's first allreduces are slower: its
+// buffers are faulted in) and are not timed; steps 2 to 5 run flat, hierarchical, hierarchical,
+// flat (so that a drift of the machine's speed hits both alike). After step 5 every rank adds its
+// times to the others' (one small allreduce), so all decide alike from the same sums: hierarchical
+// only when its total is at least 10 % below the flat one's.
 // Two steps a side cannot resolve a few percent on a busy machine, and where the hierarchical
 // path pays, it pays far more than that (1.4x the throughput over a capped lab fabric), so a
 // near tie keeps the flat ring: a wrong choice then costs at most about the margin.
