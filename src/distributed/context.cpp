@@ -162,8 +162,8 @@ c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
       "across the {} nodes, allgather inside the node{}",
       layout.describe(), layout.nodes,
       options.hierarchical == Hierarchical::kAuto
-          ? fmt::format("; tried against the flat ring on the first {} steps, kept if 10 % faster",
-                        HierarchicalTrial::kSteps)
+          ? fmt::format("; tried against the flat ring on the first {} steps, kept if {} % faster",
+                        HierarchicalTrial::kSteps, HierarchicalTrial::kMarginPercent)
           : "");
   return make_hierarchical_group(std::move(world), std::move(groups), std::move(path));
 }

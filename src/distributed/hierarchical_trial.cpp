@@ -27,7 +27,7 @@ bool HierarchicalTrial::record(double seconds) {
 
 void HierarchicalTrial::decide(double flat_s, double hierarchical_s) {
   if (step_ < kSteps) throw Error("HierarchicalTrial: decide() before the trial's last step");
-  choice_ = hierarchical_s < kMargin * flat_s;
+  choice_ = hierarchical_s < (1 - kMarginPercent / 100.0) * flat_s;
 }
 
 }  // namespace chexscale::distributed

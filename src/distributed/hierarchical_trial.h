@@ -27,7 +27,7 @@ class HierarchicalTrial {
   static constexpr int64_t kSteps = 6;           // the trial's steps, its untimed two included
   static constexpr int64_t kWarmSteps = 2;       // untimed: one on each path
   static constexpr int64_t kTimedStepsEach = 2;  // timed steps of each path
-  static constexpr double kMargin = 0.9;  // hierarchical when its total < kMargin x the flat one
+  static constexpr int kMarginPercent = 10;      // hierarchical when its total is this much smaller
 
   // Whether the trial's next step allreduces node by node; after the trial, the choice.
   bool next_hierarchical() const;

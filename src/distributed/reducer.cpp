@@ -504,10 +504,11 @@ void GradientReducer::Impl::advance_trial() {
                           ctx_->world_size();  // the timed steps of each path, on every rank
   log::info(
       "--hierarchical=auto: backward and its allreduces took {:.3f} s flat, {:.3f} s "
-      "hierarchical (mean of {} steps each over {} ranks; hierarchical when 10 % faster): the {} "
+      "hierarchical (mean of {} steps each over {} ranks; hierarchical when {} % faster): the {} "
       "allreduce is kept",
       flat_s / per_step, hierarchical_s / per_step, HierarchicalTrial::kTimedStepsEach,
-      ctx_->world_size(), *trial_->choice() ? "hierarchical" : "flat");
+      ctx_->world_size(), HierarchicalTrial::kMarginPercent,
+      *trial_->choice() ? "hierarchical" : "flat");
 }
 
 std::optional<CompressionState> GradientReducer::Impl::compression_state() {
