@@ -136,18 +136,17 @@ NodeLayout gather_node_layout(DistContext& ctx, const RendezvousEnv& env) {
   return node_layout(env.rank.value, local_ranks);
 }
 
-// --hierarchical: the world group wrapped so that allreduce goes node -> across -> node while
-// `path` holds true; `world` itself (and a log line saying so) when that would be the flat
-// allreduce again.
-c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
-    c10::intrusive_ptr<compat::CollectiveGroup> world, const NodeLayout& layout, Backend backend,
+// --hierarchical: wraps `world` (the world group) so that allreduce goes node -> across -> node
+// while the returned switch holds true; returns null, `world` unchanged (and a log line saying
+// so), where that would be the flat allreduce again.
+std::shared_ptr<std::atomic<bool>> wrap_node_by_node(
+    c10::intrusive_ptr<compat::CollectiveGroup>& world, const NodeLayout& layout, Backend backend,
     const DistOptions& options, const c10::intrusive_ptr<c10d::Store>& store,
-    const RendezvousEnv& env, const GlooAddress& address,
-    std::shared_ptr<const std::atomic<bool>> path) {
+    const RendezvousEnv& env, const GlooAddress& address) {
   if (layout.flat()) {
     log::info("--hierarchical: {} node(s) of {} rank(s): the flat allreduce is the same, kept",
               layout.nodes, layout.local_size);
-    return world;
+    return nullptr;
   }
   NodeGroups groups;
   try {
@@ -165,7 +164,9 @@ c10::intrusive_ptr<compat::CollectiveGroup> node_by_node(
           ? fmt::format("; tried against the flat ring on the first {} steps, kept if {} % faster",
                         HierarchicalTrial::kSteps, HierarchicalTrial::kMarginPercent)
           : "");
-  return make_hierarchical_group(std::move(world), std::move(groups), std::move(path));
+  auto path = std::make_shared<std::atomic<bool>>(true);
+  world = make_hierarchical_group(std::move(world), std::move(groups), path);
+  return path;
 }
 
 // The process's environment with `overrides` over it.
@@ -295,15 +296,9 @@ std::shared_ptr<DistContext> DistContext::init(
   ctx->backend_ = backend;
   ctx->state_ = std::move(state);
   if (options.hierarchical != Hierarchical::kOff) {
-    auto& group = ctx->state_->group;
-    auto path = std::make_shared<std::atomic<bool>>(true);
-    auto wrapped = node_by_node(group, gather_node_layout(*ctx, env), backend, options, group_store,
-                                env, gloo_address, path);
-    if (wrapped != group) {
-      ctx->node_by_node_ = std::move(path);
-      ctx->hierarchical_auto_ = options.hierarchical == Hierarchical::kAuto;
-    }
-    group = std::move(wrapped);
+    ctx->node_by_node_ = wrap_node_by_node(ctx->state_->group, gather_node_layout(*ctx, env),
+                                           backend, options, group_store, env, gloo_address);
+    ctx->hierarchical_auto_ = ctx->node_by_node_ && options.hierarchical == Hierarchical::kAuto;
   }
   log::debug("process group ready: {} ({})", to_string(backend),
              transport_of(backend, gloo_address));

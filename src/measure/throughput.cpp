@@ -197,8 +197,11 @@ using ReadyHook = std::pair<torch::Tensor, unsigned>;
 
 // Records each parameter's size and shape in `log` and hooks it so that its gradient's ready
 // time lands in ready_now[i] (which must outlive the hooks).
-std::vector<ReadyHook> add_ready_hooks(const std::vector<torch::Tensor>& params,
+std::vector<ReadyHook> add_ready_hooks(const distributed::DistContext& ctx,
+                                       const std::vector<torch::Tensor>& params,
                                        GradientReadyLog& log, std::vector<int64_t>& ready_now) {
+  CHX_CHECK(ctx.world_size() == 1, "gradient-ready times are profiled on one worker, not {}",
+            ctx.world_size());
   std::vector<ReadyHook> hooks;
   ready_now.assign(params.size(), 0);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -210,6 +213,18 @@ std::vector<ReadyHook> add_ready_hooks(const std::vector<torch::Tensor>& params,
     }));
   }
   return hooks;
+}
+
+// The warm-up steps a run on `ctx` takes for `requested`: under --hierarchical=auto at least the
+// trial's, so that the timed steps run the path the trial chose, not the trial's own.
+int64_t warmup_steps_on(const distributed::DistContext& ctx, int64_t requested) {
+  if (!ctx.hierarchical_auto() || requested >= distributed::HierarchicalTrial::kSteps)
+    return requested;
+  if (ctx.is_main()) {
+    log::info("--hierarchical=auto: warm-up raised from {} to {} steps, the trial of both paths",
+              requested, distributed::HierarchicalTrial::kSteps);
+  }
+  return distributed::HierarchicalTrial::kSteps;
 }
 
 // What a run of `options` on `ctx` was, for its bench.json.
@@ -248,14 +263,7 @@ report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reduce
   State& s = *state_;
   ThroughputOptions options = s.options;
   distributed::DistContext& ctx = *s.ctx;
-  if (ctx.hierarchical_auto() && warmup_steps < distributed::HierarchicalTrial::kSteps) {
-    // The timed steps run the path the trial chose, not the trial's own.
-    if (ctx.is_main()) {
-      log::info("--hierarchical=auto: warm-up raised from {} to {} steps, the trial of both paths",
-                warmup_steps, distributed::HierarchicalTrial::kSteps);
-    }
-    warmup_steps = distributed::HierarchicalTrial::kSteps;
-  }
+  warmup_steps = warmup_steps_on(ctx, warmup_steps);
   options.reducer = reducer_options;
   options.warmup_steps = warmup_steps;
   options.steps = steps;
@@ -274,11 +282,8 @@ report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reduce
                         step_options);
   std::vector<int64_t> ready_now;      // the current step's gradient-ready times (ready_log only)
   std::vector<ReadyHook> ready_hooks;  // removed after the run
-  if (ready_log != nullptr) {
-    CHX_CHECK(ctx.world_size() == 1, "gradient-ready times are profiled on one worker, not {}",
-              ctx.world_size());
-    ready_hooks = add_ready_hooks(s.model->parameters(), *ready_log, ready_now);
-  }
+  if (ready_log != nullptr)
+    ready_hooks = add_ready_hooks(ctx, s.model->parameters(), *ready_log, ready_now);
 
   const int64_t total_steps = warmup_steps + steps;
   std::vector<StepTimes> timed;
