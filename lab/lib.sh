@@ -86,6 +86,12 @@ lab_netns_exec() {
     exec nsenter --net="/run/netns/$ns" -- "$@"' lab_netns_exec "$ns" "$@"
 }
 
+# Runs CMD in the clean environment the lab's workers start in (PATH and HOME only), so that a
+# profile taken on the host and the runs it predicts differ in nothing the caller's shell
+# exports: an inherited OPENBLAS_CORETYPE=Haswell, for one, made DenseNet-121 steps 15-20 %
+# slower on this project's AMD machine.
+lab_clean_env() { env -i PATH="$PATH" HOME=/tmp "$@"; }
+
 # The lab's own names, one "ADDRESS NAME" a line: node-<i> (fabric) and pod-<i> (pod network).
 lab_base_hosts() {
   local i

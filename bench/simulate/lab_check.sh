@@ -147,21 +147,22 @@ trap on_exit EXIT
 compare_cpu=() sim_cpu=()
 [ -z "$worker_cpu" ] || compare_cpu=(--worker-cpu "$worker_cpu") sim_cpu=(--cores-per-worker "$worker_cpu")
 
-# One worker's compute profile of ARCH on this host into FILE (no network), with --worker-cpu
+# One worker's compute profile of ARCH on this host into FILE (no network), in the workers' clean
+# environment (lab_clean_env), with --worker-cpu
 # in the cgroup "profile" at the workers' quota; beside OTHERS (default 0) other benches of ARCH,
 # each in a group crowd<i> of its own, started first and running three times as many steps.
 compute_profile() {
   local arch="$1" file="$2" others="${3:-0}" i crowd=()
   for ((i = 1; i <= others; i++)); do
     [ -z "$CPU_QUOTA_CORES" ] || cpu_quota_create "crowd$i"
-    cpu_quota_maybe_run "crowd$i" "$bin" bench --arch "$arch" --image-size "$image_size" \
+    cpu_quota_maybe_run "crowd$i" lab_clean_env "$bin" bench --arch "$arch" --image-size "$image_size" \
       --batch-size "$batch" --threads 1 --steps $((3 * steps)) --warmup-steps "$warmup" \
       --out "${file%.json}-crowd$i" >"${file%.json}-crowd$i.log" 2>&1 &
     crowd+=($!)
   done
   [ "$others" = 0 ] || sleep $((2 + others))  # past their start-up (model build), into their steps
   cpu_quota_maybe_run profile \
-    "$bin" bench --arch "$arch" "${workload[@]}" --profile "$file" --out "${file%.json}-bench" \
+    lab_clean_env "$bin" bench --arch "$arch" "${workload[@]}" --profile "$file" --out "${file%.json}-bench" \
     >"${file%.json}.log" 2>&1 || lab_die "bench --profile $arch failed: $(tail -n 5 "${file%.json}.log")"
   for i in "${crowd[@]}"; do kill "$i" 2>/dev/null || true; done
   for i in "${crowd[@]}"; do wait "$i" 2>/dev/null || true; done

@@ -202,8 +202,9 @@ void run_send_from(const std::shared_ptr<distributed::DistContext>& ctx, const s
   torch::save(std::vector<torch::Tensor>{t, sum[0]}, fmt::format("{}/sent.rank{}.pt", dir, rank));
 }
 
-// Allreduces whose chunks on nodes of several ranks are uneven or empty: each rank saves what it
-// got.
+// Allreduces whose chunks on nodes of several ranks are uneven or empty, one at a time and then
+// four in flight at once (the hierarchical stages of different tensors overlap): each rank saves
+// what it got.
 void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir) {
   const int rank = ctx->rank();
   std::vector<torch::Tensor> results;
@@ -221,6 +222,17 @@ void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
   max.reduceOp = c10d::ReduceOp::MAX;
   ctx->process_group()->allreduce(io, max)->wait();
   results.push_back(io[0]);
+  std::vector<std::vector<torch::Tensor>> in_flight;
+  in_flight.reserve(4);
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (const int64_t n : {300007, 1, 5, 100003}) {
+    in_flight.push_back({rank_plus_i_mod_7(n, torch::kFloat)});
+    works.push_back(ctx->process_group()->allreduce(in_flight.back()));
+  }
+  for (size_t i = 0; i < works.size(); ++i) {
+    works[i]->wait();
+    results.push_back(in_flight[i][0]);
+  }
   torch::save(results, fmt::format("{}/sums.rank{}.pt", dir, rank));
 }
 

@@ -299,7 +299,7 @@ void check_sums(const test_util::TempDir& dir, int world) {
   for (int r = 0; r < world; ++r) {
     SCOPED_TRACE(::testing::Message() << "rank " << r);
     const auto got = test_util::saved_tensors(fmt::format("{}/sums.rank{}.pt", dir.path(), r));
-    ASSERT_EQ(got.size(), 5u);
+    ASSERT_EQ(got.size(), 9u);
     EXPECT_TRUE(torch::equal(got[0], want(1, torch::kFloat))) << got[0];
     EXPECT_TRUE(torch::equal(got[1], want(2, torch::kFloat))) << got[1];
     EXPECT_TRUE(torch::equal(got[2], want(7, torch::kHalf))) << got[2];
@@ -307,6 +307,11 @@ void check_sums(const test_util::TempDir& dir, int world) {
     EXPECT_TRUE(torch::equal(got[3], want(2621447, torch::kFloat)));
     // max over ranks of rank - i: the last rank's.
     EXPECT_TRUE(torch::equal(got[4], (world - 1) - torch::arange(5, torch::kFloat))) << got[4];
+    // Four in flight at once, waited in order.
+    EXPECT_TRUE(torch::equal(got[5], want(300007, torch::kFloat)));
+    EXPECT_TRUE(torch::equal(got[6], want(1, torch::kFloat))) << got[6];
+    EXPECT_TRUE(torch::equal(got[7], want(5, torch::kFloat))) << got[7];
+    EXPECT_TRUE(torch::equal(got[8], want(100003, torch::kFloat)));
   }
 }
 
