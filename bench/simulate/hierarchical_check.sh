@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `chexscale simulate` against the lab for the hierarchical allreduce: profiles first (the capped
 # fabric between 2 lab nodes and the loopback inside one, both with commbench; one worker's
-# compute with bench --profile), then the predictions of 2 nodes x 2 workers with --algorithm ring
+# compute with bench --profile, in the runs' clean environment), then the predictions of 2 nodes x 2 workers with --algorithm ring
 # and hierarchical, then the same jobs measured by bench/comm/hierarchical.sh (flat and
 # --hierarchical in alternating rounds). Prints each prediction beside its measurement and both
 # ratios hierarchical / flat. Needs root.
@@ -42,7 +42,7 @@ ip netns exec "$(lab_node_ns 0)" env -i PATH="$PATH" HOME=/tmp OMP_NUM_THREADS=1
   "$bin" launch --nproc-per-node 2 --master-port 29872 -- "${comm[@]}" \
   --profile "$out/profiles/intra.json" --profile-path intra-node >"$out/logs/intra.log" 2>&1
 echo "profile: one worker's compute"
-OMP_NUM_THREADS=1 "$bin" bench "${workload[@]}" --profile "$out/profiles/compute.json" \
+lab_clean_env OMP_NUM_THREADS=1 "$bin" bench "${workload[@]}" --profile "$out/profiles/compute.json" \
   --out "$out/profile-bench" >"$out/logs/compute.log" 2>&1
 "$cluster" down >/dev/null
 

@@ -20,8 +20,9 @@
 namespace chexscale::test_util {
 namespace {
 
-// Nodes of quarter-core workers: the one-worker profile at the quota and the runs at it drifted
-// apart by up to 16 % on this project's 2-core machine, idle or beside a busy loop, and one run of
+// Nodes of quarter-core workers: the one-worker profile at the quota and the runs at it drift
+// apart with this 2-core VM's speed, which moves by 10-30 % within minutes (with the profile in
+// the workers' clean environment, half-core 1x2 checks came out at +6 to +19 %), and one run of
 // the suite measured 1x2 at 7.27 images/s on Kubernetes and 9.23 on bare metal, the same
 // loopback path (+27.9 %; docs/perf.md), so the check there is a sanity bound: a misread layout
 // or a missing inter-node path breaks it (the 250 Mbit/s overlay costs 2x2 about 40 %).
