@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `chexscale simulate` against the lab for the hierarchical allreduce: profiles first (the capped
 # fabric between 2 lab nodes and the loopback inside one, both with commbench; one worker's
-# compute with bench --profile, in the runs' clean environment), then the predictions of 2 nodes x 2 workers with --algorithm ring
-# and hierarchical, then the same jobs measured by bench/comm/hierarchical.sh (flat and
-# --hierarchical in alternating rounds). Prints each prediction beside its measurement and both
-# ratios hierarchical / flat. Needs root.
+# compute with bench --profile, in the runs' clean environment), then the predictions of 2 nodes
+# x 2 workers with --algorithm ring and hierarchical, then the same jobs measured by
+# bench/comm/hierarchical.sh (flat and --hierarchical in alternating rounds). Prints each
+# prediction beside its measurement and both ratios hierarchical / flat. Needs root.
 # Usage: bench/simulate/hierarchical_check.sh CHEXSCALE_BIN OUT_DIR [ARCH] [FABRIC_RATE] [ROUNDS]
 #   env: IMAGE_SIZE (64), BATCH (4), STEPS (4), WARMUP (1), as bench/comm/hierarchical.sh
 set -euo pipefail
@@ -42,8 +42,8 @@ ip netns exec "$(lab_node_ns 0)" env -i PATH="$PATH" HOME=/tmp OMP_NUM_THREADS=1
   "$bin" launch --nproc-per-node 2 --master-port 29872 -- "${comm[@]}" \
   --profile "$out/profiles/intra.json" --profile-path intra-node >"$out/logs/intra.log" 2>&1
 echo "profile: one worker's compute"
-lab_clean_env OMP_NUM_THREADS=1 "$bin" bench "${workload[@]}" --profile "$out/profiles/compute.json" \
-  --out "$out/profile-bench" >"$out/logs/compute.log" 2>&1
+lab_clean_env OMP_NUM_THREADS=1 "$bin" bench "${workload[@]}" \
+  --profile "$out/profiles/compute.json" --out "$out/profile-bench" >"$out/logs/compute.log" 2>&1
 "$cluster" down >/dev/null
 
 for algorithm in ring hierarchical; do
