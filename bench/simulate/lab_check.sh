@@ -148,9 +148,9 @@ compare_cpu=() sim_cpu=()
 [ -z "$worker_cpu" ] || compare_cpu=(--worker-cpu "$worker_cpu") sim_cpu=(--cores-per-worker "$worker_cpu")
 
 # One worker's compute profile of ARCH on this host into FILE (no network), in the workers' clean
-# environment (lab_clean_env), with --worker-cpu
-# in the cgroup "profile" at the workers' quota; beside OTHERS (default 0) other benches of ARCH,
-# each in a group crowd<i> of its own, started first and running three times as many steps.
+# environment (lab_clean_env), with --worker-cpu in the cgroup "profile" at the workers' quota;
+# beside OTHERS (default 0) other benches of ARCH, each in a group crowd<i> of its own, started
+# first and running three times as many steps.
 compute_profile() {
   local arch="$1" file="$2" others="${3:-0}" i crowd=()
   for ((i = 1; i <= others; i++)); do

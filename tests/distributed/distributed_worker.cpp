@@ -203,8 +203,8 @@ void run_send_from(const std::shared_ptr<distributed::DistContext>& ctx, const s
 }
 
 // Allreduces whose chunks on nodes of several ranks are uneven or empty, one at a time and then
-// four in flight at once (the hierarchical stages of different tensors overlap): each rank saves
-// what it got.
+// four submitted before any is waited on (queued behind each other): each rank saves what it
+// got.
 void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir) {
   const int rank = ctx->rank();
   std::vector<torch::Tensor> results;
