@@ -33,6 +33,9 @@
 #                       of its own at --worker-cpu), so that what the layout's workers share on
 #                       this host (caches, memory bandwidth, the two vCPUs' cores) is in the
 #                       profile; without it, one profile of one worker alone serves every layout
+#   --profiles N        take each compute profile N times back to back and predict from the one
+#                       of the median step time (the lower middle one for an even N); all N are
+#                       kept as <profile>-p<k>.json                                          [3]
 #   --predict-only      measure nothing: predict again from the profiles and tabulate against
 #                       the measurements already in --out (a changed simulator on recorded runs;
 #                       no root needed)
@@ -40,13 +43,12 @@
 # For each cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16
 # sends) over the fabric (node namespaces), over the overlay (pod namespaces) and, for layouts of
 # several workers per node, over the loopback of one node (two ranks in it); then for each
-# model its one-worker compute profile (`bench --profile` on this host, no network) right before
-# lab/compare.sh measures the variants, because this machine's speed drifts over minutes. Each
-# variant's prediction (`simulate --system bare-metal=fabric --system kubernetes=overlay
-# --nodes N --workers-per-node W` per layout) is made from those profiles only, never from the
-# runs it predicts. check.md holds
-# the table: measured and predicted images/s and the error per configuration, the median and
-# the worst absolute error.
+# model its one-worker compute profile (`bench --profile` on this host, no network; the median of
+# --profiles takes) right before lab/compare.sh measures the variants, because this machine's
+# speed drifts over minutes. Each variant's prediction (`simulate --system bare-metal=fabric
+# --system kubernetes=overlay --nodes N --workers-per-node W` per layout) is made from those
+# profiles only, never from the runs it predicts. check.md holds the table: measured and
+# predicted images/s and the error per configuration, the median and the worst absolute error.
 # Needs root (network namespaces); run it on an otherwise idle machine.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -58,7 +60,7 @@ lab="$here/../../lab"
 
 archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlapped,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
-predict_only=0 worker_cpu="" layouts=2x1 rounds=1 crowded=0
+predict_only=0 worker_cpu="" layouts=2x1 rounds=1 crowded=0 profiles=3
 invocation="bench/simulate/lab_check.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -75,6 +77,7 @@ while [ $# -gt 0 ]; do
     --bin) bin="$2"; shift 2 ;;
     --predict-only) predict_only=1; shift ;;
     --crowded-profile) crowded=1; shift ;;
+    --profiles) profiles="$2"; shift 2 ;;
     --worker-cpu) worker_cpu="$2"; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see bench/simulate/lab_check.sh --help)" ;;
@@ -119,6 +122,7 @@ for l in "${layout_list[@]}"; do
 done
 lab_nodes=2  # commbench over the fabric and overlay needs two nodes; compare.sh takes more
 for l in "${layout_list[@]}"; do [ "${l%x*}" -le "$lab_nodes" ] || lab_nodes=${l%x*}; done
+[[ "$profiles" =~ ^[1-9][0-9]*$ ]] || lab_die "--profiles '$profiles': a count of 1 or more"
 for c in "${cap_list[@]}"; do
   [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
 done
@@ -150,22 +154,31 @@ compare_cpu=() sim_cpu=()
 # One worker's compute profile of ARCH on this host into FILE (no network), in the workers' clean
 # environment (lab_clean_env), with --worker-cpu in the cgroup "profile" at the workers' quota;
 # beside OTHERS (default 0) other benches of ARCH, each in a group crowd<i> of its own, started
-# first and running three times as many steps.
+# first and running three times as many steps as the profiles together. The profile is taken
+# --profiles times back to back (FILE-p<k>.json) and FILE is the one of the median step time:
+# one short profile lands anywhere in this VM's second-to-second swings.
 compute_profile() {
-  local arch="$1" file="$2" others="${3:-0}" i crowd=()
+  local arch="$1" file="$2" others="${3:-0}" i k crowd=() taken=()
   for ((i = 1; i <= others; i++)); do
     [ -z "$CPU_QUOTA_CORES" ] || cpu_quota_create "crowd$i"
     cpu_quota_maybe_run "crowd$i" lab_clean_env "$bin" bench --arch "$arch" --image-size "$image_size" \
-      --batch-size "$batch" --threads 1 --steps $((3 * steps)) --warmup-steps "$warmup" \
+      --batch-size "$batch" --threads 1 --steps $((3 * steps * profiles)) --warmup-steps "$warmup" \
       --out "${file%.json}-crowd$i" >"${file%.json}-crowd$i.log" 2>&1 &
     crowd+=($!)
   done
   [ "$others" = 0 ] || sleep $((2 + others))  # past their start-up (model build), into their steps
-  cpu_quota_maybe_run profile \
-    lab_clean_env "$bin" bench --arch "$arch" "${workload[@]}" --profile "$file" --out "${file%.json}-bench" \
-    >"${file%.json}.log" 2>&1 || lab_die "bench --profile $arch failed: $(tail -n 5 "${file%.json}.log")"
+  for ((k = 1; k <= profiles; k++)); do
+    local one="${file%.json}-p$k.json"
+    cpu_quota_maybe_run profile lab_clean_env "$bin" bench --arch "$arch" "${workload[@]}" \
+      --profile "$one" --out "${one%.json}-bench" >"${one%.json}.log" 2>&1 ||
+      lab_die "bench --profile $arch failed: $(tail -n 5 "${one%.json}.log")"
+    taken+=("$(jq -r '.phases_s.step' "$one") $one")
+  done
   for i in "${crowd[@]}"; do kill "$i" 2>/dev/null || true; done
   for i in "${crowd[@]}"; do wait "$i" 2>/dev/null || true; done
+  local median
+  median=$(printf '%s\n' "${taken[@]}" | sort -g | sed -n "$(((profiles + 1) / 2))p" | cut -d' ' -f2-)
+  cp "$median" "$file"
 }
 
 # The compute profile that predicts LAYOUT: its own with --crowded-profile, else the one alone.
