@@ -84,6 +84,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+[[ "$profiles" =~ ^[1-9][0-9]*$ ]] || lab_die "--profiles '$profiles': a count of 1 or more"
 [ -n "$bin" ] || bin="$here/../../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
@@ -122,7 +123,6 @@ for l in "${layout_list[@]}"; do
 done
 lab_nodes=2  # commbench over the fabric and overlay needs two nodes; compare.sh takes more
 for l in "${layout_list[@]}"; do [ "${l%x*}" -le "$lab_nodes" ] || lab_nodes=${l%x*}; done
-[[ "$profiles" =~ ^[1-9][0-9]*$ ]] || lab_die "--profiles '$profiles': a count of 1 or more"
 for c in "${cap_list[@]}"; do
   [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
 done
