@@ -39,6 +39,11 @@
 #   --predict-only      measure nothing: predict again from the profiles and tabulate against
 #                       the measurements already in --out (a changed simulator on recorded runs;
 #                       no root needed)
+#   --at-runs-speed     with --predict-only, a diagnostic, not a check: each compute profile is
+#                       first scaled to the speed of the measured one-worker runs of its model
+#                       and cap (the median step of both systems' 1x1 runs), so the errors are
+#                       the model's net of the machine's drift between profile and runs; writes
+#                       check-at-runs-speed.{tsv,md} and sim-at-runs-speed/, never check.tsv
 #
 # For each cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16
 # sends) over the fabric (node namespaces), over the overlay (pod namespaces) and, for layouts of
@@ -60,7 +65,7 @@ lab="$here/../../lab"
 
 archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlapped,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
-predict_only=0 worker_cpu="" layouts=2x1 rounds=1 crowded=0 profiles=3
+predict_only=0 worker_cpu="" layouts=2x1 rounds=1 crowded=0 profiles=3 at_runs=0
 invocation="bench/simulate/lab_check.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -76,6 +81,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
     --predict-only) predict_only=1; shift ;;
+    --at-runs-speed) at_runs=1; shift ;;
     --crowded-profile) crowded=1; shift ;;
     --profiles) profiles="$2"; shift 2 ;;
     --worker-cpu) worker_cpu="$2"; shift 2 ;;
@@ -85,6 +91,12 @@ while [ $# -gt 0 ]; do
 done
 
 [[ "$profiles" =~ ^[1-9][0-9]*$ ]] || lab_die "--profiles '$profiles': a count of 1 or more"
+[ "$at_runs" = 0 ] || [ "$predict_only" = 1 ] ||
+  lab_die "--at-runs-speed reads measured runs: use it with --predict-only"
+[ "$at_runs" = 0 ] || [ "$crowded" = 0 ] ||
+  lab_die "--at-runs-speed scales the one-worker profile: not with --crowded-profile"
+result=check simdir=sim preddir=predicted
+[ "$at_runs" = 0 ] || result=check-at-runs-speed simdir=sim-at-runs-speed preddir=predicted-at-runs-speed
 [ -n "$bin" ] || bin="$here/../../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
@@ -136,7 +148,7 @@ else
   mkdir -p "$out/profiles" "$out/lab"
   echo "$invocation" >"$out/README.txt"
 fi
-mkdir -p "$out/sim" "$out/logs"
+mkdir -p "$out/$simdir" "$out/logs"
 started=$SECONDS
 say() { echo "[check $((SECONDS - started))s] $*"; }
 workload=(--image-size "$image_size" --batch-size "$batch" --threads 1 --steps "$steps"
@@ -217,6 +229,23 @@ commbench_path() {
   for i in "${pids[@]}"; do wait "$i" || lab_die "commbench over the $path failed (logs in $out/logs)"; done
 }
 
+# PROFILE scaled to the speed of the measured one-worker runs in LAB_DIR (both systems' 1x1 runs,
+# every round) into FILE: its phases, the reducer's passes and the gradients' ready times times
+# the runs' median step over the profile's, PowerSGD's rate divided by it (--at-runs-speed).
+scale_to_runs() {
+  local profile="$1" lab_dir="$2" file="$3" runs
+  mapfile -t runs < <(ls "$lab_dir"/sets/*-single/bench-w1*.json 2>/dev/null)
+  [ "${#runs[@]}" -gt 0 ] || lab_die "--at-runs-speed: no one-worker runs in $lab_dir/sets/*-single"
+  local k
+  k=$(jq -s --slurpfile p "$profile" 'map(.step_time_s.median) | sort |
+    (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end)
+    / $p[0].phases_s.step' "${runs[@]}")
+  jq --argjson k "$k" '.phases_s |= map_values(. * $k) | .gradient_passes_s |= map_values(. * $k)
+    | .parameters |= map(.ready_s *= $k)
+    | if .powersgd_flops_per_s then .powersgd_flops_per_s /= $k else . end' "$profile" >"$file"
+  echo "$k"
+}
+
 # The median images/s of the measured runs of N workers in SET_DIR (one per round).
 median_images_per_sec() {
   local files
@@ -226,7 +255,7 @@ median_images_per_sec() {
     else (.[length / 2 - 1] + .[length / 2]) / 2 end' "${files[@]}"
 }
 
-echo -e "arch\tcap\tlayout\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/check.tsv"
+echo -e "arch\tcap\tlayout\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/$result.tsv"
 for cap in "${cap_list[@]}"; do
   fabric="${cap%/*}" overlay="${cap#*/}"
   tag="fabric-${fabric/#-/uncapped}_overlay-${overlay/#-/uncapped}"
@@ -271,6 +300,11 @@ for cap in "${cap_list[@]}"; do
         >"$out/logs/compare-$arch-$tag.log" 2>&1 ||
         lab_die "lab/compare.sh failed: $(tail -n 5 "$out/logs/compare-$arch-$tag.log")"
     fi
+    if [ "$at_runs" = 1 ]; then
+      scaled="$out/$simdir/profile-$arch-$tag.json"
+      say "$arch $tag: profile scaled by $(scale_to_runs "$compute" "$out/lab/$arch-$tag" "$scaled")"
+      compute="$scaled"
+    fi
     networks=()
     for path in "${paths[@]}"; do
       for dtype in "${dtypes[@]}"; do
@@ -279,7 +313,7 @@ for cap in "${cap_list[@]}"; do
     done
     for v in "${variant_list[@]}"; do
       for layout in "${layout_list[@]}"; do
-        ln=${layout%x*} lw=${layout#*x} sim="$out/sim/$arch-$tag-$v-$layout"
+        ln=${layout%x*} lw=${layout#*x} sim="$out/$simdir/$arch-$tag-$v-$layout"
         # shellcheck disable=SC2046
         "$bin" simulate --compute "$(compute_for_layout "$compute" "$layout")" "${networks[@]}" \
           --system bare-metal=fabric --system kubernetes=overlay --nodes "$ln" \
@@ -289,19 +323,19 @@ for cap in "${cap_list[@]}"; do
         for system in bare-metal kubernetes; do
           # The predicted runs, a set per system and variant for `chexscale report` beside the
           # measured ones; a 1x1 layout is predicted for the sets, not counted in the check.
-          mkdir -p "$out/predicted/$arch-$tag/$system-$v"
-          cp "$sim/runs/$system/bench-w$((ln * lw)).json" "$out/predicted/$arch-$tag/$system-$v/"
+          mkdir -p "$out/$preddir/$arch-$tag/$system-$v"
+          cp "$sim/runs/$system/bench-w$((ln * lw)).json" "$out/$preddir/$arch-$tag/$system-$v/"
           [ "$((ln * lw))" -gt 1 ] || continue
           measured=$(median_images_per_sec "$out/lab/$arch-$tag/sets/$system-$v" "$((ln * lw))")
           predicted=$(jq --arg s "$system" --argjson w "$((ln * lw))" \
             '.systems[] | select(.name == $s) | .jobs[] | select(.workers == $w) | .images_per_sec' \
             "$sim/simulate.json")
           echo -e "$arch\t$cap\t$layout\t$system\t$v\t$measured\t$predicted" |
-            awk -F'\t' -v OFS='\t' '{ print $0, ($7 - $6) / $6 }' >>"$out/check.tsv"
+            awk -F'\t' -v OFS='\t' '{ print $0, ($7 - $6) / $6 }' >>"$out/$result.tsv"
         done
       done
     done
-    say "$(tail -n +2 "$out/check.tsv" | awk -F'\t' -v a="$arch" -v c="$cap" '$1 == a && $2 == c { printf "%s %s %s %+.1f%%  ", $3, $4, $5, 100 * $8 }')"
+    say "$(tail -n +2 "$out/$result.tsv" | awk -F'\t' -v a="$arch" -v c="$cap" '$1 == a && $2 == c { printf "%s %s %s %+.1f%%  ", $3, $4, $5, 100 * $8 }')"
   done
 done
 
@@ -312,14 +346,15 @@ done
   echo "Measured by \`$(cat "$out/README.txt")\`; predicted by \`$invocation\` (compute"
   echo "profiles on one worker$([ "$crowded" = 0 ] || echo " beside the layout's other workers"), ${image_size} px, batch $batch, one thread${worker_cpu:+, every worker fixed at $worker_cpu of a core};"
   echo "layouts $layouts (nodes x workers per node); $steps timed steps after $warmup${rounds:+, median of $rounds round(s)})."
+  [ "$at_runs" = 0 ] || echo "A diagnostic, not a check: every compute profile scaled to the speed of its measured one-worker runs (--at-runs-speed)."
   echo
   echo "| model | fabric / overlay cap | layout | system | variant | measured images/s | predicted | error |"
   echo "|---|---|---|---|---|---:|---:|---:|"
-  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", $1, $2, $3, $4, $5, $6, $7, 100 * $8 }'
+  tail -n +2 "$out/$result.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", $1, $2, $3, $4, $5, $6, $7, 100 * $8 }'
   echo
-  tail -n +2 "$out/check.tsv" | awk -F'\t' '{ e = $8 < 0 ? -$8 : $8; print e }' | sort -g |
+  tail -n +2 "$out/$result.tsv" | awk -F'\t' '{ e = $8 < 0 ? -$8 : $8; print e }' | sort -g |
     awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
       printf "%d configurations: median absolute error %.1f %%, worst %.1f %%\n", NR, 100 * m, 100 * a[NR] }'
-} >"$out/check.md"
-tail -n 1 "$out/check.md"
-say "done: $out/check.md"
+} >"$out/$result.md"
+tail -n 1 "$out/$result.md"
+say "done: $out/$result.md"
