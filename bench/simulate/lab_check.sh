@@ -43,7 +43,8 @@
 #                       first scaled to the speed of the measured one-worker runs of its model
 #                       and cap (the median step of both systems' 1x1 runs), so the errors are
 #                       the model's net of the machine's drift between profile and runs; writes
-#                       check-at-runs-speed.{tsv,md} and sim-at-runs-speed/, never check.tsv
+#                       check-at-runs-speed.{tsv,md}, sim-at-runs-speed/ and
+#                       predicted-at-runs-speed/, never check.tsv
 #
 # For each cap: the lab up with it, `commbench --profile` of float32 and of float16 (what fp16
 # sends) over the fabric (node namespaces), over the overlay (pod namespaces) and, for layouts of
@@ -231,7 +232,8 @@ commbench_path() {
 
 # PROFILE scaled to the speed of the measured one-worker runs in LAB_DIR (both systems' 1x1 runs,
 # every round) into FILE: its phases, the reducer's passes and the gradients' ready times times
-# the runs' median step over the profile's, PowerSGD's rate divided by it (--at-runs-speed).
+# the runs' median step over the profile's, PowerSGD's rate divided by it (--at-runs-speed); the
+# factor in scaled_by. Not in a subshell, so that lab_die ends the check.
 scale_to_runs() {
   local profile="$1" lab_dir="$2" file="$3" runs
   mapfile -t runs < <(ls "$lab_dir"/sets/*-single/bench-w1*.json 2>/dev/null)
@@ -243,7 +245,7 @@ scale_to_runs() {
   jq --argjson k "$k" '.phases_s |= map_values(. * $k) | .gradient_passes_s |= map_values(. * $k)
     | .parameters |= map(.ready_s *= $k)
     | if .powersgd_flops_per_s then .powersgd_flops_per_s /= $k else . end' "$profile" >"$file"
-  echo "$k"
+  scaled_by="$k"
 }
 
 # The median images/s of the measured runs of N workers in SET_DIR (one per round).
@@ -302,7 +304,8 @@ for cap in "${cap_list[@]}"; do
     fi
     if [ "$at_runs" = 1 ]; then
       scaled="$out/$simdir/profile-$arch-$tag.json"
-      say "$arch $tag: profile scaled by $(scale_to_runs "$compute" "$out/lab/$arch-$tag" "$scaled")"
+      scale_to_runs "$compute" "$out/lab/$arch-$tag" "$scaled"
+      say "$arch $tag: profile scaled by $scaled_by"
       compute="$scaled"
     fi
     networks=()
