@@ -26,9 +26,9 @@ namespace {
 // idle runs put 15 of 16 predictions within 6.8 % (docs/perf.md), but the runs drift with this
 // 2-core VM's speed, which moves by 10-30 % within minutes: one run of the suite measured 1x2 at
 // 7.27 images/s on Kubernetes and 9.23 on bare metal, the same loopback path (+27.9 %), and on
-// another VM an idle run predicted 1x2 43.6 % too fast (profile 0.80 s a step, the runs 1.14 s),
-// the next run of the same check +7.2 and +19.4 %. So the check here is a sanity bound: a misread
-// layout or a missing inter-node path breaks it (without the 250 Mbit/s overlay, 2x2 on
+// another VM an idle run predicted 1x2 43.6 % too fast (a step of 0.80 s against a measured
+// 1.14 s), the next run of the same check +7.2 and +19.4 %. So the check here is a sanity bound: a
+// misread layout or a missing inter-node path breaks it (without the 250 Mbit/s overlay, 2x2 on
 // Kubernetes is predicted at about twice its measured images/s).
 constexpr double kMaxErrorFixedSpeed = 0.5;
 
