@@ -230,6 +230,10 @@ commbench_path() {
   for i in "${pids[@]}"; do wait "$i" || lab_die "commbench over the $path failed (logs in $out/logs)"; done
 }
 
+# jq's median of an array of numbers (the mean of the middle two for an even count).
+jq_median='def median: sort | if length % 2 == 1 then .[length / 2 | floor]
+  else (.[length / 2 - 1] + .[length / 2]) / 2 end;'
+
 # PROFILE scaled to the speed of the measured one-worker runs in LAB_DIR (both systems' 1x1 runs,
 # every round) into FILE: its phases, the reducer's passes and the gradients' ready times times
 # the runs' median step over the profile's, PowerSGD's rate divided by it (--at-runs-speed); the
@@ -239,8 +243,7 @@ scale_to_runs() {
   mapfile -t runs < <(ls "$lab_dir"/sets/*-single/bench-w1*.json 2>/dev/null)
   [ "${#runs[@]}" -gt 0 ] || lab_die "--at-runs-speed: no one-worker runs in $lab_dir/sets/*-single"
   local k
-  k=$(jq -s --slurpfile p "$profile" 'map(.step_time_s.median) | sort |
-    (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end)
+  k=$(jq -s --slurpfile p "$profile" "$jq_median"' map(.step_time_s.median) | median
     / $p[0].phases_s.step' "${runs[@]}")
   jq --argjson k "$k" '.phases_s |= map_values(. * $k) | .gradient_passes_s |= map_values(. * $k)
     | .parameters |= map(.ready_s *= $k)
@@ -253,8 +256,7 @@ median_images_per_sec() {
   local files
   mapfile -t files < <(ls "$1/bench-w$2.json" "$1/bench-w$2"-r*.json 2>/dev/null)
   [ "${#files[@]}" -gt 0 ] || lab_die "no measured run of $2 workers in $1"
-  jq -s 'map(.images_per_sec) | sort | if length % 2 == 1 then .[length / 2 | floor]
-    else (.[length / 2 - 1] + .[length / 2]) / 2 end' "${files[@]}"
+  jq -s "$jq_median"' map(.images_per_sec) | median' "${files[@]}"
 }
 
 echo -e "arch\tcap\tlayout\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/$result.tsv"
