@@ -96,8 +96,9 @@ done
   lab_die "--at-runs-speed reads measured runs: use it with --predict-only"
 [ "$at_runs" = 0 ] || [ "$crowded" = 0 ] ||
   lab_die "--at-runs-speed scales the one-worker profile: not with --crowded-profile"
-result=check simdir=sim preddir=predicted
-[ "$at_runs" = 0 ] || result=check-at-runs-speed simdir=sim-at-runs-speed preddir=predicted-at-runs-speed
+# --at-runs-speed writes check<suffix>.{tsv,md}, sim<suffix>/ and predicted<suffix>/ beside a check.
+suffix=""
+[ "$at_runs" = 0 ] || suffix=-at-runs-speed
 [ -n "$bin" ] || bin="$here/../../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
@@ -149,7 +150,7 @@ else
   mkdir -p "$out/profiles" "$out/lab"
   echo "$invocation" >"$out/README.txt"
 fi
-mkdir -p "$out/$simdir" "$out/logs"
+mkdir -p "$out/sim$suffix" "$out/logs"
 started=$SECONDS
 say() { echo "[check $((SECONDS - started))s] $*"; }
 workload=(--image-size "$image_size" --batch-size "$batch" --threads 1 --steps "$steps"
@@ -259,7 +260,7 @@ median_images_per_sec() {
   jq -s "$jq_median"' map(.images_per_sec) | median' "${files[@]}"
 }
 
-echo -e "arch\tcap\tlayout\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/$result.tsv"
+echo -e "arch\tcap\tlayout\tsystem\tvariant\tmeasured\tpredicted\terror" >"$out/check$suffix.tsv"
 for cap in "${cap_list[@]}"; do
   fabric="${cap%/*}" overlay="${cap#*/}"
   tag="fabric-${fabric/#-/uncapped}_overlay-${overlay/#-/uncapped}"
@@ -305,7 +306,7 @@ for cap in "${cap_list[@]}"; do
         lab_die "lab/compare.sh failed: $(tail -n 5 "$out/logs/compare-$arch-$tag.log")"
     fi
     if [ "$at_runs" = 1 ]; then
-      scaled="$out/$simdir/profile-$arch-$tag.json"
+      scaled="$out/sim$suffix/profile-$arch-$tag.json"
       scale_to_runs "$compute" "$out/lab/$arch-$tag" "$scaled"
       say "$arch $tag: profile scaled by $scaled_by"
       compute="$scaled"
@@ -318,7 +319,7 @@ for cap in "${cap_list[@]}"; do
     done
     for v in "${variant_list[@]}"; do
       for layout in "${layout_list[@]}"; do
-        ln=${layout%x*} lw=${layout#*x} sim="$out/$simdir/$arch-$tag-$v-$layout"
+        ln=${layout%x*} lw=${layout#*x} sim="$out/sim$suffix/$arch-$tag-$v-$layout"
         # shellcheck disable=SC2046
         "$bin" simulate --compute "$(compute_for_layout "$compute" "$layout")" "${networks[@]}" \
           --system bare-metal=fabric --system kubernetes=overlay --nodes "$ln" \
@@ -328,19 +329,19 @@ for cap in "${cap_list[@]}"; do
         for system in bare-metal kubernetes; do
           # The predicted runs, a set per system and variant for `chexscale report` beside the
           # measured ones; a 1x1 layout is predicted for the sets, not counted in the check.
-          mkdir -p "$out/$preddir/$arch-$tag/$system-$v"
-          cp "$sim/runs/$system/bench-w$((ln * lw)).json" "$out/$preddir/$arch-$tag/$system-$v/"
+          mkdir -p "$out/predicted$suffix/$arch-$tag/$system-$v"
+          cp "$sim/runs/$system/bench-w$((ln * lw)).json" "$out/predicted$suffix/$arch-$tag/$system-$v/"
           [ "$((ln * lw))" -gt 1 ] || continue
           measured=$(median_images_per_sec "$out/lab/$arch-$tag/sets/$system-$v" "$((ln * lw))")
           predicted=$(jq --arg s "$system" --argjson w "$((ln * lw))" \
             '.systems[] | select(.name == $s) | .jobs[] | select(.workers == $w) | .images_per_sec' \
             "$sim/simulate.json")
           echo -e "$arch\t$cap\t$layout\t$system\t$v\t$measured\t$predicted" |
-            awk -F'\t' -v OFS='\t' '{ print $0, ($7 - $6) / $6 }' >>"$out/$result.tsv"
+            awk -F'\t' -v OFS='\t' '{ print $0, ($7 - $6) / $6 }' >>"$out/check$suffix.tsv"
         done
       done
     done
-    say "$(tail -n +2 "$out/$result.tsv" | awk -F'\t' -v a="$arch" -v c="$cap" '$1 == a && $2 == c { printf "%s %s %s %+.1f%%  ", $3, $4, $5, 100 * $8 }')"
+    say "$(tail -n +2 "$out/check$suffix.tsv" | awk -F'\t' -v a="$arch" -v c="$cap" '$1 == a && $2 == c { printf "%s %s %s %+.1f%%  ", $3, $4, $5, 100 * $8 }')"
   done
 done
 
@@ -355,11 +356,11 @@ done
   echo
   echo "| model | fabric / overlay cap | layout | system | variant | measured images/s | predicted | error |"
   echo "|---|---|---|---|---|---:|---:|---:|"
-  tail -n +2 "$out/$result.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", $1, $2, $3, $4, $5, $6, $7, 100 * $8 }'
+  tail -n +2 "$out/check$suffix.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", $1, $2, $3, $4, $5, $6, $7, 100 * $8 }'
   echo
-  tail -n +2 "$out/$result.tsv" | awk -F'\t' '{ e = $8 < 0 ? -$8 : $8; print e }' | sort -g |
+  tail -n +2 "$out/check$suffix.tsv" | awk -F'\t' '{ e = $8 < 0 ? -$8 : $8; print e }' | sort -g |
     awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
       printf "%d configurations: median absolute error %.1f %%, worst %.1f %%\n", NR, 100 * m, 100 * a[NR] }'
-} >"$out/$result.md"
-tail -n 1 "$out/$result.md"
-say "done: $out/$result.md"
+} >"$out/check$suffix.md"
+tail -n 1 "$out/check$suffix.md"
+say "done: $out/check$suffix.md"

@@ -1,16 +1,26 @@
-// Shared pieces of the lab tests: running the lab's scripts, and a fixture that fails loudly (never
-// skips) when this machine cannot create network namespaces, and takes its lab down afterwards.
+// Shared pieces of the lab tests: running the lab's scripts, a median, and a fixture that fails
+// loudly (never skips) when this machine cannot create network namespaces, and takes its lab down
+// afterwards.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "test_util/chexscale_cli.h"
 
 namespace chexscale::test_util {
+
+// The median of `values` (the mean of the middle two for an even count): of a lab run's step
+// times, as the lab's scripts take it.
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 
 // Why this machine cannot run the lab, or "" when it can.
 inline std::string lab_unavailable_reason() {

@@ -117,12 +117,6 @@ TEST_F(LabCpuQuota, CompareRemovesItsWorkersGroupsWhenARunFails) {
   EXPECT_EQ(groups_left(), "") << "compare.sh left its workers' cgroups after failing";
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // fixed_speed.sh on a small workload, switching every second: each counted step must lie inside
 // one window of the state it is counted in (recomputed here from the switches and the worker's
 // timeline), both states must be counted, the ratio printed must be that of the medians, and no

@@ -32,6 +32,17 @@ namespace {
 // Kubernetes is predicted at about twice its measured images/s).
 constexpr double kMaxErrorFixedSpeed = 0.5;
 
+// The rows of a check.tsv after its header.
+std::vector<std::string> check_rows(const std::string& file) {
+  std::istringstream in(file_contents(file));
+  std::vector<std::string> rows;
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line))
+    rows.push_back(line);
+  return rows;
+}
+
 // Runs lab_check.sh with ARGS (DenseNet-121 over the 1 Gbit/s fabric and 250 Mbit/s overlay)
 // and checks each row of its check.tsv: the error is the one of its two numbers, within
 // MAX_ERROR, of one of LAYOUTS; and that the compute profile recorded the workers' CPU quota,
@@ -63,11 +74,8 @@ int LabSimulate::check_predictions(const std::string& args, const std::vector<st
   }
   std::sort(steps.begin(), steps.end());
   EXPECT_DOUBLE_EQ(profile["phases_s"]["step"].get<double>(), steps[1]);
-  std::istringstream rows(file_contents(out + "/check.tsv"));
-  std::string line;
-  std::getline(rows, line);  // the header
   int checked = 0;
-  while (std::getline(rows, line)) {
+  for (const std::string& line : check_rows(out + "/check.tsv")) {
     std::istringstream fields(line);
     std::string arch, cap, layout, system, variant;
     double measured = 0, predicted = 0, error = 0;
@@ -102,24 +110,6 @@ TEST_F(LabSimulate, ZeroProfilesAreRefused) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--profiles '0': a count of 1 or more"), std::string::npos) << r.output;
   EXPECT_TRUE(namespaces().empty());
-}
-
-// The median of `values` (the mean of the middle two for an even count).
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-// The rows of a check.tsv after its header.
-std::vector<std::string> check_rows(const std::string& file) {
-  std::istringstream in(file_contents(file));
-  std::vector<std::string> rows;
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line))
-    rows.push_back(line);
-  return rows;
 }
 
 // The diagnostic --at-runs-speed on a recorded set (the sixth held-out set's 1x3 runs, copied):
