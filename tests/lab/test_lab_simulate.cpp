@@ -93,10 +93,12 @@ int LabSimulate::check_predictions(const std::string& args, const std::vector<st
 
 // Nodes of two workers: 1x2 (the loopback inside a node) and 2x2 (loopback and the capped
 // fabric or overlay), every worker a fixed-speed device of a quarter core, predicted from the
-// one-worker profile at that quota (which it records) and the three paths' profiles.
+// one-worker profile at that quota (which it records) and the three paths' profiles; each
+// measurement the median of two rounds (one round alone measured the same 1x2 path at 12.96 and
+// 19.63 images/s on the two systems).
 TEST_F(LabSimulate, NodesOfTwoFixedSpeedWorkersArePredictedWithinASanityBound) {
   EXPECT_EQ(check_predictions("--variants overlapped --layouts 1x1,1x2,2x2 --worker-cpu 0.25 "
-                              "--steps 6 --warmup 2",
+                              "--steps 6 --warmup 2 --rounds 2",
                               {"1x2", "2x2"}, kMaxErrorFixedSpeed, 0.25),
             4);
 }
