@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "distributed/rendezvous.h"
@@ -31,11 +32,20 @@ std::string mpirun(const std::vector<std::string>& env = {}, int ranks = 2) {
   return line + " ";
 }
 
+// Runs an mpirun line to its end, or kills it after `limit`: a job that hangs fails with what it
+// printed (ctest's own timeout would kill the whole test program and show nothing of it).
+test_util::ProcessResult run_mpirun(const std::string& line, std::chrono::seconds limit) {
+  auto run = test_util::run_shell(line, test_util::environment_with(), limit);
+  EXPECT_FALSE(run.timed_out) << "mpirun still ran after " << limit.count() << " s:\n"
+                              << run.output;
+  return run;
+}
+
 TEST(MpiBackend, ReducerStepsRunToCompletionUnderMpirun) {
   test_util::TempDir dir;
-  const auto run =
-      test_util::run_shell(mpirun({"CHEXSCALE_TEST_BACKEND=mpi"}) +
-                           test_util::distributed_worker() + " loop " + dir.path() + " 3");
+  const auto run = run_mpirun(mpirun({"CHEXSCALE_TEST_BACKEND=mpi"}) +
+                                  test_util::distributed_worker() + " loop " + dir.path() + " 3",
+                              std::chrono::seconds(120));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("rank 0 finished 3 steps"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("rank 1 finished 3 steps"), std::string::npos) << run.output;
@@ -43,9 +53,10 @@ TEST(MpiBackend, ReducerStepsRunToCompletionUnderMpirun) {
 
 TEST(MpiBackend, TheWatchdogNamesAStalledRank) {
   test_util::TempDir dir;
-  const auto run = test_util::run_shell(
-      mpirun({"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_COLLECTIVE_TIMEOUT=3"}) +
-      test_util::distributed_worker() + " stall " + dir.path());
+  const auto run =
+      run_mpirun(mpirun({"CHEXSCALE_TEST_BACKEND=mpi", "CHEXSCALE_TEST_COLLECTIVE_TIMEOUT=3"}) +
+                     test_util::distributed_worker() + " stall " + dir.path(),
+                 std::chrono::seconds(90));
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("barrier (collective #1) did not complete within 3 s on rank 0"),
             std::string::npos)
@@ -57,12 +68,14 @@ TEST(MpiBackend, TheWatchdogNamesAStalledRank) {
 // `backend` (which may carry more flags).
 test_util::ProcessResult train(const std::string& data, const std::string& out,
                                const std::string& backend, int ranks = 2) {
-  return test_util::run_shell(
+  return run_mpirun(
       mpirun({}, ranks) + test_util::chexscale_bin() + " train --data " + data + " --out " + out +
-      " --backend " + backend +
-      " --arch resnet18 --image-size 32 --crop-size 32 --batch-size 4 --epochs 1 --max-steps 4 "
-      "--checkpoint-every 4 --no-augment --loader-threads 1 --val-threads 1 --intra-op-threads 1 "
-      "--log-every 1 --seed 5");
+          " --backend " + backend +
+          " --arch resnet18 --image-size 32 --crop-size 32 --batch-size 4 --epochs 1 --max-steps 4 "
+          "--checkpoint-every 4 --no-augment --loader-threads 1 --val-threads 1 --intra-op-threads "
+          "1 "
+          "--log-every 1 --seed 5",
+      std::chrono::seconds(120));
 }
 
 // Trains with `ranks` over gloo and over `mpi` (the mpi backend and its flags), and expects equal
