@@ -33,6 +33,8 @@
 #                       of its own at --worker-cpu), so that what the layout's workers share on
 #                       this host (caches, memory bandwidth, the two vCPUs' cores) is in the
 #                       profile; without it, one profile of one worker alone serves every layout
+#   --comm-max SIZE     the largest allreduce of the commbench profiles (commbench -e; the
+#                       simulator extends a profile beyond it along its two largest sizes) [64M]
 #   --profiles N        take each compute profile N times back to back and predict from the one
 #                       of the median step time (the lower middle one for an even N); all N are
 #                       kept as <profile>-p<k>.json                                          [3]
@@ -66,7 +68,7 @@ lab="$here/../../lab"
 
 archs=densenet121,resnet50 caps="-/-,1gbit/250mbit,2gbit/500mbit" variants=naive,overlapped,fp16
 image_size=64 batch=8 steps=10 warmup=2 out=runs/simulate-check bin="${CHEXSCALE_BIN:-}"
-predict_only=0 worker_cpu="" layouts=2x1 rounds=1 crowded=0 profiles=3 at_runs=0
+predict_only=0 worker_cpu="" layouts=2x1 rounds=1 crowded=0 profiles=3 at_runs=0 comm_max=64M
 invocation="bench/simulate/lab_check.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -85,6 +87,7 @@ while [ $# -gt 0 ]; do
     --at-runs-speed) at_runs=1; shift ;;
     --crowded-profile) crowded=1; shift ;;
     --profiles) profiles="$2"; shift 2 ;;
+    --comm-max) comm_max="$2"; shift 2 ;;
     --worker-cpu) worker_cpu="$2"; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see bench/simulate/lab_check.sh --help)" ;;
@@ -92,6 +95,20 @@ while [ $# -gt 0 ]; do
 done
 
 [[ "$profiles" =~ ^[1-9][0-9]*$ ]] || lab_die "--profiles '$profiles': a count of 1 or more"
+# The bytes of a commbench size (16M), or nothing where it is not one.
+size_bytes() {
+  [[ "$1" =~ ^([1-9][0-9]*)([KMG])$ ]] || return 0
+  case "${BASH_REMATCH[2]}" in
+    K) echo $((BASH_REMATCH[1] << 10)) ;;
+    M) echo $((BASH_REMATCH[1] << 20)) ;;
+    G) echo $((BASH_REMATCH[1] << 30)) ;;
+  esac
+}
+# Two sizes at least (64K and 256K): a profile's line needs two points.
+comm_max_bytes=$(size_bytes "$comm_max")
+if [ -z "$comm_max_bytes" ] || [ "$comm_max_bytes" -lt $((256 << 10)) ]; then
+  lab_die "--comm-max '$comm_max': a size in K, M or G of 256K or more, for example 16M"
+fi
 [ "$at_runs" = 0 ] || [ "$predict_only" = 1 ] ||
   lab_die "--at-runs-speed reads measured runs: use it with --predict-only"
 [ "$at_runs" = 0 ] || [ "$crowded" = 0 ] ||
@@ -224,7 +241,7 @@ commbench_path() {
     lab_netns_exec "$ns" env -i PATH="$PATH" HOME=/tmp GLOO_SOCKET_IFNAME="$([ "$path" = intra-node ] && echo lo || echo eth0)" \
       timeout -k 5 300 "$bin" launch --nnodes "$launchers" --node-rank "$i" --master-addr "$master" \
       --master-port "$port" --nproc-per-node "$per_node" "${cgroup[@]}" -- \
-      commbench -b 64K -e 64M -f 4 -n 3 -w 1 \
+      commbench -b 64K -e "$comm_max" -f 4 -n 3 -w 1 \
       --dtype "$dtype" --profile "$file" --profile-path "$path" >"$out/logs/$(basename "$file" .json)-$i.log" 2>&1 &
     pids+=($!)
   done
