@@ -60,10 +60,11 @@ class LabTest : public ::testing::Test {
                      "\nLAB_SNIPPET");
   }
 
-  // Namespaces whose names start with this test's prefix.
+  // Namespaces whose names start with this test's prefix. stderr is dropped: `ip netns list`
+  // prints "Peer netns reference is invalid" for a namespace another test is deleting meanwhile.
   std::vector<std::string> namespaces() const {
     const ProcessResult r =
-        run_shell("ip netns list | cut -d' ' -f1 | grep '^" + prefix_ + "-' || true");
+        run_shell("ip netns list 2>/dev/null | cut -d' ' -f1 | grep '^" + prefix_ + "-' || true");
     std::vector<std::string> out;
     size_t start = 0;
     while (start < r.output.size()) {
