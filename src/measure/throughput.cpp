@@ -147,6 +147,7 @@ void ThroughputOptions::validate() const {
   }
   if (batch_size < 1) throw UsageError(fmt::format("batch_size {} must be >= 1", batch_size));
   if (image_size < 16) throw UsageError(fmt::format("image_size {} must be >= 16", image_size));
+  models::check_input_side(arch, image_size, "image_size");
   if (threads < 1 || threads > kMaxThreads) {
     throw UsageError(fmt::format("threads {} is not in [1, {}]", threads, kMaxThreads));
   }

@@ -28,4 +28,9 @@ void init_like_torchvision(nn::Module& model, nn::init::FanModeType conv_fan_mod
   }
 }
 
+int64_t strided_side(int64_t side, int64_t kernel, int64_t stride, int64_t padding) {
+  const int64_t padded = side + 2 * padding;
+  return padded < kernel ? 0 : (padded - kernel) / stride + 1;
+}
+
 }  // namespace chexscale::models

@@ -16,4 +16,8 @@ torch::Tensor classify_pooled(const torch::Tensor& features, double dropout, boo
 void init_like_torchvision(torch::nn::Module& model, torch::nn::init::FanModeType conv_fan_mode,
                            bool zero_linear_bias);
 
+// The output side of a square convolution or pooling window over `side` pixels, as LibTorch
+// computes it; 0 when the padded input is smaller than the window (LibTorch refuses that input).
+int64_t strided_side(int64_t side, int64_t kernel, int64_t stride, int64_t padding);
+
 }  // namespace chexscale::models

@@ -142,4 +142,11 @@ Classifier make_densenet(const ModelOptions& options, const DenseNetConfig& conf
   return std::make_shared<DenseNetImpl>(options, config);
 }
 
+int64_t densenet_feature_side(const DenseNetConfig& config, int64_t input_side) {
+  int64_t side = strided_side(strided_side(input_side, 7, 2, 3), 3, 2, 1);  // conv0, pool0
+  for (size_t i = 0; i + 1 < config.block_config.size(); ++i)
+    side = strided_side(side, 2, 2, 0);  // each transition's average pooling
+  return side;
+}
+
 }  // namespace chexscale::models

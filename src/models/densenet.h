@@ -24,4 +24,8 @@ DenseNetConfig densenet201_config();
 
 Classifier make_densenet(const ModelOptions& options, const DenseNetConfig& config);
 
+// The side of the last feature maps for a square input of `input_side` pixels; 0 when a
+// transition's unpadded 2x2 pooling meets a single pixel (LibTorch refuses the input).
+int64_t densenet_feature_side(const DenseNetConfig& config, int64_t input_side);
+
 }  // namespace chexscale::models

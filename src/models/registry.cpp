@@ -15,17 +15,25 @@ namespace {
 struct Architecture {
   const char* name;
   std::function<Classifier(const ModelOptions&)> make;
+  std::function<int64_t(int64_t)> feature_side;  // of a square input's side; 0 = refused
 };
 
 const std::vector<Architecture>& table() {
   static const std::vector<Architecture> archs = {
-      {"densenet121", [](const ModelOptions& o) { return make_densenet(o, densenet121_config()); }},
-      {"densenet169", [](const ModelOptions& o) { return make_densenet(o, densenet169_config()); }},
-      {"densenet201", [](const ModelOptions& o) { return make_densenet(o, densenet201_config()); }},
-      {"resnet18", [](const ModelOptions& o) { return make_resnet(o, resnet18_config()); }},
-      {"resnet34", [](const ModelOptions& o) { return make_resnet(o, resnet34_config()); }},
-      {"resnet50", [](const ModelOptions& o) { return make_resnet(o, resnet50_config()); }},
-      {"resnet101", [](const ModelOptions& o) { return make_resnet(o, resnet101_config()); }},
+      {"densenet121", [](const ModelOptions& o) { return make_densenet(o, densenet121_config()); },
+       [](int64_t side) { return densenet_feature_side(densenet121_config(), side); }},
+      {"densenet169", [](const ModelOptions& o) { return make_densenet(o, densenet169_config()); },
+       [](int64_t side) { return densenet_feature_side(densenet169_config(), side); }},
+      {"densenet201", [](const ModelOptions& o) { return make_densenet(o, densenet201_config()); },
+       [](int64_t side) { return densenet_feature_side(densenet201_config(), side); }},
+      {"resnet18", [](const ModelOptions& o) { return make_resnet(o, resnet18_config()); },
+       resnet_feature_side},
+      {"resnet34", [](const ModelOptions& o) { return make_resnet(o, resnet34_config()); },
+       resnet_feature_side},
+      {"resnet50", [](const ModelOptions& o) { return make_resnet(o, resnet50_config()); },
+       resnet_feature_side},
+      {"resnet101", [](const ModelOptions& o) { return make_resnet(o, resnet101_config()); },
+       resnet_feature_side},
   };
   return archs;
 }
@@ -38,6 +46,16 @@ const Architecture* find_architecture(const std::string& name) {
   return nullptr;
 }
 
+// The architecture named `name`; UsageError listing the valid ones for any other.
+const Architecture& known_architecture(const std::string& name) {
+  if (const Architecture* arch = find_architecture(name)) return *arch;
+  throw UsageError(fmt::format("unknown architecture '{}' for `arch` (choose one of: {})", name,
+                               fmt::join(architectures(), ", ")));
+}
+
+// Input sides searched by smallest_input_side: far above any architecture's need.
+constexpr int64_t kLargestSmallestSide = 1024;
+
 }  // namespace
 
 void ModelOptions::validate() const {
@@ -47,9 +65,25 @@ void ModelOptions::validate() const {
   if (!(dropout >= 0.0 && dropout < 1.0)) {
     throw UsageError(fmt::format("dropout must be in [0, 1), got {}", dropout));
   }
-  if (find_architecture(arch) != nullptr) return;
-  throw UsageError(fmt::format("unknown architecture '{}' for `arch` (choose one of: {})", arch,
-                               fmt::join(architectures(), ", ")));
+  known_architecture(arch);
+}
+
+int64_t smallest_input_side(const std::string& arch) {
+  const Architecture& known = known_architecture(arch);
+  int64_t side = 1;
+  while (side < kLargestSmallestSide && known.feature_side(side) < 1)
+    ++side;
+  CHX_CHECK(known.feature_side(side) >= 1, "{} takes no input side up to {} px", arch, side);
+  return side;
+}
+
+void check_input_side(const std::string& arch, int64_t side, std::string_view field) {
+  const int64_t smallest = smallest_input_side(arch);
+  if (side >= smallest) return;
+  throw UsageError(
+      fmt::format("{} {} px is below {}'s smallest input, {} px (its pooling would "
+                  "leave no pixel)",
+                  field, side, arch, smallest));
 }
 
 Classifier make_model(const ModelOptions& options) {

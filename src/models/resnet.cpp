@@ -126,4 +126,11 @@ Classifier make_resnet(const ModelOptions& options, const ResNetConfig& config) 
   return std::make_shared<ResNetImpl>(options, config);
 }
 
+int64_t resnet_feature_side(int64_t input_side) {
+  int64_t side = strided_side(strided_side(input_side, 7, 2, 3), 3, 2, 1);  // conv1, max pool
+  for (int layer = 2; layer <= 4; ++layer)
+    side = strided_side(side, 3, 2, 1);  // the first block of layer2..4 (its 1x1 shortcut alike)
+  return side;
+}
+
 }  // namespace chexscale::models

@@ -22,4 +22,8 @@ ResNetConfig resnet101_config();
 
 Classifier make_resnet(const ModelOptions& options, const ResNetConfig& config);
 
+// The side of the last feature maps for a square input of `input_side` pixels (>= 1 for any
+// side >= 1: every stride is padded).
+int64_t resnet_feature_side(int64_t input_side);
+
 }  // namespace chexscale::models

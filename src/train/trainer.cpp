@@ -81,6 +81,7 @@ ResumeFrom parse_resume(std::string_view text) {
 void TrainerOptions::validate() const {
   model.validate();
   data.validate();
+  models::check_input_side(model.arch, data.crop_size, "crop_size");
   if (val_threads < 1 || val_threads > kMaxThreads) {
     throw UsageError(fmt::format("val_threads {} is not in [1, {}]", val_threads, kMaxThreads));
   }

@@ -116,6 +116,12 @@ TEST(BenchCli, BadOptionsAreUsageErrors) {
     const auto r = test_util::run_chexscale(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
   }
+  // Refused in the flag's name before any model is built, not by LibTorch in a forward pass.
+  const auto small = test_util::run_chexscale("bench --arch densenet121 --image-size 24");
+  EXPECT_EQ(small.exit_code, 2) << small.output;
+  EXPECT_NE(small.output.find("--image-size 24 px is below densenet121's smallest input, 29 px"),
+            std::string::npos)
+      << small.output;
 }
 
 TEST(CliGpuFlags, Fp16OnTheCpuIsAUsageErrorWithTheWayOut) {

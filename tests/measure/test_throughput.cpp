@@ -21,6 +21,14 @@ TEST(ThroughputOptionsValidate, RefusesEachBadValueNamingItsField) {
   EXPECT_EQ(message([](auto& o) { o.warmup_steps = -1; }), "warmup_steps -1 must be >= 0");
   EXPECT_EQ(message([](auto& o) { o.batch_size = 0; }), "batch_size 0 must be >= 1");
   EXPECT_EQ(message([](auto& o) { o.image_size = 15; }), "image_size 15 must be >= 16");
+  EXPECT_EQ(message([](auto& o) { o.image_size = 28; }),
+            "image_size 28 px is below densenet121's smallest input, 29 px (its pooling would "
+            "leave no pixel)");
+  EXPECT_EQ(message([](auto& o) {
+              o.arch = "resnet18";
+              o.image_size = 16;
+            }),
+            "(no expected exception)");
   EXPECT_EQ(message([](auto& o) { o.threads = 0; }),
             fmt::format("threads 0 is not in [1, {}]", kMaxThreads));
   EXPECT_EQ(message([](auto& o) { o.loader_threads = kMaxThreads + 1; }),

@@ -10,6 +10,7 @@
 #include "models/safetensors.h"
 #include "models/torchvision_reference.h"
 #include "models/weights.h"
+#include "test_util/error_message.h"
 #include "test_util/temp_dir.h"
 
 namespace chexscale::models {
@@ -119,6 +120,33 @@ TEST(Architectures, ForwardIsHeadOfPooledFeatures) {
     EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 5}));
     EXPECT_TRUE(torch::allclose(logits, model->head()(f.mean({2, 3})), 1e-5, 1e-5));
   }
+}
+
+// smallest_input_side is what the models take: a forward pass at that side yields feature maps,
+// one pixel less is refused by LibTorch and by check_input_side. 224 px gives torchvision's 7x7.
+TEST(Architectures, SmallestInputSideIsWhatTheModelsTake) {
+  EXPECT_EQ(smallest_input_side("densenet121"), 29);
+  EXPECT_EQ(smallest_input_side("densenet201"), 29);
+  EXPECT_EQ(smallest_input_side("resnet18"), 1);
+  EXPECT_EQ(smallest_input_side("resnet101"), 1);
+  torch::NoGradGuard no_grad;
+  for (const std::string arch : {"densenet121", "resnet18", "resnet50"}) {
+    SCOPED_TRACE(arch);
+    const Classifier model = make(arch);
+    model->eval();
+    const int64_t side = smallest_input_side(arch);
+    EXPECT_EQ(model->features(torch::randn({1, 3, side, side})).size(2), 1);
+    EXPECT_EQ(model->features(torch::randn({1, 3, 224, 224})).size(2), 7);
+    EXPECT_NO_THROW(check_input_side(arch, side, "crop_size"));
+    if (side == 1) continue;
+    EXPECT_THROW(model->features(torch::randn({1, 3, side - 1, side - 1})), c10::Error);
+    EXPECT_EQ(
+        test_util::message_of<UsageError>([&] { check_input_side(arch, side - 1, "crop_size"); }),
+        fmt::format("crop_size {} px is below {}'s smallest input, {} px (its pooling "
+                    "would leave no pixel)",
+                    side - 1, arch, side));
+  }
+  EXPECT_THROW(smallest_input_side("densenet122"), UsageError);
 }
 
 TEST(Architectures, DropoutActsOnlyInTrainingAndAddsNoWeights) {

@@ -37,6 +37,7 @@ TEST(TrainerOptions, EachBadValueIsRefusedNamingItsField) {
       {"num_classes", [](TrainerOptions& o) { o.model.num_classes = 0; }},
       {"dropout", [](TrainerOptions& o) { o.model.dropout = 1; }},
       {"batch_size", [](TrainerOptions& o) { o.data.batch_size = 0; }},
+      {"crop_size", [](TrainerOptions& o) { o.data.crop_size = 28; }},  // DenseNet needs 29
       {"threads", [](TrainerOptions& o) { o.data.threads = 0; }},
       {"lr", [](TrainerOptions& o) { o.optimizer.lr = 0; }},
       {"plateau_factor", [](TrainerOptions& o) { o.schedule.plateau_factor = 1; }},
