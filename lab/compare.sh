@@ -55,7 +55,10 @@
 #                         node<i> at the same quota; the kernel's network path stays outside
 #                         (lab/cpu_quota.sh). Needs --pods processes              [no quota]
 #   --keep-cluster        leave the lab up afterwards (default: take it down)
-# Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab).
+#   --check               check the options (layouts, variants, peer variants, rounds, pods mode)
+#                         and exit: no lab, nothing measured, no root needed
+# Needs root (network namespaces); LAB_PREFIX selects the lab (default chxlab). Every option is
+# checked before the lab is made.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lab/lib.sh
@@ -70,7 +73,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 nodes=2 arch=resnet18 image_size=64 batch=8 steps=10 warmup=2 threads=1
 variants="naive,overlapped,fp16,hostnet" fabric_rate="" overlay_rate="" pods=processes image=""
 out="runs/lab-compare" bin="${CHEXSCALE_BIN:-}" run_timeout=600 keep_cluster=0 peer=0 rounds=1
-peer_variants=overlapped worker_cpu="" layouts="" nodes_given=0
+peer_variants=overlapped worker_cpu="" layouts="" nodes_given=0 check_only=0
 invocation="lab/compare.sh $*"  # for README.txt; the option loop below consumes "$@"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -93,12 +96,32 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --worker-cpu) worker_cpu="$2"; shift 2 ;;
     --keep-cluster) keep_cluster=1; shift ;;
+    --check) check_only=1; shift ;;
     --peer) peer=1; shift ;;
     --peer-variants) peer_variants="$2"; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) lab_die "unknown option '$1' (see lab/compare.sh --help)" ;;
   esac
 done
+
+# Bench options of an engine variant; "+" combines variants (fp16+bucket5).
+variant_flags() {
+  local part parts engine_flags=()
+  IFS=+ read -r -a parts <<<"$1"
+  for part in "${parts[@]}"; do
+    case "$part" in
+      naive) engine_flags+=(--no-overlap) ;;
+      overlapped) ;;
+      fp16) engine_flags+=(--grad-compression fp16) ;;
+      bucket[0-9]*) engine_flags+=(--bucket-mb "${part#bucket}") ;;
+      powersgd[0-9]*)
+        [ "$warmup" -ge 3 ] || lab_die "variant '$part' needs --warmup 3 or more (DDP's powerSGD_hook starts at step 2 at the earliest)"
+        engine_flags+=(--grad-compression "powersgd:${part#powersgd}" --powersgd-start-step $((warmup - 1))) ;;
+      *) lab_die "unknown variant '$part' (naive, overlapped, fp16, bucket<MB>, powersgd<R>, A+B, hostnet)" ;;
+    esac
+  done
+  echo "${engine_flags[*]}"
+}
 
 # The layouts: NODESxWORKERS, parsed into layout_nodes/layout_workers (1x1 left out: the single
 # run); the lab gets the most nodes any layout has.
@@ -127,13 +150,34 @@ tr , '\n' <<<"$variants" | grep -qvx hostnet ||
   lab_die "--variants '$variants' has no engine variant (naive, overlapped, ...): hostnet runs the first one's engine and is compared with its bare-metal set"
 case "$pods" in
   processes) [ -z "$image" ] || lab_die "--image needs --pods containers" ;;
-  containers)
-    # shellcheck source=lab/pod_containers.sh
-    . "$here/pod_containers.sh" || lab_die "--pods containers needs a container engine (podman or docker)"
-    export POD_CONTAINERS_PREFIX="${LAB_PREFIX}-"
-    ;;
+  containers) ;;
   *) lab_die "--pods must be processes or containers, not '$pods'" ;;
 esac
+for opt in image-size:$image_size batch:$batch steps:$steps threads:$threads; do
+  [[ "${opt#*:}" =~ ^[1-9][0-9]*$ ]] || lab_die "--${opt%%:*} must be a whole number >= 1, not '${opt#*:}'"
+done
+[[ "$warmup" =~ ^[0-9]+$ ]] || lab_die "--warmup must be a whole number, not '$warmup'"
+IFS=, read -r -a variant_list <<<"$variants"
+IFS=, read -r -a peer_variant_list <<<"$peer_variants"
+for v in "${peer_variant_list[@]}"; do
+  [[ "$v" != *naive* && "$v" != hostnet ]] || lab_die "--peer-variants: the peer has no '$v' (DDP always overlaps; hostnet is not an engine)"
+  variant_flags "$v" >/dev/null
+done
+first_engine=""
+for v in "${variant_list[@]}"; do
+  [ "$v" = hostnet ] && continue
+  variant_flags "$v" >/dev/null
+  [ -n "$first_engine" ] || first_engine="$v"
+done
+if [ "$check_only" = 1 ]; then
+  echo "lab/compare.sh: options valid (layouts $layouts; variants $variants; rounds $rounds); no lab made"
+  exit 0
+fi
+if [ "$pods" = containers ]; then
+  # shellcheck source=lab/pod_containers.sh
+  . "$here/pod_containers.sh" || lab_die "--pods containers needs a container engine (podman or docker)"
+  export POD_CONTAINERS_PREFIX="${LAB_PREFIX}-"
+fi
 [ -n "$bin" ] || bin="$here/../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
@@ -165,25 +209,6 @@ round_suffix() { if [ "$rounds" -gt 1 ]; then echo "-r$round"; fi; }
 round_order() { if [ $((round % 2)) -eq 1 ]; then echo bare-metal kubernetes; else echo kubernetes bare-metal; fi; }
 
 say() { echo "[lab $((SECONDS - started))s] $*"; }
-
-# Bench options of an engine variant; "+" combines variants (fp16+bucket5).
-variant_flags() {
-  local part parts engine_flags=()
-  IFS=+ read -r -a parts <<<"$1"
-  for part in "${parts[@]}"; do
-    case "$part" in
-      naive) engine_flags+=(--no-overlap) ;;
-      overlapped) ;;
-      fp16) engine_flags+=(--grad-compression fp16) ;;
-      bucket[0-9]*) engine_flags+=(--bucket-mb "${part#bucket}") ;;
-      powersgd[0-9]*)
-        [ "$warmup" -ge 3 ] || lab_die "variant '$part' needs --warmup 3 or more (DDP's powerSGD_hook starts at step 2 at the earliest)"
-        engine_flags+=(--grad-compression "powersgd:${part#powersgd}" --powersgd-start-step $((warmup - 1))) ;;
-      *) lab_die "unknown variant '$part' (naive, overlapped, fp16, bucket<MB>, powersgd<R>, A+B, hostnet)" ;;
-    esac
-  done
-  echo "${engine_flags[*]}"
-}
 
 # The worker command both systems run: `chexscale bench` with the workload and LABEL, OUT_DIR.
 bench_args() {
@@ -345,8 +370,9 @@ run_kubernetes() {
   render+=(--job-name "$job" --nnodes "$n" --nproc-per-node "$w" --master-port "$port"
     --gloo-socket-ifname eth0)
   [ "$host_network" = 1 ] && render+=(--host-network)
-  # shellcheck disable=SC2046
-  render+=(-- $(bench_args "$label" "$pod_out" "$flags"))
+  local bench
+  read -r -a bench <<<"$(bench_args "$label" "$pod_out" "$flags")"
+  render+=(-- "${bench[@]}")
   echo "${render[*]} > $manifest" >>"$commands_log"
   "${render[@]}" >"$manifest"
   if [ "$pods" = containers ]; then
@@ -456,20 +482,8 @@ echo "$invocation" >"$out/README.txt"
   echo "pods=$pods${pod_image:+ image=$pod_image} worker_cpu=${worker_cpu:-unlimited}"
 } >>"$out/README.txt"
 
-IFS=, read -r -a variant_list <<<"$variants"
-IFS=, read -r -a peer_variant_list <<<"$peer_variants"
-for v in "${peer_variant_list[@]}"; do
-  [[ "$v" != *naive* && "$v" != hostnet ]] || lab_die "--peer-variants: the peer has no '$v' (DDP always overlaps; hostnet is not an engine)"
-  variant_flags "$v" >/dev/null
-done
 # The peer's result set of engine variant V.
 peer_set() { if [ "$1" = overlapped ]; then echo pytorch-ddp; else echo "pytorch-ddp-$1"; fi; }
-first_engine=""
-for v in "${variant_list[@]}"; do
-  [ "$v" = hostnet ] && continue
-  variant_flags "$v" >/dev/null
-  [ -n "$first_engine" ] || first_engine="$v"
-done
 
 for ((round = 1; round <= rounds; round++)); do
   [ "$rounds" -gt 1 ] && say "round $round of $rounds: $(round_order | sed 's/ / first, then /')"

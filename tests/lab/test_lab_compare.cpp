@@ -213,7 +213,8 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   EXPECT_NE(commands.find("--master-addr 10.77.0.1"), std::string::npos) << commands;
 }
 
-// Bad choices of how to run the pods, or of variants, are refused by name before a lab is made.
+// Bad choices of how to run the pods, of variants or of the workload are refused by name before a
+// lab is made; --check checks good ones and makes nothing.
 TEST_F(LabCompare, BadPodsModeImageAndVariantsAreRefusedByName) {
   TempDir dir;
   const struct {
@@ -222,6 +223,11 @@ TEST_F(LabCompare, BadPodsModeImageAndVariantsAreRefusedByName) {
       {"--pods vms", "--pods must be processes or containers, not 'vms'"},
       {"--image chexscale:0.1.0", "--image needs --pods containers"},
       {"--variants hostnet", "--variants 'hostnet' has no engine variant"},
+      {"--variants naive,overlap", "unknown variant 'overlap'"},
+      {"--variants powersgd4 --warmup 2", "variant 'powersgd4' needs --warmup 3 or more"},
+      {"--peer-variants bucket5,naive", "--peer-variants: the peer has no 'naive'"},
+      {"--peer-variants fp17", "unknown variant 'fp17'"},
+      {"--batch 0", "--batch must be a whole number >= 1, not '0'"},
   };
   for (const auto& c : cases) {
     const ProcessResult r = compare(c.args, dir.path() + "/bad");
@@ -230,6 +236,16 @@ TEST_F(LabCompare, BadPodsModeImageAndVariantsAreRefusedByName) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/bad/sets"));
   EXPECT_TRUE(namespaces().empty()) << "a refused comparison made a lab";
+
+  // --check accepts good options and stops there: no lab, no output folder.
+  const ProcessResult checked = compare(
+      "--warmup 3 --variants naive,fp16+bucket5,powersgd4,hostnet --peer --peer-variants powersgd4 "
+      "--check",
+      dir.path() + "/ok");
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find("options valid"), std::string::npos) << checked.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/ok"));
+  EXPECT_TRUE(namespaces().empty()) << "--check made a lab";
 }
 
 // The same one-worker bench under environments of different sizes (the pods' env is longer than
