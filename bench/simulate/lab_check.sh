@@ -57,7 +57,8 @@
 # --system kubernetes=overlay --nodes N --workers-per-node W` per layout) is made from those
 # profiles only, never from the runs it predicts. check.md holds the table: measured and
 # predicted images/s and the error per configuration, the median and the worst absolute error.
-# Needs root (network namespaces); run it on an otherwise idle machine.
+# Every option, and what lab/compare.sh will be given (compare.sh --check), is checked before
+# anything is measured. Needs root (network namespaces); run it on an otherwise idle machine.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lab="$here/../../lab"
@@ -157,6 +158,14 @@ for l in "${layout_list[@]}"; do [ "${l%x*}" -le "$lab_nodes" ] || lab_nodes=${l
 for c in "${cap_list[@]}"; do
   [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
 done
+
+# What lab/compare.sh will be given, checked by compare.sh itself before anything is measured
+# (powersgd<R> needs --warmup 3 or more, the workload's numbers, the rounds).
+if [ "$predict_only" = 0 ]; then
+  "$lab/compare.sh" --image-size "$image_size" --batch "$batch" --steps "$steps" \
+    --warmup "$warmup" --threads 1 --variants "$variants" --layouts "$layouts" --rounds "$rounds" \
+    --check >/dev/null || exit 2
+fi
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

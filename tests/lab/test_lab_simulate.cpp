@@ -5,13 +5,15 @@
 // bound (below). The goal's 10 % is held by the benchmark (lab_check.sh on an idle machine,
 // docs/comparison.md), not here: a timed check on a shared machine measures the machine. Runs
 // alone (ctest RUN_SERIAL): other tests' load would be measured instead. Also lab_check.sh's
-// diagnostic --at-runs-speed on a recorded set (predictions again, no lab).
+// diagnostic --at-runs-speed on a recorded set (predictions again, no lab), and options refused
+// before anything is measured.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
@@ -122,6 +124,21 @@ TEST_F(LabSimulate, ZeroProfilesAreRefused) {
                                     chexscale_bin() + " --out " + dir.path() + "/check 2>&1");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--profiles '0': a count of 1 or more"), std::string::npos) << r.output;
+  EXPECT_TRUE(namespaces().empty());
+}
+
+// What lab/compare.sh will refuse is refused before any profile is taken: PowerSGD needs three
+// warm-up steps (compare.sh's rule), and nothing is measured or written.
+TEST_F(LabSimulate, WhatCompareRefusesIsRefusedBeforeProfiling) {
+  TempDir dir;
+  const ProcessResult r = run_shell(env() + " bash " + source_dir() +
+                                    "/bench/simulate/lab_check.sh --variants overlapped,powersgd4 "
+                                    "--warmup 2 --bin " +
+                                    chexscale_bin() + " --out " + dir.path() + "/check 2>&1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("variant 'powersgd4' needs --warmup 3 or more"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/check")) << r.output;
   EXPECT_TRUE(namespaces().empty());
 }
 
