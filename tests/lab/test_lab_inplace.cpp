@@ -291,12 +291,15 @@ TEST_F(LabInPlace, RankZeroNodeKilledTheSurvivorGoesOnInItsProcessAndTheNodeRejo
   ASSERT_TRUE(survivor_parts) << nodes[survivor]->output();
   fmt::print("[in place: node {} joins] the survivor's own account: {}\n", victim,
              survivor_parts->text);
-  double parts_sum = 0;
   for (const char* name :
        {"place", "group", "loaders", "reducer", "state", "digest", "first step"}) {
     ASSERT_EQ(survivor_parts->parts.count(name), 1u) << name << " in " << survivor_parts->text;
-    parts_sum += survivor_parts->parts.at(name);
   }
+  // Every part the line names adds up to its total, "epoch end" too where the join interrupted a
+  // validation (on a loaded machine the join can land at an epoch's end).
+  double parts_sum = 0;
+  for (const auto& part : survivor_parts->parts)
+    parts_sum += part.second;
   EXPECT_NEAR(parts_sum, survivor_parts->total, 0.02) << survivor_parts->text;
   const std::optional<RegroupLine> newcomer_parts =
       regroup_line(*nodes[victim], 0, m + 2, /*newcomer=*/true);
