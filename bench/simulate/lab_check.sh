@@ -141,16 +141,14 @@ for v in "${variant_list[@]}"; do sim_flags "$v" >/dev/null; done
 # The element types to profile each path for: float16 only when a variant sends it.
 dtypes=(float32)
 [[ ",$variants," == *,fp16,* ]] && dtypes+=(float16)
+# What lab/compare.sh will be given (the layouts, powersgd<R>'s three warm-up steps, the
+# workload's numbers, the rounds), checked by compare.sh itself before anything is measured.
+"$lab/compare.sh" --image-size "$image_size" --batch "$batch" --steps "$steps" \
+  --warmup "$warmup" --threads 1 --variants "$variants" --layouts "$layouts" --rounds "$rounds" \
+  --check >/dev/null || exit 2
 IFS=, read -r -a layout_list <<<"$layouts"
 paths=(fabric overlay)
-seen_workers=" "
 for l in "${layout_list[@]}"; do
-  [[ "$l" =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || lab_die "--layouts: '$l' is not NODESxWORKERS"
-  # lab/compare.sh's result sets hold one run per worker count: say so before any measurement.
-  w=$((${l%x*} * ${l#*x}))
-  [[ "$seen_workers" != *" $w "* ]] ||
-    lab_die "--layouts: two layouts with $w workers ('$layouts'); lab/compare.sh keeps one run per worker count"
-  seen_workers+="$w "
   [ "${l#*x}" = 1 ] || [[ " ${paths[*]} " == *" intra-node "* ]] || paths+=(intra-node)
 done
 lab_nodes=2  # commbench over the fabric and overlay needs two nodes; compare.sh takes more
@@ -159,13 +157,6 @@ for c in "${cap_list[@]}"; do
   [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
 done
 
-# What lab/compare.sh will be given, checked by compare.sh itself before anything is measured
-# (powersgd<R> needs --warmup 3 or more, the workload's numbers, the rounds).
-if [ "$predict_only" = 0 ]; then
-  "$lab/compare.sh" --image-size "$image_size" --batch "$batch" --steps "$steps" \
-    --warmup "$warmup" --threads 1 --variants "$variants" --layouts "$layouts" --rounds "$rounds" \
-    --check >/dev/null || exit 2
-fi
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
