@@ -210,6 +210,9 @@ void print_summary(const train::TrainSummary& s, const std::string& out_dir) {
       s.mean_step.backward, s.mean_step.comm_exposed, s.mean_step.optimizer);
   if (s.best_mean_auroc) {
     fmt::print("best validation mean AUROC {:.4f}: {}\n", *s.best_mean_auroc, s.best_checkpoint);
+  } else if (!s.last_checkpoint.empty()) {
+    fmt::print("no epoch finished, so no validation yet: the last checkpoint is {}\n",
+               s.last_checkpoint);
   }
   if (s.bad_images > 0) fmt::print("{} bad images were skipped (see the log)\n", s.bad_images);
   if (s.empty_batch_steps > 0) {

@@ -84,7 +84,8 @@ TEST(ResumeE2E, KilledAndDamagedRunResumesToTheSameBytes) {
   }
 }
 
-// A run resumed at its --max-steps trains no further step: no newer checkpoint, the stop
+// A run that --max-steps ends inside its first epoch names its last checkpoint (there is no best
+// one yet); resumed at its --max-steps it trains no further step: no newer checkpoint, the stop
 // checkpoint's bytes unchanged.
 TEST(ResumeE2E, ResumedAtMaxStepsTrainsNoMore) {
   test_util::TempDir dir;
@@ -94,6 +95,11 @@ TEST(ResumeE2E, ResumedAtMaxStepsTrainsNoMore) {
   const auto first = run_chexscale(flags(data, out) + " --max-steps 3");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   ASSERT_EQ(step_checkpoints(out + "/checkpoints").back(), "step-000000003.json");
+  // No epoch ended, so there is no best checkpoint yet: the run names the one it left.
+  EXPECT_NE(first.output.find("no epoch finished, so no validation yet: the last checkpoint is " +
+                              out + "/checkpoints/step-000000003.json"),
+            std::string::npos)
+      << first.output;
   const std::string tensors = out + "/checkpoints/step-000000003.safetensors";
   const std::string before = test_util::file_contents(tensors);
 
