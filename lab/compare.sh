@@ -146,8 +146,6 @@ done
 [ -z "$worker_cpu" ] || [ "$pods" = processes ] ||
   lab_die "--worker-cpu needs --pods processes (a container engine puts its containers in cgroups of its own)"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || lab_die "--rounds must be a whole number >= 1, not '$rounds'"
-tr , '\n' <<<"$variants" | grep -qvx hostnet ||
-  lab_die "--variants '$variants' has no engine variant (naive, overlapped, ...): hostnet runs the first one's engine and is compared with its bare-metal set"
 case "$pods" in
   processes) [ -z "$image" ] || lab_die "--image needs --pods containers" ;;
   containers) ;;
@@ -169,6 +167,8 @@ for v in "${variant_list[@]}"; do
   variant_flags "$v" >/dev/null
   [ -n "$first_engine" ] || first_engine="$v"
 done
+[ -n "$first_engine" ] ||
+  lab_die "--variants '$variants' has no engine variant (naive, overlapped, ...): hostnet runs the first one's engine and is compared with its bare-metal set"
 if [ "$check_only" = 1 ]; then
   echo "lab/compare.sh: options valid (layouts $layouts; variants $variants; rounds $rounds); no lab made"
   exit 0
