@@ -4,10 +4,18 @@
 # difference overlap makes (--no-overlap); and commbench's 64 MiB allreduce through the raw c10d
 # path beside the GradientReducer. Results: $BENCH_OUT (default runs/bench-<time>), summary.md.
 #
+# The peer runs with the glibc malloc thresholds chexscale sets on itself (src/cli/main.cpp),
+# given through glibc's environment variables: with glibc's adaptive defaults a DDP worker faults
+# in about a million pages more in 23 steps, which slows its one-worker run more than its
+# two-worker one and so flatters its scaling efficiency (docs/perf.md). BENCH_PEER_MALLOC="same
+# glibc" also runs the peer with glibc's defaults, as the system "peer-glibc".
+#
 # Usage: scripts/bench.sh [BUILD_DIR]
 # Env:   BENCH_ROUNDS (3) alternating rounds, BENCH_STEPS (20) timed steps, BENCH_WARMUP (3),
 #        BENCH_ARCH (densenet121), BENCH_IMAGE_SIZE (128), BENCH_BATCH (16 per worker),
-#        BENCH_THREADS (1 intra-op thread per worker), BENCH_WORKERS ("1 2"), BENCH_OUT.
+#        BENCH_THREADS (1 intra-op thread per worker), BENCH_WORKERS ("1 2"),
+#        BENCH_PEER_MALLOC ("same": chexscale's thresholds; add "glibc" for the defaults too),
+#        BENCH_OUT.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +33,13 @@ size="${BENCH_IMAGE_SIZE:-128}"
 batch="${BENCH_BATCH:-16}"
 threads="${BENCH_THREADS:-1}"
 workers_list="${BENCH_WORKERS:-1 2}"
+peer_mallocs="${BENCH_PEER_MALLOC:-same}"
+for m in $peer_mallocs; do
+  case "$m" in
+    same | glibc) ;;
+    *) echo "bench.sh: BENCH_PEER_MALLOC has '$m'; each word must be 'same' or 'glibc'" >&2; exit 2 ;;
+  esac
+done
 out="${BENCH_OUT:-$here/runs/bench-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
@@ -45,12 +60,28 @@ run_chexscale() {  # workers json label [extra bench flags...]
   "${cmd[@]}"
 }
 
-run_peer() {  # workers json
-  local cmd=("$python" "$here/bench/peer/ddp_bench.py" --workers "$1" --arch "$arch"
-             --image-size "$size" --batch-size "$batch" --steps "$steps" --warmup-steps "$warmup"
-             --threads "$threads" --json "$2")
+# The peer with N workers; MALLOC "same" gives it chexscale's malloc thresholds (32 MiB mmap,
+# 1 GiB trim: the constants of src/cli/main.cpp), "glibc" leaves glibc's adaptive ones.
+run_peer() {  # workers json malloc
+  local cmd=(env)
+  mkdir -p "$(dirname "$2")"
+  [ "$3" = same ] && cmd+=(MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824)
+  cmd+=("$python" "$here/bench/peer/ddp_bench.py" --workers "$1" --arch "$arch"
+        --image-size "$size" --batch-size "$batch" --steps "$steps" --warmup-steps "$warmup"
+        --threads "$threads" --json "$2")
   log "${cmd[*]}"
   "${cmd[@]}"
+}
+
+run_peers() {  # workers round_dir
+  local m
+  for m in $peer_mallocs; do
+    if [ "$m" = same ]; then
+      run_peer "$1" "$2/peer/bench-w$1.json" same
+    else
+      run_peer "$1" "$2/peer-glibc/bench-w$1.json" glibc
+    fi
+  done
 }
 
 {
@@ -61,15 +92,15 @@ run_peer() {  # workers json
 
 for round in $(seq 1 "$rounds"); do
   dir="$out/round$round"
-  mkdir -p "$dir/chexscale" "$dir/peer" "$dir/no-overlap"
+  mkdir -p "$dir/chexscale" "$dir/no-overlap"
   log "round $round of $rounds (load $(cut -d' ' -f1 /proc/loadavg))"
   for n in $workers_list; do
     # Alternate which system goes first from round to round, so drift in load hits both alike.
     if (( round % 2 == 1 )); then
       run_chexscale "$n" "$dir/chexscale/bench-w$n.json" chexscale
-      run_peer "$n" "$dir/peer/bench-w$n.json"
+      run_peers "$n" "$dir"
     else
-      run_peer "$n" "$dir/peer/bench-w$n.json"
+      run_peers "$n" "$dir"
       run_chexscale "$n" "$dir/chexscale/bench-w$n.json" chexscale
     fi
   done

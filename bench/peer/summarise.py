@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Summary of a scripts/bench.sh run: chexscale beside the PyTorch DDP peer, as Markdown.
 
-Reads OUT/round<k>/{chexscale,peer,no-overlap}/bench-w<N>.json and OUT/commbench-64M.json and
-prints, per worker count, the images/s of both systems in each round, the per-round ratio
-(measured back to back, so load drift cancels), medians over rounds, scaling efficiency, exposed
-communication with and without overlap, the 64 MiB allreduce paths, and each target's verdict.
+Reads OUT/round<k>/{chexscale,peer,peer-glibc,no-overlap}/bench-w<N>.json and
+OUT/commbench-64M.json and prints, per worker count, the images/s of both systems in each round,
+the per-round ratio (measured back to back, so load drift cancels), medians over rounds, scaling
+efficiency, exposed communication with and without overlap, the 64 MiB allreduce paths, and each
+target's verdict. "peer" ran with chexscale's malloc thresholds, "peer-glibc" (where run) with
+glibc's adaptive defaults; the targets are read against "peer".
 
 Usage: /usr/bin/python3 bench/peer/summarise.py OUT
 """
@@ -64,15 +66,20 @@ def main(out):
                   f"{first['batch_per_worker']}/worker, {first['threads_per_worker']} thread(s)/"
                   f"worker, {first['steps']} timed steps after {first['warmup_steps']} warm-up, "
                   f"data {first['data']}, host {first['hostname']}.", ""]
-    lines += ["| workers | round | chexscale img/s | peer img/s | chexscale / peer |",
-              "|---|---|---|---|---|"]
+    glibc = any("peer-glibc" in r for r in rounds.values())
+    extra = " peer, glibc malloc img/s |" if glibc else ""
+    lines += ["The peer runs with chexscale's malloc thresholds"
+              + (" (and again with glibc's defaults: peer-glibc)." if glibc else "."), "",
+              "| workers | round | chexscale img/s | peer img/s | chexscale / peer |" + extra,
+              "|---|---|---|---|---|" + ("---|" if glibc else "")]
     ratios = {}
     for w in workers:
         for rnd in order:
             c, p = ips(rounds, rnd, "chexscale", w), ips(rounds, rnd, "peer", w)
             ratio = c / p if c and p else None
             ratios.setdefault(w, []).append(ratio)
-            lines.append(f"| {w} | {rnd} | {fmt(c)} | {fmt(p)} | {fmt(ratio, '.3f')} |")
+            more = f" {fmt(ips(rounds, rnd, 'peer-glibc', w))} |" if glibc else ""
+            lines.append(f"| {w} | {rnd} | {fmt(c)} | {fmt(p)} | {fmt(ratio, '.3f')} |" + more)
     lines += ["", "Medians over rounds:", "",
               "| workers | chexscale img/s | peer img/s | ratio (median of rounds) | target >= 1.0 |",
               "|---|---|---|---|---|"]
@@ -84,19 +91,24 @@ def main(out):
                      f"{verdict(ratio is not None and ratio >= 1.0)} |")
 
     if 1 in workers:
+        systems = ["chexscale", "peer"] + (["peer-glibc"] if glibc else [])
         lines += ["", "Scaling efficiency T(N) / (N x T(1)), per round then median:", "",
-                  "| workers | chexscale | peer | target (N=2) >= 0.95 |", "|---|---|---|---|"]
+                  "| workers | chexscale | peer |" + (" peer, glibc malloc |" if glibc else "")
+                  + " target (N=2) >= 0.95 | target >= the peer's |",
+                  "|---|---|---|---|---|" + ("---|" if glibc else "")]
         for w in [w for w in workers if w > 1]:
             eff = {}
-            for system in ("chexscale", "peer"):
+            for system in systems:
                 eff[system] = median([
                     ips(rounds, r, system, w) / (w * ips(rounds, r, system, 1))
                     if ips(rounds, r, system, w) and ips(rounds, r, system, 1) else None
                     for r in order])
             target = verdict(eff["chexscale"] is not None and eff["chexscale"] >= 0.95) \
                 if w == 2 else "-"
-            lines.append(f"| {w} | {fmt(eff['chexscale'], '.3f')} | {fmt(eff['peer'], '.3f')} | "
-                         f"{target} |")
+            versus = verdict(None not in (eff["chexscale"], eff["peer"])
+                             and eff["chexscale"] >= eff["peer"])
+            cells = " | ".join(fmt(eff[s], ".3f") for s in systems)
+            lines.append(f"| {w} | {cells} | {target} | {versus} |")
 
     multi = [w for w in workers if w > 1]
     if multi:

@@ -35,7 +35,7 @@ const CLI::App* selected_leaf(const CLI::App& app) {
 // of the environment: one ResNet-18 64 px step took ~2,600 or ~7,000 page faults (and ~10 ms more
 // system time) depending on the length of one environment variable. With glibc's largest mmap
 // threshold (its 64-bit maximum, 32 MiB) and a trim threshold above a step's working set, every
-// step reuses the heap.
+// step reuses the heap. scripts/bench.sh gives the PyTorch peer these same two values.
 void fix_malloc_thresholds() {
 #ifdef __GLIBC__
   constexpr int kMmapThreshold = 32 << 20;
