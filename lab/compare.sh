@@ -181,6 +181,9 @@ fi
 [ -n "$bin" ] || bin="$here/../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+# shellcheck source=bench/peer/openblas_env.sh
+. "$here/../bench/peer/openblas_env.sh"
+use_chexscale_openblas_kernels "$bin"  # the peer multiplies with chexscale's OpenBLAS kernels
 command -v yq >/dev/null || lab_die "'yq' not found (Debian package yq): needed to read rendered manifests"
 command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
 if [ "$pods" = containers ]; then
@@ -419,7 +422,7 @@ run_peer() {
     spawn "$out/logs/$tag-rank$rank.log" cpu_quota_maybe_run "node$i-w$j" lab_netns_exec "$ns" env -i \
       PATH="$PATH" HOME=/tmp RANK="$rank" LOCAL_RANK="$j" LOCAL_WORLD_SIZE="$w" WORLD_SIZE="$((n * w))" \
       MASTER_ADDR="$master" MASTER_PORT="$port" \
-      GLOO_SOCKET_IFNAME=eth0 \
+      GLOO_SOCKET_IFNAME=eth0 ${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE="$OPENBLAS_CORETYPE"} \
       timeout -k 10 "$run_timeout" "${cmd[@]}"
   done
   finish_run "$tag" "$n"

@@ -60,6 +60,10 @@ run_chexscale() {  # workers json label [extra bench flags...]
   "${cmd[@]}"
 }
 
+# shellcheck source=bench/peer/openblas_env.sh
+. "$here/bench/peer/openblas_env.sh"
+use_chexscale_openblas_kernels "$bin"  # the peer multiplies with chexscale's OpenBLAS kernels
+
 # The peer with N workers; MALLOC "same" gives it chexscale's malloc thresholds (32 MiB mmap,
 # 1 GiB trim: the constants of src/cli/main.cpp), "glibc" leaves glibc's adaptive ones.
 run_peer() {  # workers json malloc

@@ -9,6 +9,9 @@
 set -euo pipefail
 bin=$1 out=$2 arch=${3:-resnet50} rounds=${4:-1} bucket_mb=${BUCKET_MB:-1000}
 here=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/peer/openblas_env.sh
+. "$here/bench/peer/openblas_env.sh"
+use_chexscale_openblas_kernels "$bin"  # the peer multiplies with chexscale's OpenBLAS kernels
 mkdir -p "$out"
 common=(--arch "$arch" --image-size 64 --batch-size 4 --steps 5 --warmup-steps 11 --threads 1
   --bucket-mb "$bucket_mb")

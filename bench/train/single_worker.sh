@@ -11,6 +11,9 @@ build="${1:-$here/build}"
 out="${2:-$here/runs/single}"
 bin="$build/src/cli/chexscale"
 [ -x "$bin" ] || { echo "single_worker.sh: no chexscale binary at $bin" >&2; exit 2; }
+# shellcheck source=bench/peer/openblas_env.sh
+. "$here/bench/peer/openblas_env.sh"
+use_chexscale_openblas_kernels "$bin"  # the peer multiplies with chexscale's OpenBLAS kernels
 mkdir -p "$out"
 common=(--image-size "${IMAGE_SIZE:-128}" --batch-size "${BATCH:-8}" --steps "${STEPS:-16}"
   --warmup-steps "${WARMUP:-2}" --threads "${THREADS:-1}")

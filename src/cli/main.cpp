@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/openblas_kernels.h"
 
 namespace {
 
@@ -49,7 +50,7 @@ std::string first_line(const std::string& s) {
   return s.substr(0, s.find('\n'));
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, const chexscale::OpenBlasChoice& blas) {
   using namespace chexscale;
   CLI::App app{
       "chexscale: distributed CheXNet training (DenseNet-121, ResNet-50) on ChestX-ray14,\n"
@@ -95,6 +96,12 @@ int run(int argc, char** argv) {
   cli::ConfigLayers layers;
   layers.apply(app, *leaf);
   log::configure(log_level);
+  if (blas.replaced) {
+    log::debug(
+        "OpenBLAS loaded its {} kernels, its fallback for a CPU it does not know; using its "
+        "{} kernels (OPENBLAS_CORETYPE chooses)",
+        blas.loaded, blas.now);
+  }
   return (*fn)(cli::RunContext{*leaf, layers});
 }
 
@@ -102,8 +109,9 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   fix_malloc_thresholds();
+  const chexscale::OpenBlasChoice blas = chexscale::choose_openblas_kernels();
   try {
-    return run(argc, argv);
+    return run(argc, argv, blas);
   } catch (const chexscale::UsageError& e) {
     fmt::print(stderr, "chexscale: error: {}\n", e.what());
     return kExitUsage;

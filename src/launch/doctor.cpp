@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/openblas_kernels.h"
 #include "common/torch_compat.h"
 #include "distributed/context.h"
 #include "distributed/env.h"
@@ -229,6 +230,29 @@ void check_gpus_and_torch(const std::map<std::string, std::string>& env,
                      (torch::cuda::is_available() ? ", nccl" : "")});
 }
 
+// The OpenBLAS kernels in use: a WARN where they are OpenBLAS's SSE3 fallback on a CPU with
+// better (chexscale replaces that fallback unless OPENBLAS_CORETYPE asks for it).
+void check_blas(const std::map<std::string, std::string>& env, std::vector<DoctorCheck>& out) {
+  const std::string kernels = openblas_kernels();
+  if (kernels.empty()) {
+    out.push_back({CheckStatus::kOk, "blas", "no OpenBLAS built for many CPUs is loaded"});
+    return;
+  }
+  const auto forced = env.find("OPENBLAS_CORETYPE");
+  const std::string setting =
+      forced == env.end() ? "" : " (OPENBLAS_CORETYPE=" + forced->second + ")";
+  if (const auto better = openblas_core_instead_of(kernels, cpu_vector_sets())) {
+    out.push_back({CheckStatus::kWarn, "blas",
+                   "OpenBLAS runs its " + kernels + " (SSE3) kernels" + setting +
+                       " on a CPU that runs its " + *better +
+                       " kernels: matrix products outside oneDNN run slower; unset "
+                       "OPENBLAS_CORETYPE or set it to " +
+                       *better});
+    return;
+  }
+  out.push_back({CheckStatus::kOk, "blas", "OpenBLAS, its " + kernels + " kernels" + setting});
+}
+
 }  // namespace
 
 const char* to_string(CheckStatus status) {
@@ -262,6 +286,7 @@ std::vector<DoctorCheck> run_doctor(const DoctorOptions& options,
   check_interfaces(options, rendezvous, env, checks);
   check_shm(options, checks);
   check_gpus_and_torch(env, checks);
+  check_blas(env, checks);
   return checks;
 }
 

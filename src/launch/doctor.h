@@ -1,7 +1,8 @@
 // Preflight checks for a node or pod before a distributed job: rank variables, rendezvous
 // address and port, network interfaces (overlays, IPoIB, MTU) and the ones Gloo/NCCL would use,
-// /dev/shm, GPUs, NCCL settings and LibTorch. Each check is OK, WARN or FAIL with one message;
-// `chexscale doctor` prints them and exits non-zero when any check failed.
+// /dev/shm, GPUs, NCCL settings, LibTorch and the OpenBLAS kernels it calls. Each check is OK, WARN
+// or FAIL with one message; `chexscale doctor` prints them and exits non-zero when any check
+// failed.
 #pragma once
 
 #include <chrono>
@@ -18,7 +19,8 @@ const char* to_string(CheckStatus status);  // "OK", "WARN", "FAIL"
 
 struct DoctorCheck {
   CheckStatus status = CheckStatus::kOk;
-  std::string topic;  // "rank", "master", "interface", "gloo", "nccl", "shm", "gpu", "libtorch"
+  std::string topic;  // "rank", "master", "interface", "gloo", "nccl", "shm", "gpu", "libtorch",
+                      // "blas"
   std::string message;
 };
 

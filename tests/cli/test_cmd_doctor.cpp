@@ -9,6 +9,7 @@
 #include <atomic>
 #include <regex>
 
+#include "common/openblas_kernels.h"
 #include "common/torch_compat.h"
 #include "test_util/chexscale_cli.h"
 
@@ -79,7 +80,42 @@ TEST(Doctor, ReportsThisMachineWithoutFailures) {
       has_line(r.output, std::string(R"(^OK +libtorch +LibTorch )") + compat::torch_version()))
       << r.output;
   EXPECT_TRUE(has_line(r.output, "^OK +rank +rank 0 of 1 .* from none")) << r.output;
+  EXPECT_TRUE(has_line(r.output, R"(^OK +blas +OpenBLAS, its \S+ kernels)")) << r.output;
   EXPECT_TRUE(has_line(r.output, "^doctor: no failures$")) << r.output;
+}
+
+// The OpenBLAS kernels chexscale runs: never OpenBLAS's SSE3 fallback on a CPU with AVX (Debian
+// 12's OpenBLAS falls back on CPUs newer than it, as Intel's model 207), unless
+// OPENBLAS_CORETYPE asks for it, which doctor then warns of.
+TEST(Doctor, OpenBlasNeverRunsItsFallbackUnlessAskedAndDoctorWarnsOfIt) {
+  const auto kernels_of = [](const std::string& output) {
+    std::smatch m;
+    return std::regex_search(output, m, std::regex("OpenBLAS kernels: (\\S+)")) ? m[1].str()
+                                                                                : std::string();
+  };
+  const auto plain = run({test_util::chexscale_bin(), "version"}, {"OPENBLAS_CORETYPE="});
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const std::string kernels = kernels_of(plain.output);
+  ASSERT_FALSE(kernels.empty()) << plain.output;
+  EXPECT_EQ(openblas_core_instead_of(kernels, cpu_vector_sets()), std::nullopt)
+      << "chexscale runs OpenBLAS's " << kernels << " kernels on a CPU with better";
+
+  const auto asked = run({test_util::chexscale_bin(), "version"}, {"OPENBLAS_CORETYPE=Prescott"});
+  EXPECT_EQ(kernels_of(asked.output), "Prescott") << asked.output;
+
+  const auto doctor = run({test_util::chexscale_bin(), "doctor"},
+                          {"MASTER_ADDR=", "MASTER_PORT=", "OPENBLAS_CORETYPE=Prescott"});
+  EXPECT_EQ(doctor.exit_code, 0) << doctor.output;  // a warning, not a failure
+  if (const auto better = openblas_core_instead_of("Prescott", cpu_vector_sets())) {
+    EXPECT_TRUE(has_line(doctor.output,
+                         "^WARN +blas +OpenBLAS runs its Prescott \\(SSE3\\) "
+                         "kernels \\(OPENBLAS_CORETYPE=Prescott\\) .* set it to " +
+                             *better + "$"))
+        << doctor.output;
+  } else {
+    EXPECT_TRUE(has_line(doctor.output, "^OK +blas +OpenBLAS, its Prescott kernels"))
+        << doctor.output;
+  }
 }
 
 TEST(Doctor, ChecksTheStorePortAndFailsOnAnUnresolvableMaster) {
