@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/openblas_kernels.h"
 #include "distributed/bucket_plan.h"
 #include "distributed/powersgd.h"
 #include "distributed/reducer.h"
@@ -156,8 +157,8 @@ int run(std::vector<std::string> archs) {
   if (archs.empty())
     archs = comparing ? std::vector<std::string>{"resnet50"}
                       : std::vector<std::string>{"densenet121", "resnet50"};
-  fmt::print("sweeps: {} (of the variants this CPU runs, the fastest)\n",
-             distributed::fastest_powersgd_kernels().name);
+  fmt::print("sweeps: {} (of the variants this CPU runs, the fastest); OpenBLAS kernels: {}\n",
+             distributed::fastest_powersgd_kernels().name, openblas_kernels());
   if (!comparing) {
     fmt::print("{:<12} {:>4} {:>8} {:>12} {:>12} {:>8} {:>12} {:>9} {:>13}\n", "arch", "rank",
                "buckets", "plain MB", "powersgd MB", "fewer", "compute ms", "min ms",
@@ -184,6 +185,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  chexscale::choose_openblas_kernels();  // as chexscale's main(): ATen's products at full speed
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (std::find(args.begin(), args.end(), "--help") != args.end()) {
     fmt::print("{}", kUsage);
