@@ -418,7 +418,7 @@ run_peer() {
       --threads "$threads" --label "$label" --json "$run_dir/bench.json")
     # shellcheck disable=SC2206
     cmd+=($flags)
-    echo "[$ns] RANK=$rank LOCAL_RANK=$j LOCAL_WORLD_SIZE=$w WORLD_SIZE=$((n * w)) MASTER_ADDR=$master MASTER_PORT=$port ${cmd[*]}" >>"$commands_log"
+    echo "[$ns] RANK=$rank LOCAL_RANK=$j LOCAL_WORLD_SIZE=$w WORLD_SIZE=$((n * w)) MASTER_ADDR=$master MASTER_PORT=$port${OPENBLAS_CORETYPE:+ OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE} ${cmd[*]}" >>"$commands_log"
     spawn "$out/logs/$tag-rank$rank.log" cpu_quota_maybe_run "node$i-w$j" lab_netns_exec "$ns" env -i \
       PATH="$PATH" HOME=/tmp RANK="$rank" LOCAL_RANK="$j" LOCAL_WORLD_SIZE="$w" WORLD_SIZE="$((n * w))" \
       MASTER_ADDR="$master" MASTER_PORT="$port" \

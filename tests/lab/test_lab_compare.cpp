@@ -171,6 +171,26 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
               std::string::npos)
         << log;
   }
+  // The peer's ranks multiply with the OpenBLAS kernels chexscale runs (it replaces OpenBLAS's
+  // SSE3 fallback on CPUs OpenBLAS does not know; a peer without them would be slower for that).
+  const std::string version = run_shell(chexscale_bin() + " version").output;
+  const std::string kernels_line = "OpenBLAS kernels: ";
+  const auto at = version.find(kernels_line);
+  ASSERT_NE(at, std::string::npos) << version;
+  const std::string kernels =
+      version.substr(at + kernels_line.size(), version.find('\n', at) - at - kernels_line.size());
+  std::istringstream run_commands(read_file(out + "/commands.txt"));
+  int peer_ranks = 0;
+  for (std::string line; std::getline(run_commands, line);) {
+    if (line.find("ddp_bench.py") == std::string::npos) continue;
+    ++peer_ranks;
+    if (kernels.rfind("none", 0) == 0) {  // no OpenBLAS built for many CPUs: nothing to pass
+      EXPECT_EQ(line.find("OPENBLAS_CORETYPE="), std::string::npos) << line;
+    } else {
+      EXPECT_NE(line.find(" OPENBLAS_CORETYPE=" + kernels + " "), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(peer_ranks, 6) << "on each system, one rank alone, then two";
 
   // Gaps and efficiencies recomputed from the bench files.
   const json& sets = report.at("sets");
