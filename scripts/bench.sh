@@ -6,8 +6,9 @@
 #
 # The peer runs with the glibc malloc thresholds chexscale sets on itself (src/cli/main.cpp),
 # given through glibc's environment variables: with glibc's adaptive defaults a DDP worker faults
-# in about a million pages more in 23 steps, which slows its one-worker run more than its
-# two-worker one and so flatters its scaling efficiency (docs/perf.md). BENCH_PEER_MALLOC="same
+# in about 0.7 million more pages in 23 steps, which slows its one-worker run more than its
+# two-worker one and so flatters its scaling efficiency (docs/perf.md). Both multiply with the
+# OpenBLAS kernels chexscale chooses (bench/peer/openblas_env.sh). BENCH_PEER_MALLOC="same
 # glibc" also runs the peer with glibc's defaults, as the system "peer-glibc".
 #
 # Usage: scripts/bench.sh [BUILD_DIR]
@@ -91,6 +92,7 @@ run_peers() {  # workers round_dir
 {
   echo "# machine: $(nproc --all) cores, $(uname -r), $(date -u)"
   echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# OpenBLAS kernels, both systems: ${OPENBLAS_CORETYPE:-those OpenBLAS chose}"
   echo "# $("$bin" version | tr '\n' ' ')"
 } >> "$out/commands.log"
 

@@ -3,7 +3,7 @@
 // bottleneck of a small-batch worker) call the system BLAS, on Debian an OpenBLAS built for many
 // CPUs, which picks its kernels by the CPU's model number when it loads. For a model it does not
 // know it falls back to its oldest x86-64 kernels, "Prescott" (SSE3): Debian 12's OpenBLAS 0.3.21
-// does so on Intel's model 207 (Emerald Rapids), where ResNet-50 at 64 px then trains 1.7x slower.
+// does so on Intel's model 207 (Emerald Rapids), where ResNet-50 at 64 px then trains 1.6x slower.
 // chexscale picks by the CPU's instruction sets instead when OpenBLAS fell back, and leaves an
 // explicit OPENBLAS_CORETYPE alone.
 #pragma once
