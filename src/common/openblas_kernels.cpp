@@ -33,22 +33,6 @@ std::string corename_of(const OpenBlasEntry& e) {
 
 }  // namespace
 
-CpuVectorSets cpu_vector_sets() {
-  CpuVectorSets s;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  s.avx = __builtin_cpu_supports("avx");
-  s.avx2 = __builtin_cpu_supports("avx2");
-  s.fma = __builtin_cpu_supports("fma");
-  s.avx512f = __builtin_cpu_supports("avx512f");
-  s.avx512bw = __builtin_cpu_supports("avx512bw");
-  s.avx512vl = __builtin_cpu_supports("avx512vl");
-  s.avx512dq = __builtin_cpu_supports("avx512dq");
-  s.avx512cd = __builtin_cpu_supports("avx512cd");
-#endif
-  return s;
-}
-
 std::optional<std::string> openblas_core_instead_of(std::string_view loaded,
                                                     const CpuVectorSets& cpu) {
   if (loaded.size() != 8 || strncasecmp(loaded.data(), "prescott", 8) != 0) return std::nullopt;

@@ -12,18 +12,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/cpu_vector_sets.h"
+
 namespace chexscale {
-
-// The instruction sets OpenBLAS's x86-64 kernels need.
-struct CpuVectorSets {
-  bool avx = false;
-  bool avx2 = false;
-  bool fma = false;
-  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512cd = false;
-};
-
-// This CPU's (all false off x86-64).
-CpuVectorSets cpu_vector_sets();
 
 // The OpenBLAS core (an OPENBLAS_CORETYPE name) to use instead of `loaded`, the core OpenBLAS
 // chose: only when that is its fallback, Prescott, on a CPU with AVX or more; nullopt otherwise.

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "common/cpu_vector_sets.h"
+
 namespace chexscale::distributed {
 namespace {
 
@@ -97,8 +99,7 @@ void orthonormalize_rows(double* rows, int64_t count, int64_t length) {
 std::vector<const PowerSgdKernels*> runnable_powersgd_kernels() {
   std::vector<const PowerSgdKernels*> kernels;
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  if (const CpuVectorSets cpu = cpu_vector_sets(); cpu.avx2 && cpu.fma) {
     kernels.push_back(&avx2_powersgd_kernels());
   }
 #endif
