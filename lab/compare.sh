@@ -181,9 +181,11 @@ fi
 [ -n "$bin" ] || bin="$here/../build/src/cli/chexscale"
 [ -x "$bin" ] || lab_die "chexscale binary '$bin' not found: build it or pass --bin / CHEXSCALE_BIN"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-# shellcheck source=bench/peer/openblas_env.sh
-. "$here/../bench/peer/openblas_env.sh"
-use_chexscale_openblas_kernels "$bin"  # the peer multiplies with chexscale's OpenBLAS kernels
+if [ "$peer" = 1 ]; then
+  # shellcheck source=bench/peer/openblas_env.sh
+  . "$here/../bench/peer/openblas_env.sh"
+  use_chexscale_openblas_kernels "$bin"  # the peer multiplies with chexscale's OpenBLAS kernels
+fi
 command -v yq >/dev/null || lab_die "'yq' not found (Debian package yq): needed to read rendered manifests"
 command -v jq >/dev/null || lab_die "'jq' not found (Debian package jq)"
 if [ "$pods" = containers ]; then

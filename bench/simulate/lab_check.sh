@@ -157,7 +157,6 @@ for c in "${cap_list[@]}"; do
   [[ "$c" == */* ]] || lab_die "--caps: '$c' is not FABRIC/OVERLAY (use - for uncapped)"
 done
 
-
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 if [ "$predict_only" = 1 ]; then

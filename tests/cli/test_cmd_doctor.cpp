@@ -88,20 +88,15 @@ TEST(Doctor, ReportsThisMachineWithoutFailures) {
 // 12's OpenBLAS falls back on CPUs newer than it, as Intel's model 207), unless
 // OPENBLAS_CORETYPE asks for it, which doctor then warns of.
 TEST(Doctor, OpenBlasNeverRunsItsFallbackUnlessAskedAndDoctorWarnsOfIt) {
-  const auto kernels_of = [](const std::string& output) {
-    std::smatch m;
-    return std::regex_search(output, m, std::regex("OpenBLAS kernels: (\\S+)")) ? m[1].str()
-                                                                                : std::string();
-  };
   const auto plain = run({test_util::chexscale_bin(), "version"}, {"OPENBLAS_CORETYPE="});
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  const std::string kernels = kernels_of(plain.output);
+  const std::string kernels = test_util::openblas_kernels_in(plain.output);
   ASSERT_FALSE(kernels.empty()) << plain.output;
   EXPECT_EQ(openblas_core_instead_of(kernels, cpu_vector_sets()), std::nullopt)
       << "chexscale runs OpenBLAS's " << kernels << " kernels on a CPU with better";
 
   const auto asked = run({test_util::chexscale_bin(), "version"}, {"OPENBLAS_CORETYPE=Prescott"});
-  EXPECT_EQ(kernels_of(asked.output), "Prescott") << asked.output;
+  EXPECT_EQ(test_util::openblas_kernels_in(asked.output), "Prescott") << asked.output;
 
   const auto doctor = run({test_util::chexscale_bin(), "doctor"},
                           {"MASTER_ADDR=", "MASTER_PORT=", "OPENBLAS_CORETYPE=Prescott"});

@@ -174,11 +174,8 @@ TEST_F(LabCompare, SmallComparisonEndToEnd) {
   // The peer's ranks multiply with the OpenBLAS kernels chexscale runs (it replaces OpenBLAS's
   // SSE3 fallback on CPUs OpenBLAS does not know; a peer without them would be slower for that).
   const std::string version = run_shell(chexscale_bin() + " version").output;
-  const std::string kernels_line = "OpenBLAS kernels: ";
-  const auto at = version.find(kernels_line);
-  ASSERT_NE(at, std::string::npos) << version;
-  const std::string kernels =
-      version.substr(at + kernels_line.size(), version.find('\n', at) - at - kernels_line.size());
+  const std::string kernels = openblas_kernels_in(version);
+  ASSERT_FALSE(kernels.empty()) << version;
   std::istringstream run_commands(read_file(out + "/commands.txt"));
   int peer_ranks = 0;
   for (std::string line; std::getline(run_commands, line);) {

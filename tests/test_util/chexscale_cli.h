@@ -33,4 +33,14 @@ inline ProcessResult run_chexscale(const std::string& args,
   return run_process(chexscale_command(args, "", env));
 }
 
+// The OpenBLAS kernels named in `chexscale version`'s output (its "OpenBLAS kernels: " line, to
+// the end of the line); "" without that line.
+inline std::string openblas_kernels_in(const std::string& version_output) {
+  const std::string key = "OpenBLAS kernels: ";
+  const auto at = version_output.find(key);
+  if (at == std::string::npos) return "";
+  const auto from = at + key.size();
+  return version_output.substr(from, version_output.find('\n', from) - from);
+}
+
 }  // namespace chexscale::test_util
