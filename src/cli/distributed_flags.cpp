@@ -76,6 +76,7 @@ distributed::ReducerOptions ReducerFlags::resolved() const {
   distributed::ReducerOptions o = options;
   distributed::set_compression(o, compression);
   o.overlap = !no_overlap;
+  o.shared_memory = !no_shared_memory;
   o.validate();
   return o;
 }
@@ -89,6 +90,10 @@ void add_reducer_flags(CLI::App& cmd, ReducerFlags& f) {
       ->capture_default_str();
   cmd.add_flag("--no-overlap", f.no_overlap,
                "Allreduce all gradients after backward instead of overlapping it (comparison)");
+  cmd.add_flag("--no-shared-memory", f.no_shared_memory,
+               "Allreduce gradients over the backend's sockets even when every rank runs on one "
+               "node, instead of through node shared memory (comparison; see "
+               "docs/bare-metal.md)");
   cmd.add_option("--grad-compression", f.compression,
                  fmt::format("What gradients send: none, fp16 or bf16 (halves the bytes; see "
                              "docs/bare-metal.md for accuracy), or powersgd[:RANK] (low-rank "

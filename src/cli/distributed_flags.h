@@ -35,13 +35,14 @@ struct ReducerFlags {
   distributed::ReducerOptions options;
   std::string compression = distributed::compression_spec(distributed::ReducerOptions{});
   bool no_overlap = false;
+  bool no_shared_memory = false;
 
   // The options with the converted flags filled in, validated.
   distributed::ReducerOptions resolved() const;
 };
 
-// Adds --bucket-mb, --first-bucket-mb, --no-overlap, --grad-compression, --powersgd-start-step,
-// --powersgd-min-rate.
+// Adds --bucket-mb, --first-bucket-mb, --no-overlap, --no-shared-memory, --grad-compression,
+// --powersgd-start-step, --powersgd-min-rate.
 void add_reducer_flags(CLI::App& cmd, ReducerFlags& flags);
 
 }  // namespace chexscale::cli

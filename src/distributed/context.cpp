@@ -330,6 +330,10 @@ ElasticRound* DistContext::elastic_round() const {
   return elastic_.get();
 }
 
+c10d::Store* DistContext::store() const {
+  return state_ ? state_->store.get() : nullptr;
+}
+
 CollectiveWatchdog* DistContext::watchdog() const {
   return state_ ? state_->watchdog.get() : nullptr;
 }

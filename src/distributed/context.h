@@ -15,6 +15,10 @@
 #include "common/torch_compat.h"
 #include "distributed/dist_options.h"
 
+namespace c10d {
+class Store;
+}  // namespace c10d
+
 namespace chexscale::distributed {
 
 class CollectiveWatchdog;
@@ -64,6 +68,9 @@ class DistContext {
   // The collective group (c10d::ProcessGroup on LibTorch 1.13, c10d::Backend on 2.x); nullptr
   // when world_size == 1. Waiting on its Work objects directly bypasses the watchdog.
   compat::CollectiveGroup* process_group() const;
+  // The job's rendezvous store, for code that agrees on something by key (the reducer's shared
+  // memory); nullptr when world_size == 1.
+  c10d::Store* store() const;
   // The watchdog guarding every collective, for code that issues its own (the reducer); nullptr
   // when world_size == 1.
   CollectiveWatchdog* watchdog() const;

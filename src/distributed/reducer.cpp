@@ -38,12 +38,15 @@
 #include "distributed/bucket_plan.h"
 #include "distributed/hierarchical_trial.h"
 #include "distributed/powersgd.h"
+#include "distributed/shared_memory_allreduce.h"
 #include "distributed/watchdog.h"
 
 namespace chexscale::distributed {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+// Why a rank of a job that spans nodes cannot share memory with every other rank.
+constexpr const char* kOnOtherNodes = "ranks on other nodes";
 
 struct Bucket {
   std::vector<size_t> params;        // indices into the reducer's parameter list
@@ -52,6 +55,7 @@ struct Bucket {
   std::vector<torch::Tensor> slots;  // each parameter's gradient, stored inside `flat`
   size_t pending = 0;                // parameters whose gradient is not in `flat` yet
   c10::intrusive_ptr<c10d::Work> work;
+  bool averaged = false;  // the allreduce in flight divides by the world size itself
   uint64_t seq = 0;
   // PowerSGD: the bucket's compression state (null when it compresses nothing), and where this
   // step stands: the first or second allreduce in flight, or done.
@@ -85,6 +89,7 @@ class GradientReducer::Impl {
   double finish();
   void on_gradient_ready(size_t index);
   size_t num_buckets() const { return buckets_.size(); }
+  bool shared_memory() const { return shm_ != nullptr; }
   std::optional<CompressionState> compression_state();
   std::optional<CompressionState> common_compression_state() const;
   void restore_compression_state(const CompressionState& state);
@@ -102,6 +107,13 @@ class GradientReducer::Impl {
   void attach_slot(size_t index);
   bool grad_in_slot(size_t index) const;
   void check_wire_type_supported();
+  // Whether a bucket of `type` lives in shared memory when the job has it: float buckets whose
+  // own values are allreduced (not a compressed copy).
+  bool in_shared_memory(c10::ScalarType type) const;
+  // Collective: shm_ for `bytes` of buckets per rank when every rank is on one node (Gloo, CPU,
+  // not --elastic in-place) and the segment can be made; else shm_ stays null (a log line says
+  // why when it could not be made).
+  void make_shared_memory(size_t bytes);
   // --hierarchical=auto: records this step's time and, after the trial's last step, decides.
   void advance_trial();
 
@@ -125,6 +137,8 @@ class GradientReducer::Impl {
   std::mutex mutex_;                        // hooks may run on autograd worker threads (GPU)
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hook_keys_;
+  // The buckets' allreduce through node shared memory, when every rank is on one node.
+  std::unique_ptr<SharedMemoryAllreduce> shm_;
 };
 
 namespace {
@@ -219,15 +233,31 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
                                  static_cast<int64_t>(options_.bucket_mb * kMiB));
   slot_.resize(params_.size());
   ready_.assign(params_.size(), 0);
+  const auto bucket_numel = [&](const std::vector<size_t>& members) {
+    int64_t numel = 0;
+    for (size_t i : members)
+      numel += params_[i].numel();
+    return numel;
+  };
+  if (ctx_->world_size() > 1 && options_.shared_memory) {
+    size_t bytes = 0;
+    for (const auto& members : plan) {
+      const c10::ScalarType type = params_[members.front()].scalar_type();
+      if (in_shared_memory(type)) {
+        bytes += SharedMemoryAllreduce::allocation_bytes(bucket_numel(members), type);
+      }
+    }
+    make_shared_memory(bytes);
+  }
   torch::NoGradGuard no_grad;
   for (const auto& members : plan) {
     Bucket bucket;
     bucket.params = members;
-    int64_t numel = 0;
-    for (size_t i : members)
-      numel += params_[i].numel();
+    const int64_t numel = bucket_numel(members);
     const torch::Tensor& head = params_[members.front()];
-    bucket.flat = zeros_on_huge_pages(numel, head.options().requires_grad(false));
+    bucket.flat = shm_ && in_shared_memory(head.scalar_type())
+                      ? shm_->allocate(numel, head.scalar_type())
+                      : zeros_on_huge_pages(numel, head.options().requires_grad(false));
     const bool float_payload =
         head.scalar_type() == torch::kFloat || head.scalar_type() == torch::kDouble;
     if (wire != torch::kFloat && float_payload) {
@@ -288,6 +318,34 @@ void GradientReducer::Impl::check_wire_type_supported() {
         "use fp16",
         compression, ctx_->backend(), compat::torch_version(), compression,
         e.what_without_backtrace()));
+  }
+}
+
+bool GradientReducer::Impl::in_shared_memory(c10::ScalarType type) const {
+  const bool float_type = type == torch::kFloat || type == torch::kDouble;
+  return float_type && wire_type(options_.compression) == torch::kFloat;
+}
+
+void GradientReducer::Impl::make_shared_memory(size_t bytes) {
+  const bool gloo_on_cpu = std::string_view(ctx_->backend()) == "gloo" && ctx_->device().is_cpu();
+  if (!gloo_on_cpu || ctx_->elastic_round() != nullptr || bytes == 0) return;  // alike everywhere
+  const bool one_node = ctx_->local_world_size() == ctx_->world_size();
+  const std::string key = fmt::format("shm/{}", ctx_->watchdog()->begin());
+  std::string why_not;
+  shm_ = SharedMemoryAllreduce::create(
+      *ctx_->store(), key, ctx_->rank(), ctx_->world_size(), bytes, one_node,
+      fmt::format("{}: {} of the job's {} ranks on its node", kOnOtherNodes,
+                  ctx_->local_world_size(), ctx_->world_size()),
+      ctx_->watchdog()->timeout(), &why_not);
+  if (!ctx_->is_main()) return;
+  if (shm_) {
+    log::info(
+        "gradient allreduce through node shared memory: the job's {} ranks on one node, "
+        "{:.1f} MiB of buckets each",
+        ctx_->world_size(), bytes / kMiB);
+  } else if (why_not.find(kOnOtherNodes) == std::string::npos) {
+    log::warn("gradient allreduce over {} instead of node shared memory: {}", ctx_->backend(),
+              why_not);
   }
 }
 
@@ -421,7 +479,9 @@ void GradientReducer::Impl::start_allreduce(size_t b, const torch::Tensor& tenso
   std::vector<torch::Tensor> payload{tensor};
   bucket.seq = ctx_->watchdog()->begin();
   const int64_t start_us = now_micros();
-  bucket.work = ctx_->process_group()->allreduce(payload);
+  bucket.averaged = shm_ && shm_->holds(tensor);
+  bucket.work = bucket.averaged ? shm_->allreduce(tensor, ctx_->world_size())
+                                : ctx_->process_group()->allreduce(payload);
   if (timeline_ != nullptr) {
     const int64_t bytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
     TimelineWriter* timeline = timeline_;
@@ -469,7 +529,7 @@ double GradientReducer::Impl::finish() {
       case Bucket::Stage::kPlain:
         wait(b, "allreduce");
         if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
-        bucket.flat.div_(static_cast<double>(world));
+        if (!bucket.averaged) bucket.flat.div_(static_cast<double>(world));
         break;
       case Bucket::Stage::kSecond:
         wait(b, "second allreduce (PowerSGD Q)");
@@ -603,6 +663,10 @@ double GradientReducer::finish() {
 
 size_t GradientReducer::num_buckets() const {
   return impl_->num_buckets();
+}
+
+bool GradientReducer::shared_memory() const {
+  return impl_->shared_memory();
 }
 
 std::optional<CompressionState> GradientReducer::compression_state() {

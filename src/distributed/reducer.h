@@ -33,6 +33,9 @@ struct ReducerOptions {
   double bucket_mb = kDefaultBucketMb;
   double first_bucket_mb = kDefaultFirstBucketMb;
   bool overlap = true;  // false: one allreduce pass after backward (for comparison)
+  // Allreduce the buckets through node shared memory when every rank is on one node (Gloo on
+  // CPU; shared_memory_allreduce.h); false: over the process group (for comparison).
+  bool shared_memory = true;
   Compression compression = Compression::kNone;
   // PowerSGD only: the rank of each matrix's approximation, the steps of plain allreduce before
   // compressing, and the compression rate (elements / (rows + cols) * rank) below which a matrix
@@ -82,6 +85,8 @@ class GradientReducer {
   double finish();
 
   size_t num_buckets() const;
+  // True when the buckets are allreduced through node shared memory.
+  bool shared_memory() const;
 
   // PowerSGD only (nullopt otherwise). Collective: every rank calls it after the same step; rank 0
   // gets every rank's residuals, the others their own.

@@ -315,7 +315,8 @@ report::BenchResult ThroughputJob::run(const distributed::ReducerOptions& reduce
   for (auto& [param, hook] : ready_hooks)
     param.remove_hook(hook);
 
-  const report::BenchConfig config = bench_config(options, ctx, warmup_steps, steps);
+  report::BenchConfig config = bench_config(options, ctx, warmup_steps, steps);
+  config.shared_memory = reducer && reducer->shared_memory();
   return bench_document(config, gather_measurements(ctx, elapsed_s, timed));
 }
 

@@ -66,6 +66,7 @@ json to_json(const BenchResult& r) {
          {"backend", r.backend},
          {"hierarchical", r.hierarchical},
          {"hierarchical_auto", r.hierarchical_auto},
+         {"shared_memory", r.shared_memory},
          {"overlap", r.overlap},
          {"compression", r.compression},
          {"bucket_mb", r.bucket_mb},
@@ -105,6 +106,7 @@ BenchResult from_json(const json& j, const std::string& file) {
   r.backend = get_optional<std::string>(j, "backend", file, "");
   r.hierarchical = get_optional<bool>(j, "hierarchical", file, false);
   r.hierarchical_auto = get_optional<bool>(j, "hierarchical_auto", file, false);
+  r.shared_memory = get_optional<bool>(j, "shared_memory", file, false);
   r.overlap = get_optional<bool>(j, "overlap", file, true);
   r.compression = get_optional<std::string>(j, "compression", file, "none");
   r.bucket_mb = get_optional<double>(j, "bucket_mb", file, 0.0);

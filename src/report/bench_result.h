@@ -27,6 +27,9 @@ struct BenchConfig {
   bool hierarchical = false;  // allreduce node by node (--hierarchical on nodes of several ranks)
   // --hierarchical=auto chose `hierarchical` on the first steps (hierarchical_trial.h).
   bool hierarchical_auto = false;
+  // The gradient buckets went through node shared memory (every rank on one node;
+  // --no-shared-memory turns it off).
+  bool shared_memory = false;
   bool overlap = true;
   std::string compression = "none";
   double bucket_mb = 25.0;

@@ -12,6 +12,7 @@
 //                                (and creates it), else 3 steps of loop
 //   distributed_worker send-from DIR    rank 1 sends 1,000,003 floats to ranks 0 and 3 only
 //                                (send_from_), then one allreduce; each rank saves both results
+//   distributed_worker shm DIR WHAT  node shared memory's allreduce alone (see run_shm)
 //   distributed_worker sums DIR  sum allreduces of 1, 2, 7 and 2,621,447 elements (float32, and
 //                                float16 for 7) of rank + i % 7, and a max allreduce of rank - i
 //                                over 5 elements; each rank saves the results
@@ -27,12 +28,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 #include <tuple>
 
 #include "common/error.h"
 #include "distributed/context.h"
 #include "distributed/reducer.h"
+#include "distributed/shared_memory_allreduce.h"
 #include "distributed/tiny_net.h"
 #include "test_util/worker_main.h"
 
@@ -59,6 +62,16 @@ std::vector<Config> configurations() {
       o.first_bucket_mb = std::min(mb, 0.001);
       configs.push_back({fmt::format("{}-{}", overlap ? "overlap" : "after", mb), o});
     }
+  }
+  // Over Gloo's sockets although every rank is on this host (the others go through node shared
+  // memory).
+  for (const auto& [overlap, mb] : {std::pair{true, 0.004}, std::pair{false, 25.0}}) {
+    distributed::ReducerOptions o;
+    o.overlap = overlap;
+    o.bucket_mb = mb;
+    o.first_bucket_mb = std::min(mb, 0.001);
+    o.shared_memory = false;
+    configs.push_back({fmt::format("gloo-{}-{}", overlap ? "overlap" : "after", mb), o});
   }
   for (const char* compression : {"fp16", "bf16"}) {
     distributed::ReducerOptions o;
@@ -105,6 +118,8 @@ void run_grads(const std::shared_ptr<distributed::DistContext>& ctx, const std::
     }
     try {
       distributed::GradientReducer reducer(ctx, net->parameters(), config.options);
+      std::ofstream(fmt::format("{}/{}.path.rank{}", dir, config.name, ctx->rank()))
+          << (reducer.shared_memory() ? "shm" : "backend");
       one_step(*ctx, net, reducer, 0);  // gradients undefined: the reducer attaches its slots
       torch::save(gradients(net), dir + "/" + config.name + suffix);
       for (auto& p : net->parameters())
@@ -236,6 +251,67 @@ void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
   torch::save(results, fmt::format("{}/sums.rank{}.pt", dir, rank));
 }
 
+// Node shared memory's allreduce alone (shared_memory_allreduce.h). `what`:
+//   sums      float32 buffers of 1, 15, 17 and 1,000,003 elements and a float64 one of 33, each
+//             element rank + i % 7, summed and divided by 1, then by the world size (two in flight)
+//   mismatch  rank 0 allreduces its first buffer, the others their second; each saves its error
+//   gone      rank 1 leaves once the segment is made; rank 0's allreduce saves its error and the
+//             seconds it took
+void run_shm(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir,
+             const std::string& what) {
+  const int rank = ctx->rank(), world = ctx->world_size();
+  std::string why_not;
+  auto shm = distributed::SharedMemoryAllreduce::create(*ctx->store(), "test-shm/" + what, rank,
+                                                        world, size_t{16} << 20, true, "",
+                                                        std::chrono::seconds(60), &why_not);
+  if (!shm) throw Error("no shared memory: " + why_not);
+  const auto rank_plus_i_mod_7 = [&](torch::Tensor t) {
+    t.copy_(torch::arange(t.numel(), torch::kLong).remainder(7) + rank);
+    return t;
+  };
+  const auto save_error = [&](const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      f();
+    } catch (const std::exception& e) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::ofstream(fmt::format("{}/error.rank{}", dir, rank)) << e.what() << "\nseconds " << s;
+    }
+  };
+  if (what == "sums") {
+    std::vector<torch::Tensor> results;
+    for (const auto& [n, type] :
+         std::vector<std::pair<int64_t, torch::Dtype>>{{1, torch::kFloat},
+                                                       {15, torch::kFloat},
+                                                       {17, torch::kFloat},
+                                                       {1000003, torch::kFloat},
+                                                       {33, torch::kDouble}}) {
+      torch::Tensor summed = rank_plus_i_mod_7(shm->allocate(n, type));
+      torch::Tensor averaged = rank_plus_i_mod_7(shm->allocate(n, type));
+      auto first = shm->allreduce(summed, 1.0);
+      auto second = shm->allreduce(averaged, world);
+      first->wait();
+      second->wait();
+      results.push_back(summed.clone());
+      results.push_back(averaged.clone());
+    }
+    torch::save(results, fmt::format("{}/shm-sums.rank{}.pt", dir, rank));
+  } else if (what == "mismatch") {
+    torch::Tensor first = shm->allocate(100, torch::kFloat);
+    torch::Tensor second = shm->allocate(50, torch::kFloat);
+    save_error([&] { shm->allreduce(rank == 0 ? first : second, 1.0)->wait(); });
+  } else if (what == "gone") {
+    torch::Tensor t = shm->allocate(100, torch::kFloat);
+    ctx->barrier();  // every rank has its segment
+    if (rank == 1) std::_Exit(0);
+    save_error([&] { shm->allreduce(t, 1.0)->wait(); });
+    std::_Exit(0);  // not the job's teardown, which would wait for rank 1 in vain
+  } else {
+    throw UsageError("unknown shm test " + what);
+  }
+}
+
 void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir,
               int steps) {
   TinyNet net = make_net(*ctx);
@@ -256,7 +332,8 @@ void run_loop(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
 int run(int argc, char** argv) {
   if (argc < 3)
     throw UsageError(
-        "usage: distributed_worker grads|loop|stall|fail-once|powersgd|send-from|sums DIR [STEPS]");
+        "usage: distributed_worker grads|loop|stall|fail-once|powersgd|send-from|sums|shm DIR "
+        "[STEPS|WHAT]");
   const std::string mode = argv[1], dir = argv[2];
   if (mode == "fail-once") {
     // Fails before joining, so the other ranks wait in the rendezvous until torn down.
@@ -301,6 +378,8 @@ int run(int argc, char** argv) {
     run_send_from(ctx, dir);
   } else if (mode == "sums") {
     run_sums(ctx, dir);
+  } else if (mode == "shm") {
+    run_shm(ctx, dir, argc > 3 ? argv[3] : "sums");
   } else {
     throw UsageError("unknown mode " + mode);
   }

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "common/torch_compat.h"
@@ -76,8 +78,12 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 
 // What the `grads` workers of a job of `world` ranks left in `dir`, against the single process.
 // `sums_bf16`: the backend sums bfloat16 (mpi; Gloo from LibTorch 2.0), else bf16 must be refused.
+// `path`: how the float buckets of the default configurations travelled, "shm" (node shared
+// memory) or "backend" (the process group); the gloo-* ones always over the backend, and with two
+// ranks to the same bits as the default ones (a + b is b + a).
 void check_gradient_files(const test_util::TempDir& dir, int world,
-                          bool sums_bf16 = CHEXSCALE_TORCH_AT_LEAST(2, 0)) {
+                          bool sums_bf16 = CHEXSCALE_TORCH_AT_LEAST(2, 0),
+                          const std::string& path = "shm") {
   const std::string rank0 = ".rank0.pt";
   const auto initial = saved_tensors(dir.path() + "/initial" + rank0);
   for (int r = 1; r < world; ++r) {
@@ -88,8 +94,15 @@ void check_gradient_files(const test_util::TempDir& dir, int world,
   }
   const auto want = reference_gradients(initial, world);
   const auto names = TinyNet()->named_parameters().keys();
-  for (const std::string config : {"overlap-0.0002", "overlap-0.004", "overlap-25", "after-0.0002",
-                                   "after-0.004", "after-25", "fp16"}) {
+  for (const std::string config :
+       {"overlap-0.0002", "overlap-0.004", "overlap-25", "after-0.0002", "after-0.004", "after-25",
+        "gloo-overlap-0.004", "gloo-after-25", "fp16"}) {
+    const bool over_backend = config == "fp16" || config.rfind("gloo-", 0) == 0;
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(test_util::file_contents(fmt::format("{}/{}.path.rank{}", dir.path(), config, r)),
+                over_backend ? "backend" : path)
+          << config << " rank " << r;
+    }
     // ".again": a second backward after the gradients were reset to undefined (zero_grad with
     // set_to_none), so the reducer had to re-attach its bucket slots.
     for (int r = 0; r < 2 * world; ++r) {
@@ -102,6 +115,15 @@ void check_gradient_files(const test_util::TempDir& dir, int world,
             config == "fp16" ? 2e-3 * want[i].abs().max().item<double>() + 1e-5 : 1e-5;
         EXPECT_LE(max_abs_diff(got[i], want[i]), tolerance) << file << " " << names[i];
       }
+    }
+  }
+  if (world == 2) {
+    for (const auto& [mine, gloo] : {std::pair{"overlap-0.004", "gloo-overlap-0.004"},
+                                     std::pair{"after-25", "gloo-after-25"}}) {
+      const auto a = saved_tensors(fmt::format("{}/{}{}", dir.path(), mine, rank0));
+      const auto b = saved_tensors(fmt::format("{}/{}{}", dir.path(), gloo, rank0));
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_TRUE(torch::equal(a[i], b[i])) << mine << " against " << gloo << " " << names[i];
     }
   }
   // The never-used head must come back as zeros, not garbage or NaN.
@@ -237,6 +259,33 @@ TEST(ReducerGradients, ThreeRanksMatchSingleProcessForEveryConfiguration) {
   check_job(3);
 }
 
+// The `grads` job of two ranks, each in a mount namespace of its own whose /dev/shm is a new tmpfs
+// of `size`: the buckets cannot share memory, go over Gloo with the same results, and rank 0's log
+// says why (`reason`).
+void check_job_without_shared_dev_shm(const std::string& size, const std::string& reason) {
+  ASSERT_EQ(::geteuid(), 0) << "needs root: mounts a tmpfs on /dev/shm in a mount namespace";
+  test_util::TempDir dir;
+  test_util::WorkerGroup job(
+      "/usr/bin/unshare",
+      {"-m", "sh", "-c", "mount -t tmpfs -o size=" + size + R"( tmpfs /dev/shm && exec "$0" "$@")",
+       test_util::distributed_worker(), "grads", dir.path()},
+      2, dir.path());
+  const auto exits = job.wait_all(std::chrono::seconds(120));
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
+  check_gradient_files(dir, 2, CHEXSCALE_TORCH_AT_LEAST(2, 0), "backend");
+  const std::string warning = "instead of node shared memory: " + reason;
+  EXPECT_NE(exits[0].output.find(warning), std::string::npos) << exits[0].output;
+}
+
+TEST(ReducerSharedMemory, ADevShmTooSmallFallsBackToGlooAndSaysSo) {
+  check_job_without_shared_dev_shm("1m", "rank 0: /dev/shm cannot hold");
+}
+
+TEST(ReducerSharedMemory, RanksWithoutACommonDevShmFallBackToGlooAndSaySo) {
+  check_job_without_shared_dev_shm("64m", "rank 1: shm_open");
+}
+
 // Two nodes of two ranks on this host: node reduce-scatter over loopback, each rank's chunk
 // allreduced across the nodes, node allgather.
 TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
@@ -252,7 +301,7 @@ TEST(ReducerHierarchical, GlooFourRanksAsTwoNodesMatchSingleProcess) {
         fmt::format("hierarchical allreduce: node {} of 2, local rank {} of 2", r / 2, r % 2);
     EXPECT_NE(log.find(want), std::string::npos) << "rank " << r << ":\n" << log;
   }
-  check_gradient_files(dir, 4);
+  check_gradient_files(dir, 4, CHEXSCALE_TORCH_AT_LEAST(2, 0), "backend");
 }
 
 // --hierarchical=auto on two nodes of two: the trial's first two steps (flat, then hierarchical)
@@ -268,7 +317,7 @@ TEST(ReducerHierarchical, GlooAutoGivesTheGradientsOfBothPathsAndOneChoiceOnEver
   const std::string grads_log = test_util::file_contents(grads.path() + "/rank0.log");
   EXPECT_NE(grads_log.find("tried against the flat ring on the first 6 steps"), std::string::npos)
       << grads_log;
-  check_gradient_files(grads, 4);
+  check_gradient_files(grads, 4, CHEXSCALE_TORCH_AT_LEAST(2, 0), "backend");
 
   test_util::TempDir dir;
   test_util::WorkerGroup loop(test_util::distributed_worker(), {"loop", dir.path(), "8"}, 4,
@@ -392,7 +441,7 @@ TEST(ReducerHierarchical, MpiFourRanksAsTwoNodesMatchSingleProcess) {
   test_util::TempDir dir;
   run_two_nodes_of_two_under_mpirun("grads", dir);
   if (HasFatalFailure()) return;
-  check_gradient_files(dir, 4, /*sums_bf16=*/true);
+  check_gradient_files(dir, 4, /*sums_bf16=*/true, "backend");
 }
 
 // Two nodes of two under a real mpirun: MPI_Reduce_scatter and MPI_Allgatherv of uneven chunks
