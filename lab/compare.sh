@@ -24,7 +24,10 @@
 #                         overlapping backward), fp16 (overlapped + fp16 gradients), bucket<MB>
 #                         (overlapped + --bucket-mb MB), powersgd<R> (overlapped + PowerSGD of
 #                         rank R, compressing from the last
-#                         warm-up step on: --powersgd-start-step W-1), A+B combines them (fp16+bucket5),
+#                         warm-up step on: --powersgd-start-step W-1), noshm (--no-shared-memory:
+#                         a node's workers allreduce over Gloo's loopback instead of node shared
+#                         memory; only layouts of one node use shared memory), A+B combines them
+#                         (fp16+bucket5),
 #                         hostnet (pods on the host network: the node namespaces; first
 #                         variant's engine; k8s only); at least one engine variant
 #                                                           [naive,overlapped,fp16,hostnet]
@@ -112,12 +115,13 @@ variant_flags() {
     case "$part" in
       naive) engine_flags+=(--no-overlap) ;;
       overlapped) ;;
+      noshm) engine_flags+=(--no-shared-memory) ;;
       fp16) engine_flags+=(--grad-compression fp16) ;;
       bucket[0-9]*) engine_flags+=(--bucket-mb "${part#bucket}") ;;
       powersgd[0-9]*)
         [ "$warmup" -ge 3 ] || lab_die "variant '$part' needs --warmup 3 or more (DDP's powerSGD_hook starts at step 2 at the earliest)"
         engine_flags+=(--grad-compression "powersgd:${part#powersgd}" --powersgd-start-step $((warmup - 1))) ;;
-      *) lab_die "unknown variant '$part' (naive, overlapped, fp16, bucket<MB>, powersgd<R>, A+B, hostnet)" ;;
+      *) lab_die "unknown variant '$part' (naive, overlapped, noshm, fp16, bucket<MB>, powersgd<R>, A+B, hostnet)" ;;
     esac
   done
   echo "${engine_flags[*]}"
@@ -158,7 +162,7 @@ done
 IFS=, read -r -a variant_list <<<"$variants"
 IFS=, read -r -a peer_variant_list <<<"$peer_variants"
 for v in "${peer_variant_list[@]}"; do
-  [[ "$v" != *naive* && "$v" != hostnet ]] || lab_die "--peer-variants: the peer has no '$v' (DDP always overlaps; hostnet is not an engine)"
+  [[ "$v" != *naive* && "$v" != *noshm* && "$v" != hostnet ]] || lab_die "--peer-variants: the peer has no '$v' (DDP always overlaps and allreduces over Gloo; hostnet is not an engine)"
   variant_flags "$v" >/dev/null
 done
 first_engine=""
@@ -538,6 +542,7 @@ engine_title() {
     case "$part" in
       naive) title+="naive allreduce" ;;
       overlapped) title+="overlapped allreduce" ;;
+      noshm) title+="allreduce over loopback, not shared memory" ;;
       fp16) title+="fp16 gradients" ;;
       bucket*) title+="${part#bucket} MiB buckets" ;;
       powersgd*) title+="PowerSGD rank ${part#powersgd}" ;;

@@ -106,7 +106,12 @@ std::unique_ptr<SharedMemoryAllreduce> SharedMemoryAllreduce::create(
 
 SharedMemoryAllreduce::SharedMemoryAllreduce(std::shared_ptr<SharedMemorySegment> segment,
                                              std::chrono::milliseconds timeout)
-    : segment_(std::move(segment)), timeout_(timeout), queue_(std::make_unique<CollectiveQueue>()) {}
+    : segment_(std::move(segment)), timeout_(timeout), queue_(std::make_unique<CollectiveQueue>()) {
+  // A rank in another PID namespace (containers that share /dev/shm only) cannot be watched:
+  // its pid means nothing here, and it would look gone from the start.
+  for (int k = 0; k < segment_->ranks(); ++k)
+    watched_.push_back(!process_gone(segment_->control(k).pid));
+}
 
 SharedMemoryAllreduce::~SharedMemoryAllreduce() {
   stopping_ = true;
@@ -120,13 +125,14 @@ size_t SharedMemoryAllreduce::allocation_bytes(int64_t numel, c10::ScalarType ty
 
 torch::Tensor SharedMemoryAllreduce::allocate(int64_t numel, c10::ScalarType type) {
   if (type != torch::kFloat && type != torch::kDouble) {
-    throw Error(fmt::format("shared-memory allreduce: {} buffers are not supported",
-                            c10::toString(type)));
+    throw Error(
+        fmt::format("shared-memory allreduce: {} buffers are not supported", c10::toString(type)));
   }
   const size_t bytes = allocation_bytes(numel, type);
   if (used_ + bytes > segment_->region_bytes()) {
-    throw Error(fmt::format("shared-memory allreduce: {} more bytes do not fit the region ({} of {} used)",
-                            bytes, used_, segment_->region_bytes()));
+    throw Error(
+        fmt::format("shared-memory allreduce: {} more bytes do not fit the region ({} of {} used)",
+                    bytes, used_, segment_->region_bytes()));
   }
   std::byte* at = segment_->region(segment_->rank()) + used_;
   used_ += bytes;
@@ -175,15 +181,15 @@ void SharedMemoryAllreduce::wait_all(std::atomic<uint32_t> RankControl::*counter
         continue;
       }
       if (stopping_) throw Error("shared-memory allreduce: stopped before its end");
-      if (process_gone(peer.pid)) {
-        throw DistError(fmt::format(
-            "shared-memory allreduce {}: rank {} (pid {}) is gone before it could {}", seq, k,
-            peer.pid, stage));
+      if (watched_[static_cast<size_t>(k)] && process_gone(peer.pid)) {
+        throw DistError(
+            fmt::format("shared-memory allreduce {}: rank {} (pid {}) is gone before it could {}",
+                        seq, k, peer.pid, stage));
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        throw DistError(fmt::format(
-            "shared-memory allreduce {}: rank {} did not {} within {} s", seq, k, stage,
-            std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()));
+        throw DistError(
+            fmt::format("shared-memory allreduce {}: rank {} did not {} within {} s", seq, k, stage,
+                        std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()));
       }
       std::atomic<uint32_t>& sleepers = segment_->sleepers();
       sleepers.fetch_add(1);
@@ -210,15 +216,13 @@ void SharedMemoryAllreduce::run(uint32_t seq, uint64_t offset, int64_t numel, c1
       throw DistError(fmt::format(
           "shared-memory allreduce {}: rank {} allreduces {} {} elements at byte {} of its "
           "region, rank {} {} {} elements at byte {}: the ranks issued different allreduces",
-          seq, k, peer.numel, c10::toString(static_cast<c10::ScalarType>(peer.dtype)),
-          peer.offset, rank, me.numel, c10::toString(type), me.offset));
+          seq, k, peer.numel, c10::toString(static_cast<c10::ScalarType>(peer.dtype)), peer.offset,
+          rank, me.numel, c10::toString(type), me.offset));
     }
   }
   // Shares of whole cache lines (16 floats, 8 doubles), the last rank's up to the end.
   const int64_t unit = static_cast<int64_t>(kAlignment / c10::elementSize(type));
-  const auto edge = [&](int r) {
-    return r == ranks ? numel : numel * r / ranks / unit * unit;
-  };
+  const auto edge = [&](int r) { return r == ranks ? numel : numel * r / ranks / unit * unit; };
   const int64_t begin = edge(rank), end = edge(rank + 1);
   if (type == torch::kFloat) {
     sum_share<float>(*segment_, offset, begin, end, static_cast<float>(divisor));

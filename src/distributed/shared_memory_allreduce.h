@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "distributed/collective_queue.h"
 #include "distributed/shared_memory_segment.h"
@@ -63,7 +64,8 @@ class SharedMemoryAllreduce {
   std::chrono::milliseconds timeout_;
   size_t used_ = 0;  // bytes of this rank's region allocated
   std::mutex issue_mutex_;
-  uint32_t issued_ = 0;  // allreduces issued (numbered and queued under issue_mutex_)
+  uint32_t issued_ = 0;        // allreduces issued (numbered and queued under issue_mutex_)
+  std::vector<bool> watched_;  // by rank: its pid names its process here (same PID namespace)
   std::atomic<bool> stopping_{false};
   std::unique_ptr<CollectiveQueue> queue_;
 };

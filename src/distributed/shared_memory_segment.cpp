@@ -18,7 +18,8 @@ namespace chexscale::distributed {
 namespace {
 
 constexpr char kMagic[16] = "chexscale-shm-1";
-constexpr size_t kAlign = size_t{2} << 20;  // regions on 2 MiB boundaries (huge pages, if shmem has them)
+constexpr size_t kAlign = size_t{2}
+                          << 20;  // regions on 2 MiB boundaries (huge pages, if shmem has them)
 constexpr size_t kControlsAt = 4096;
 
 struct Header {
@@ -69,9 +70,10 @@ std::string create_segment(size_t bytes, int ranks, size_t region_bytes, std::by
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     failure = fmt::format("ftruncate to {} bytes: {}", bytes, errno_text(errno));
   } else if (const int error = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
-    failure = fmt::format("/dev/shm cannot hold {:.0f} MiB ({}); give it room (in a container, "
-                          "--shm-size or a memory-backed volume at /dev/shm)",
-                          bytes / 1048576.0, errno_text(error));
+    failure = fmt::format(
+        "/dev/shm cannot hold {:.0f} MiB ({}); give it room (in a container, "
+        "--shm-size or a memory-backed volume at /dev/shm)",
+        bytes / 1048576.0, errno_text(error));
   } else {
     *base = map(fd, bytes, &failure);
   }

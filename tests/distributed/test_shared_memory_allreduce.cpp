@@ -34,17 +34,19 @@ void check_sums(int world) {
   for (int r = 0; r < world; ++r)
     ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
   EXPECT_EQ(segments_left_by(job.pid(0)), 0);
-  const std::vector<std::pair<int64_t, torch::Dtype>> buffers{
-      {1, torch::kFloat}, {15, torch::kFloat}, {17, torch::kFloat}, {1000003, torch::kFloat},
-      {33, torch::kDouble}};
+  const std::vector<std::pair<int64_t, torch::Dtype>> buffers{{1, torch::kFloat},
+                                                              {15, torch::kFloat},
+                                                              {17, torch::kFloat},
+                                                              {1000003, torch::kFloat},
+                                                              {33, torch::kDouble}};
   for (int r = 0; r < world; ++r) {
     const auto got = test_util::saved_tensors(fmt::format("{}/shm-sums.rank{}.pt", dir.path(), r));
     ASSERT_EQ(got.size(), 2 * buffers.size());
     for (size_t b = 0; b < buffers.size(); ++b) {
       const auto [n, type] = buffers[b];
       // sum over ranks of (rank + i % 7) = world * (i % 7) + world * (world - 1) / 2
-      const torch::Tensor sum = torch::arange(n, torch::kLong).remainder(7) * world +
-                                world * (world - 1) / 2;
+      const torch::Tensor sum =
+          torch::arange(n, torch::kLong).remainder(7) * world + world * (world - 1) / 2;
       const torch::Tensor want_sum = sum.to(type);
       const torch::Tensor want_mean = (sum.to(torch::kDouble) / world).to(type);
       EXPECT_EQ(got[2 * b].scalar_type(), type);
@@ -70,7 +72,8 @@ TEST(SharedMemoryAllreduce, RanksIssuingDifferentAllreducesFailOnEveryRankWithTh
   const auto exits = job.wait_all(std::chrono::seconds(120));
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(exits[r].exit_code, 0) << exits[r].output;
-    const std::string error = test_util::file_contents(fmt::format("{}/error.rank{}", dir.path(), r));
+    const std::string error =
+        test_util::file_contents(fmt::format("{}/error.rank{}", dir.path(), r));
     EXPECT_NE(error.find("the ranks issued different allreduces"), std::string::npos) << error;
     EXPECT_NE(error.find("50 Float elements"), std::string::npos) << error;
     EXPECT_NE(error.find("100 Float elements"), std::string::npos) << error;

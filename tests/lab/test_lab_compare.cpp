@@ -243,6 +243,7 @@ TEST_F(LabCompare, BadPodsModeImageAndVariantsAreRefusedByName) {
       {"--variants naive,overlap", "unknown variant 'overlap'"},
       {"--variants powersgd4 --warmup 2", "variant 'powersgd4' needs --warmup 3 or more"},
       {"--peer-variants bucket5,naive", "--peer-variants: the peer has no 'naive'"},
+      {"--peer-variants overlapped+noshm", "--peer-variants: the peer has no 'overlapped+noshm'"},
       {"--peer-variants fp17", "unknown variant 'fp17'"},
       {"--batch 0", "--batch must be a whole number >= 1, not '0'"},
   };
@@ -256,7 +257,8 @@ TEST_F(LabCompare, BadPodsModeImageAndVariantsAreRefusedByName) {
 
   // --check accepts good options and stops there: no lab, no output folder.
   const ProcessResult checked = compare(
-      "--warmup 3 --variants naive,fp16+bucket5,powersgd4,hostnet --peer --peer-variants powersgd4 "
+      "--warmup 3 --variants naive,fp16+bucket5,powersgd4,overlapped+noshm,hostnet --peer "
+      "--peer-variants powersgd4 "
       "--check",
       dir.path() + "/ok");
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
