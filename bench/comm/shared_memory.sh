@@ -47,7 +47,8 @@ for model in "${models[@]}"; do
     done
   done
   for path in shm gloo; do
-    jq -s 'map(.images_per_sec) | sort | .[length / 2 | floor]' "$out/$arch-$path"-r*.json \
+    jq -s 'map(.images_per_sec) | sort | .[length / 2 | floor] * 100 | round / 100' \
+      "$out/$arch-$path"-r*.json \
       >"$out/$arch-$path.median"
   done
   echo "$arch median img/s: shm $(cat "$out/$arch-shm.median"), gloo $(cat "$out/$arch-gloo.median"), ratio $(jq -n "$(cat "$out/$arch-shm.median") / $(cat "$out/$arch-gloo.median") * 1000 | round / 1000")"

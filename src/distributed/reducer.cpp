@@ -110,10 +110,12 @@ class GradientReducer::Impl {
   // Whether a bucket of `type` lives in shared memory when the job has it: float buckets whose
   // own values are allreduced (not a compressed copy).
   bool in_shared_memory(c10::ScalarType type) const;
-  // Collective: shm_ for `bytes` of buckets per rank when every rank is on one node (Gloo, CPU,
-  // not --elastic in-place) and the segment can be made; else shm_ stays null (a log line says
-  // why when it could not be made).
-  void make_shared_memory(size_t bytes);
+  // Collective: shm_ for the buckets of `plan` that live in shared memory, when every rank is on
+  // one node (Gloo, CPU, not --elastic in-place) and the segment can be made; else shm_ stays
+  // null (a log line says why when it could not be made).
+  void make_shared_memory(const std::vector<std::vector<size_t>>& plan);
+  // The elements of the parameters `members`.
+  int64_t numel_of(const std::vector<size_t>& members) const;
   // --hierarchical=auto: records this step's time and, after the trial's last step, decides.
   void advance_trial();
 
@@ -233,27 +235,12 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
                                  static_cast<int64_t>(options_.bucket_mb * kMiB));
   slot_.resize(params_.size());
   ready_.assign(params_.size(), 0);
-  const auto bucket_numel = [&](const std::vector<size_t>& members) {
-    int64_t numel = 0;
-    for (size_t i : members)
-      numel += params_[i].numel();
-    return numel;
-  };
-  if (ctx_->world_size() > 1 && options_.shared_memory) {
-    size_t bytes = 0;
-    for (const auto& members : plan) {
-      const c10::ScalarType type = params_[members.front()].scalar_type();
-      if (in_shared_memory(type)) {
-        bytes += SharedMemoryAllreduce::allocation_bytes(bucket_numel(members), type);
-      }
-    }
-    make_shared_memory(bytes);
-  }
+  if (ctx_->world_size() > 1 && options_.shared_memory) make_shared_memory(plan);
   torch::NoGradGuard no_grad;
   for (const auto& members : plan) {
     Bucket bucket;
     bucket.params = members;
-    const int64_t numel = bucket_numel(members);
+    const int64_t numel = numel_of(members);
     const torch::Tensor& head = params_[members.front()];
     bucket.flat = shm_ && in_shared_memory(head.scalar_type())
                       ? shm_->allocate(numel, head.scalar_type())
@@ -326,7 +313,20 @@ bool GradientReducer::Impl::in_shared_memory(c10::ScalarType type) const {
   return float_type && wire_type(options_.compression) == torch::kFloat;
 }
 
-void GradientReducer::Impl::make_shared_memory(size_t bytes) {
+int64_t GradientReducer::Impl::numel_of(const std::vector<size_t>& members) const {
+  int64_t numel = 0;
+  for (size_t i : members)
+    numel += params_[i].numel();
+  return numel;
+}
+
+void GradientReducer::Impl::make_shared_memory(const std::vector<std::vector<size_t>>& plan) {
+  size_t bytes = 0;
+  for (const auto& members : plan) {
+    const c10::ScalarType type = params_[members.front()].scalar_type();
+    if (in_shared_memory(type))
+      bytes += SharedMemoryAllreduce::allocation_bytes(numel_of(members), type);
+  }
   const bool gloo_on_cpu = std::string_view(ctx_->backend()) == "gloo" && ctx_->device().is_cpu();
   if (!gloo_on_cpu || ctx_->elastic_round() != nullptr || bytes == 0) return;  // alike everywhere
   const bool one_node = ctx_->local_world_size() == ctx_->world_size();

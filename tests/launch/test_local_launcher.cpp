@@ -313,11 +313,11 @@ class ElasticLaunch : public ::testing::Test {
 
   std::unique_ptr<test_util::Process> node(const std::string& name, const std::string& script,
                                            const std::string& flags = "--nnodes 1:2",
-                                           int heartbeat_timeout_s = 2) {
+                                           int heartbeat_timeout_s = 2, int last_call_s = 1) {
     return std::make_unique<test_util::Process>(test_util::chexscale_command(fmt::format(
         "launch {} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {} --node-name {} "
-        "--rdzv-last-call 1 --heartbeat-timeout {} --max-restarts 3 --program /bin/sh -- -c '{}'",
-        flags, port_, name, heartbeat_timeout_s, script)));
+        "--rdzv-last-call {} --heartbeat-timeout {} --max-restarts 3 --program /bin/sh -- -c '{}'",
+        flags, port_, name, last_call_s, heartbeat_timeout_s, script)));
   }
 
   void start_server() {
@@ -364,8 +364,10 @@ std::string elastic_worker(int last_round) {
 }
 
 TEST_F(ElasticLaunch, TwoNodesMeetInOneRoundWithRanksOfTheirOwn) {
-  auto a = node("a", elastic_worker(0));
-  auto b = node("b", elastic_worker(0));
+  // A last call long enough for the second launcher to start on a loaded machine (it can take
+  // seconds); with both nodes in, the round opens at once.
+  auto a = node("a", elastic_worker(0), "--nnodes 1:2", 2, 30);
+  auto b = node("b", elastic_worker(0), "--nnodes 1:2", 2, 30);
   const auto ra = a->wait(std::chrono::seconds(60));
   const auto rb = b->wait(std::chrono::seconds(60));
   ASSERT_EQ(ra.exit_code, 0) << ra.output;

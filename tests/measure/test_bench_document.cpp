@@ -76,6 +76,7 @@ TEST(BenchDocument, ThroughputStepTimesAndBreakdownFollowFromRanks) {
                           "backend",
                           "hierarchical",
                           "hierarchical_auto",
+                          "shared_memory",
                           "overlap",
                           "compression",
                           "bucket_mb",
@@ -97,9 +98,10 @@ TEST(BenchDocument, ThroughputStepTimesAndBreakdownFollowFromRanks) {
                           "timestamp"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 29u);
+  EXPECT_EQ(j.size(), 30u);
   EXPECT_EQ(j["hierarchical"], false);
   EXPECT_EQ(j["hierarchical_auto"], false);
+  EXPECT_EQ(j["shared_memory"], false);
   EXPECT_DOUBLE_EQ(j["breakdown_s"]["comm_exposed"], 0.1);
   EXPECT_DOUBLE_EQ(j["per_rank"][1]["breakdown_s"]["total"], 3.6);
 }
