@@ -4,7 +4,7 @@
 Usage: busbw_medians.py RESULTS SIDE...
 RESULTS has one line per round and side: "<side> <busbw GB/s> <wrong elements>". Fails if any
 round summed wrong; prints each SIDE's median busbw over its rounds (with min and max), then
-mpi / every other side when mpi is among them.
+mpi / every other side when mpi is among them, and reducer / mpi4py when both are.
 """
 import statistics
 import sys
@@ -31,6 +31,8 @@ def main():
     if "mpi" in med:
         print("   ".join(f"mpi / {side} {med['mpi'] / med[side]:.3f}"
                          for side in sides if side != "mpi"))
+    if "reducer" in med and "mpi4py" in med:
+        print(f"reducer / mpi4py {med['reducer'] / med['mpi4py']:.3f}")
 
 
 if __name__ == "__main__":
