@@ -41,15 +41,11 @@ size_t segment_bytes(int ranks, size_t region_bytes) {
   return regions_at(ranks) + static_cast<size_t>(ranks) * region_bytes;
 }
 
-std::string errno_text(int error) {
-  return std::strerror(error);
-}
-
 // A mapping of `fd`, or nullptr with `why` set.
 std::byte* map(int fd, size_t bytes, std::string* why) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
-    *why = fmt::format("mmap of {} bytes: {}", bytes, errno_text(errno));
+    *why = fmt::format("mmap of {} bytes: {}", bytes, std::strerror(errno));
     return nullptr;
   }
   madvise(p, bytes, MADV_HUGEPAGE);  // taken only where shmem has huge pages enabled
@@ -63,17 +59,17 @@ std::string create_segment(size_t bytes, int ranks, size_t region_bytes, std::by
   const std::string name = fmt::format("/chexscale-{}-{:08x}{:08x}", getpid(), random(), random());
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) {
-    *why = fmt::format("shm_open {}: {}", name, errno_text(errno));
+    *why = fmt::format("shm_open {}: {}", name, std::strerror(errno));
     return "";
   }
   std::string failure;
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    failure = fmt::format("ftruncate to {} bytes: {}", bytes, errno_text(errno));
+    failure = fmt::format("ftruncate to {} bytes: {}", bytes, std::strerror(errno));
   } else if (const int error = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
     failure = fmt::format(
         "/dev/shm cannot hold {:.0f} MiB ({}); give it room (in a container, "
         "--shm-size or a memory-backed volume at /dev/shm)",
-        bytes / 1048576.0, errno_text(error));
+        bytes / 1048576.0, std::strerror(error));
   } else {
     *base = map(fd, bytes, &failure);
   }
@@ -98,7 +94,7 @@ std::byte* open_segment(const std::string& name, size_t bytes, int ranks, size_t
   const int fd = shm_open(name.c_str(), O_RDWR, 0);
   if (fd < 0) {
     *why = fmt::format("shm_open {}: {} (is /dev/shm shared by the node's ranks?)", name,
-                       errno_text(errno));
+                       std::strerror(errno));
     return nullptr;
   }
   struct stat st {};
