@@ -193,7 +193,8 @@ void check_shm(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
   if (::statvfs(o.shm_path.c_str(), &fs) != 0) {
     out.push_back({CheckStatus::kWarn, "shm",
                    o.shm_path + " is missing (" + std::strerror(errno) +
-                       "); NCCL's shared-memory transport needs it"});
+                       "); NCCL's shared-memory transport needs it, and without it the ranks of "
+                       "a one-node job allreduce over Gloo's loopback instead of shared memory"});
     return;
   }
   const std::uint64_t size = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
@@ -201,8 +202,9 @@ void check_shm(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
     out.push_back({CheckStatus::kWarn, "shm",
                    o.shm_path + " is " + format_bytes(size) + ", below " +
                        format_bytes(o.min_shm_bytes) +
-                       "; give pods an emptyDir (medium: Memory) at /dev/shm (k8s render "
-                       "--shm-size)"});
+                       ": NCCL keeps buffers there, and a one-node job its gradient buckets (the "
+                       "model's gradients once per rank); give pods an emptyDir (medium: Memory) "
+                       "at /dev/shm (k8s render --shm-size)"});
   } else {
     out.push_back({CheckStatus::kOk, "shm", o.shm_path + " is " + format_bytes(size)});
   }

@@ -31,7 +31,8 @@ struct DoctorOptions {
   std::chrono::milliseconds connect_timeout{2000};
   std::string sys_class_net = "/sys/class/net";
   std::string shm_path = "/dev/shm";
-  // NCCL keeps intra-node buffers in /dev/shm; Docker's 64 MiB default makes it fail.
+  // NCCL keeps intra-node buffers in /dev/shm, and a one-node job's gradient reducer its buckets;
+  // Docker's 64 MiB default makes NCCL fail and the reducer fall back to Gloo's loopback.
   std::uint64_t min_shm_bytes = std::uint64_t{512} << 20;
 
   // Throws UsageError naming the field: master_port neither -1 nor in [1, 65535], a
