@@ -63,6 +63,11 @@ struct Bucket {
   enum class Stage { kPlain, kFirst, kSecond, kDone } stage = Stage::kPlain;
 };
 
+// Whether gradients of `type` can be compressed or put in shared memory: float32 and float64.
+bool is_float(c10::ScalarType type) {
+  return type == torch::kFloat || type == torch::kDouble;
+}
+
 c10::ScalarType wire_type(Compression compression) {
   switch (compression) {
     case Compression::kFp16:
@@ -245,9 +250,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<DistContext> ctx, std::vector<torch:
     bucket.flat = shm_ && in_shared_memory(head.scalar_type())
                       ? shm_->allocate(numel, head.scalar_type())
                       : zeros_on_huge_pages(numel, head.options().requires_grad(false));
-    const bool float_payload =
-        head.scalar_type() == torch::kFloat || head.scalar_type() == torch::kDouble;
-    if (wire != torch::kFloat && float_payload) {
+    if (wire != torch::kFloat && is_float(head.scalar_type())) {
       bucket.wire = zeros_on_huge_pages(numel, bucket.flat.options().dtype(wire));
       compress_ = true;
     }
@@ -309,8 +312,7 @@ void GradientReducer::Impl::check_wire_type_supported() {
 }
 
 bool GradientReducer::Impl::in_shared_memory(c10::ScalarType type) const {
-  const bool float_type = type == torch::kFloat || type == torch::kDouble;
-  return float_type && wire_type(options_.compression) == torch::kFloat;
+  return is_float(type) && wire_type(options_.compression) == torch::kFloat;
 }
 
 int64_t GradientReducer::Impl::numel_of(const std::vector<size_t>& members) const {
@@ -358,7 +360,7 @@ void GradientReducer::Impl::build_powersgd() {
   std::vector<std::vector<int64_t>> shapes;
   for (Bucket& bucket : buckets_) {
     const c10::ScalarType type = bucket.flat.scalar_type();
-    if (type != torch::kFloat && type != torch::kDouble) continue;
+    if (!is_float(type)) continue;
     for (size_t i : bucket.params)
       shapes.push_back(params_[i].sizes().vec());
     bucket.powersgd = std::make_unique<PowerSgdBucket>(bucket.slots, bucket.params, options);

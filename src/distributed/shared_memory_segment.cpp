@@ -29,6 +29,11 @@ struct Header {
   std::atomic<uint32_t> sleepers;
 };
 
+// The ranks' control blocks in the segment at `base`.
+RankControl* controls(std::byte* base) {
+  return reinterpret_cast<RankControl*>(base + kControlsAt);
+}
+
 size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
@@ -84,7 +89,7 @@ std::string create_segment(size_t bytes, int ranks, size_t region_bytes, std::by
   header->ranks = static_cast<uint32_t>(ranks);
   header->region_bytes = region_bytes;
   for (int r = 0; r < ranks; ++r)
-    new (*base + kControlsAt + sizeof(RankControl) * static_cast<size_t>(r)) RankControl{};
+    new (controls(*base) + r) RankControl{};
   return name;
 }
 
@@ -139,7 +144,7 @@ std::shared_ptr<SharedMemorySegment> SharedMemorySegment::create(
     }
   }
   if (base != nullptr) {
-    reinterpret_cast<RankControl*>(base + kControlsAt)[rank].pid = static_cast<int32_t>(getpid());
+    controls(base)[rank].pid = static_cast<int32_t>(getpid());
   }
   store.set(fmt::format("{}/mapped/{}", key, rank), store_bytes(base ? "" : why));
   std::string first_failure;
@@ -172,7 +177,7 @@ std::byte* SharedMemorySegment::region(int rank) const {
 }
 
 RankControl& SharedMemorySegment::control(int rank) const {
-  return reinterpret_cast<RankControl*>(base_ + kControlsAt)[rank];
+  return controls(base_)[rank];
 }
 
 std::atomic<uint32_t>& SharedMemorySegment::sleepers() const {

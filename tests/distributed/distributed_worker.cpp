@@ -217,18 +217,20 @@ void run_send_from(const std::shared_ptr<distributed::DistContext>& ctx, const s
   torch::save(std::vector<torch::Tensor>{t, sum[0]}, fmt::format("{}/sent.rank{}.pt", dir, rank));
 }
 
+// n elements of `dtype`, element i being rank + i % 7: the sums tests' values.
+torch::Tensor rank_plus_i_mod_7(int rank, int64_t n, torch::Dtype dtype) {
+  return (torch::arange(n, torch::kLong).remainder(7) + rank).to(dtype);
+}
+
 // Allreduces whose chunks on nodes of several ranks are uneven or empty, one at a time and then
 // four submitted before any is waited on (queued behind each other): each rank saves what it
 // got.
 void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::string& dir) {
   const int rank = ctx->rank();
   std::vector<torch::Tensor> results;
-  const auto rank_plus_i_mod_7 = [&](int64_t n, torch::Dtype dtype) {
-    return (torch::arange(n, torch::kLong).remainder(7) + rank).to(dtype);
-  };
   for (const auto& [n, dtype] : std::vector<std::pair<int64_t, torch::Dtype>>{
            {1, torch::kFloat}, {2, torch::kFloat}, {7, torch::kHalf}, {2621447, torch::kFloat}}) {
-    std::vector<torch::Tensor> io{rank_plus_i_mod_7(n, dtype)};
+    std::vector<torch::Tensor> io{rank_plus_i_mod_7(rank, n, dtype)};
     ctx->allreduce_sum_(io);
     results.push_back(io[0]);
   }
@@ -241,7 +243,7 @@ void run_sums(const std::shared_ptr<distributed::DistContext>& ctx, const std::s
   in_flight.reserve(4);
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   for (const int64_t n : {300007, 1, 5, 100003}) {
-    in_flight.push_back({rank_plus_i_mod_7(n, torch::kFloat)});
+    in_flight.push_back({rank_plus_i_mod_7(rank, n, torch::kFloat)});
     works.push_back(ctx->process_group()->allreduce(in_flight.back()));
   }
   for (size_t i = 0; i < works.size(); ++i) {
@@ -265,10 +267,6 @@ void run_shm(const std::shared_ptr<distributed::DistContext>& ctx, const std::st
                                                         world, size_t{16} << 20, true, "",
                                                         std::chrono::seconds(60), &why_not);
   if (!shm) throw Error("no shared memory: " + why_not);
-  const auto rank_plus_i_mod_7 = [&](torch::Tensor t) {
-    t.copy_(torch::arange(t.numel(), torch::kLong).remainder(7) + rank);
-    return t;
-  };
   const auto save_error = [&](const std::function<void()>& f) {
     const auto start = std::chrono::steady_clock::now();
     try {
@@ -287,8 +285,8 @@ void run_shm(const std::shared_ptr<distributed::DistContext>& ctx, const std::st
                                                        {17, torch::kFloat},
                                                        {1000003, torch::kFloat},
                                                        {33, torch::kDouble}}) {
-      torch::Tensor summed = rank_plus_i_mod_7(shm->allocate(n, type));
-      torch::Tensor averaged = rank_plus_i_mod_7(shm->allocate(n, type));
+      torch::Tensor summed = shm->allocate(n, type).copy_(rank_plus_i_mod_7(rank, n, type));
+      torch::Tensor averaged = shm->allocate(n, type).copy_(rank_plus_i_mod_7(rank, n, type));
       auto first = shm->allreduce(summed, 1.0);
       auto second = shm->allreduce(averaged, world);
       first->wait();
