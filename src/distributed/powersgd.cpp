@@ -91,7 +91,7 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
     : seed_(options.seed), arithmetic_(kernels_for(slots, options)) {
   CHX_CHECK_EQ(slots.size(), ids.size(), "PowerSGD bucket: slots vs ids");
   CHX_CHECK(!slots.empty(), "PowerSGD bucket without gradients");
-  int64_t p_numel = 0, q_numel = 0, residual_numel = 0;
+  int64_t p_numel = 0, q_numel = 0, accumulated_numel = 0;
   std::vector<int64_t> ranks;
   for (const torch::Tensor& slot : slots) {
     const int64_t rank = rows_are_outermost(slot) ? powersgd_matrix_rank(slot.sizes(), options) : 0;
@@ -102,15 +102,17 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
       const int64_t rows = slot.size(0), cols = slot.numel() / rows;
       p_numel += rows * rank;
       q_numel += cols * rank;
-      residual_numel += slot.numel();
+      accumulated_numel += slot.numel();
     }
   }
   const auto opts = slots.front().options();
   first_ = torch::zeros({uncompressed_numel_ + p_numel}, opts);
   second_ = torch::zeros({q_numel}, opts);
   q_flat_ = torch::zeros({q_numel}, opts);
-  residual_flat_ = torch::zeros({residual_numel}, opts);
-  int64_t p_at = uncompressed_numel_, q_at = 0, residual_at = 0;
+  applied_p_flat_ = torch::zeros({p_numel}, opts);
+  applied_q_flat_ = torch::zeros({q_numel}, opts);
+  accumulated_flat_ = torch::zeros({accumulated_numel}, opts);
+  int64_t p_at = 0, q_at = 0, accumulated_at = 0;
   for (size_t k = 0; k < slots.size(); ++k) {
     const torch::Tensor& slot = slots[k];
     if (ranks[k] == 0) {
@@ -122,11 +124,13 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
     m.id = ids[k];
     m.gradient = memory_of(slot, {rows, cols});
     m.logical = slot;
-    m.residual = residual_flat_.narrow(0, residual_at, rows * cols).view({rows, cols});
+    m.accumulated = accumulated_flat_.narrow(0, accumulated_at, rows * cols).view({rows, cols});
     m.q_rows = q_flat_.narrow(0, q_at, cols * rank).view({rank, cols});
     m.q_sum_rows = second_.narrow(0, q_at, cols * rank).view({rank, cols});
-    m.p_rows = first_.narrow(0, p_at, rows * rank).view({rank, rows});
-    residual_at += rows * cols;
+    m.applied_q_rows = applied_q_flat_.narrow(0, q_at, cols * rank).view({rank, cols});
+    m.p_rows = first_.narrow(0, uncompressed_numel_ + p_at, rows * rank).view({rank, rows});
+    m.applied_p_rows = applied_p_flat_.narrow(0, p_at, rows * rank).view({rank, rows});
+    accumulated_at += rows * cols;
     q_at += cols * rank;
     p_at += rows * rank;
     matrices_.push_back(std::move(m));
@@ -147,7 +151,11 @@ torch::Tensor PowerSgdBucket::first_payload(double loss_scale) {
   if (!started_) initialize_q();
   arithmetic_.pack(uncompressed_, first_);
   for (const PowerSgdMatrix& m : matrices_)
-    arithmetic_.project(m, loss_scale);
+    arithmetic_.project(m, feedback_, loss_scale);
+  // Until finish() applies this step, `accumulated` holds its matrix and no applied factors (a
+  // step that never finishes, as one cut short by a failed rank, carries its gradient into the
+  // next step's residual).
+  feedback_ = {false, loss_scale};
   return first_;
 }
 
@@ -155,6 +163,9 @@ bool PowerSgdBucket::sums_finite(const torch::Tensor& payload) {
   if (torch::isfinite(payload).all().item<bool>()) return true;
   for (PowerSgdMatrix& m : matrices_)
     m.gradient.fill_(std::numeric_limits<float>::quiet_NaN());
+  // `accumulated` holds this step's matrix, perhaps not finite: the error feedback restarts.
+  accumulated_flat_.zero_();
+  feedback_ = {};
   return false;
 }
 
@@ -172,10 +183,13 @@ torch::Tensor PowerSgdBucket::second_payload(int world_size) {
 
 void PowerSgdBucket::finish(int world_size, double loss_scale) {
   if (!sums_finite(second_)) return;
-  q_flat_.copy_(second_).div_(world_size);
+  applied_q_flat_.copy_(second_).div_(world_size);
+  applied_p_flat_.copy_(first_.narrow(0, uncompressed_numel_, applied_p_flat_.numel()));
   for (const PowerSgdMatrix& m : matrices_)
-    arithmetic_.approximate(m, loss_scale);
+    arithmetic_.approximate(m);
+  feedback_ = {true, loss_scale};
   // The next step's warm start.
+  q_flat_.copy_(applied_q_flat_);
   Stopwatch watch;
   for (const PowerSgdMatrix& m : matrices_)
     arithmetic_.orthonormalize(m.q_rows);
@@ -189,9 +203,21 @@ std::vector<std::pair<std::string, torch::Tensor>> PowerSgdBucket::q_state() con
   return out;
 }
 
+torch::Tensor PowerSgdBucket::residuals() const {
+  torch::NoGradGuard no_grad;
+  torch::Tensor flat = torch::empty_like(accumulated_flat_);
+  int64_t at = 0;
+  for (const PowerSgdMatrix& m : matrices_) {
+    const int64_t numel = m.accumulated.numel();
+    arithmetic_.residual(m, feedback_, flat.narrow(0, at, numel).view(m.accumulated.sizes()));
+    at += numel;
+  }
+  return flat;
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> PowerSgdBucket::split_residuals(
     const torch::Tensor& flat, const std::string& prefix) const {
-  CHX_CHECK_EQ(flat.numel(), residual_flat_.numel(), "PowerSGD residuals of another bucket");
+  CHX_CHECK_EQ(flat.numel(), accumulated_flat_.numel(), "PowerSGD residuals of another bucket");
   std::vector<std::pair<std::string, torch::Tensor>> out;
   int64_t at = 0;
   for (const PowerSgdMatrix& m : matrices_) {
@@ -225,15 +251,17 @@ bool PowerSgdBucket::restore(const std::vector<std::pair<std::string, torch::Ten
   torch::NoGradGuard no_grad;
   for (PowerSgdMatrix& m : matrices_) {
     m.q_rows.copy_(find(fmt::format("q.{}", m.id), q_sizes(m))->t());
-    m.residual.as_strided(m.logical.sizes(), m.logical.strides())
+    m.accumulated.as_strided(m.logical.sizes(), m.logical.strides())
         .copy_(*find(residual_prefix + std::to_string(m.id), m.logical.sizes()));
   }
+  feedback_ = {};
   started_ = true;
   return true;
 }
 
 void PowerSgdBucket::reset() {
-  residual_flat_.zero_();
+  accumulated_flat_.zero_();
+  feedback_ = {};
   started_ = false;
 }
 

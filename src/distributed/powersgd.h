@@ -2,17 +2,18 @@
 // algorithm of PyTorch DDP's powerSGD_hook): each weight's gradient, seen as a matrix M of
 // (shape[0], rest), is sent as two thin factors instead of itself. A step is three calls around
 // two allreduces (sums) that the reducer issues:
-//   first_payload():  M += residual; P = M Q (Q: the last step's, orthonormal); packs the
+//   first_payload():  E = M + residual; P = E Q (Q: the last step's, orthonormal); packs the
 //                     uncompressed gradients and every P into one buffer
 //   second_payload(): the summed buffer gives the averaged uncompressed gradients and the summed
-//                     Ps; each P is orthogonalised; Q = M^T P packed into a second buffer
-//   finish():         Q = summed Q / world; M' = P Q^T becomes the gradient; residual = M - M';
-//                     Q orthogonalised for the next step (the warm start)
+//                     Ps; each P is orthogonalised; Q = E^T P packed into a second buffer
+//   finish():         Q = summed Q / world; M' = P Q^T becomes the gradient; the residual is
+//                     E - M' (formed when the next step reads it); Q orthogonalised for the next
+//                     step (the warm start)
 // Matrices whose compression rate rows*cols / ((rows+cols)*rank) is below the minimum, 1-D
 // tensors (biases, BatchNorm) and gradients whose layout is not (shape[0], rest) in memory travel
 // uncompressed in the first buffer. Q starts from a seeded normal draw, equal on every rank.
-// The arithmetic is powersgd_arithmetic.h's: on CPU three sweeps over the gradients and residuals
-// (powersgd_kernels.h), each reading and writing them once.
+// The arithmetic is powersgd_arithmetic.h's: on CPU three sweeps over the gradients and the error
+// feedback (powersgd_kernels.h), five passes over their memory a step.
 #pragma once
 
 #include <torch/torch.h>
@@ -67,10 +68,11 @@ class PowerSgdBucket {
   torch::Tensor first_payload(double loss_scale);
   // After the first sum: the buffer to sum second, or an undefined tensor when the sums are not
   // finite (an overflow on some rank): the compressed gradients are then NaN on every rank, so
-  // the step is skipped everywhere, and Q and the residuals stay as they were.
+  // the step is skipped everywhere; Q stays as it was and the residuals restart from zero (this
+  // step's matrix has replaced them, and may not be finite).
   torch::Tensor second_payload(int world_size);
-  // After the second sum: the approximated gradients, and the new residuals (divided by
-  // `loss_scale`). Non-finite sums: as for second_payload().
+  // After the second sum: the approximated gradients; the new residuals (divided by `loss_scale`)
+  // are what residuals() gives. Non-finite sums: as for second_payload().
   void finish(int world_size, double loss_scale);
 
   // Seconds spent orthogonalising since construction.
@@ -80,9 +82,10 @@ class PowerSgdBucket {
   bool started() const { return started_; }
   // The warm start: ("q.<id>", Q) per compressed matrix.
   std::vector<std::pair<std::string, torch::Tensor>> q_state() const;
-  // The residuals back to back (this rank's error feedback), and such a buffer (another rank's)
-  // split into ("<prefix><id>", residual) in the parameters' shapes.
-  const torch::Tensor& flat_residuals() const { return residual_flat_; }
+  // The residuals back to back (this rank's error feedback, formed now; between steps), and such a
+  // buffer (another rank's) split into ("<prefix><id>", residual) in the parameters' shapes.
+  torch::Tensor residuals() const;
+  int64_t residual_numel() const { return accumulated_flat_.numel(); }
   std::vector<std::pair<std::string, torch::Tensor>> split_residuals(
       const torch::Tensor& flat, const std::string& prefix) const;
   // Restores Q and the residuals from tensors named as state() names them, after `prefix`
@@ -101,8 +104,11 @@ class PowerSgdBucket {
   std::vector<torch::Tensor> uncompressed_;  // gradient slots sent as they are
   torch::Tensor first_;                      // [uncompressed | P...]
   torch::Tensor second_;                     // [Q...]
-  torch::Tensor residual_flat_;
-  torch::Tensor q_flat_;
+  torch::Tensor accumulated_flat_;           // each matrix's error feedback (powersgd_kernels.h)
+  FeedbackState feedback_;                   // what it holds
+  torch::Tensor q_flat_;                     // the warm start
+  torch::Tensor applied_p_flat_;             // the factors of the last approximation
+  torch::Tensor applied_q_flat_;
   int64_t uncompressed_numel_ = 0;
   bool started_ = false;  // Q holds a warm start
   uint64_t seed_;

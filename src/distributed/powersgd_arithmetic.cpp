@@ -1,5 +1,5 @@
 // PowerSGD's arithmetic per matrix (see powersgd_arithmetic.h): the sweeps over raw CPU memory, or
-// ATen tensor operations.
+// ATen tensor operations; the residuals for a checkpoint always with tensor operations.
 #include "distributed/powersgd_arithmetic.h"
 
 #include <ATen/Dispatch.h>
@@ -27,10 +27,27 @@ const PowerSgdSweeps<T>& sweeps_of(const PowerSgdKernels& kernels) {
 }
 
 template <typename T>
-SweepMatrix<T> sweep_matrix(const PowerSgdMatrix& m) {
-  return {m.gradient.data_ptr<T>(), m.residual.data_ptr<T>(), m.p_rows.data_ptr<T>(),
-          m.q_rows.data_ptr<T>(),   m.gradient.size(0),       m.gradient.size(1),
+SweepMatrix<T> sweep_matrix(const PowerSgdMatrix& m, FeedbackState feedback = {}) {
+  return {m.gradient.data_ptr<T>(),
+          m.accumulated.data_ptr<T>(),
+          m.p_rows.data_ptr<T>(),
+          m.q_rows.data_ptr<T>(),
+          m.applied_p_rows.data_ptr<T>(),
+          m.applied_q_rows.data_ptr<T>(),
+          feedback.applied,
+          static_cast<T>(feedback.scale),
+          m.gradient.size(0),
+          m.gradient.size(1),
           m.q_rows.size(0)};
+}
+
+// P Q^T for P^T and Q^T's rows, each element summed over the rank in order with products and sums
+// rounded apart: the sweeps' bits.
+torch::Tensor ordered_product(const torch::Tensor& p_rows, const torch::Tensor& q_rows) {
+  torch::Tensor sum = p_rows[0].unsqueeze(1) * q_rows[0].unsqueeze(0);
+  for (int64_t k = 1; k < p_rows.size(0); ++k)
+    sum.add_(p_rows[k].unsqueeze(1) * q_rows[k].unsqueeze(0));
+  return sum;
 }
 
 // Calls sweep(begin, end) over rows [0, rows) in shares of at least kGrainElements.
@@ -55,15 +72,18 @@ void orthonormalize_tensor_rows(const torch::Tensor& rows) {
 
 }  // namespace
 
-void PowerSgdArithmetic::project(const PowerSgdMatrix& m, double loss_scale) const {
+void PowerSgdArithmetic::project(const PowerSgdMatrix& m, FeedbackState feedback,
+                                 double loss_scale) const {
   if (kernels_ == nullptr) {
-    m.gradient.add_(m.residual, loss_scale);
+    torch::Tensor accumulated = m.accumulated;
+    residual(m, feedback, accumulated);
+    torch::add_out(accumulated, m.gradient, accumulated, loss_scale);
     torch::Tensor p_rows = m.p_rows;
-    torch::mm_out(p_rows, m.q_rows, m.gradient.t());
+    torch::mm_out(p_rows, m.q_rows, accumulated.t());
     return;
   }
   AT_DISPATCH_FLOATING_TYPES(m.gradient.scalar_type(), "powersgd project", [&] {
-    const SweepMatrix<scalar_t> x = sweep_matrix<scalar_t>(m);
+    const SweepMatrix<scalar_t> x = sweep_matrix<scalar_t>(m, feedback);
     const auto& sweeps = sweeps_of<scalar_t>(*kernels_);
     over_rows(x.rows, x.cols, [&](int64_t begin, int64_t end) {
       sweeps.project(x, static_cast<scalar_t>(loss_scale), begin, end);
@@ -74,7 +94,7 @@ void PowerSgdArithmetic::project(const PowerSgdMatrix& m, double loss_scale) con
 void PowerSgdArithmetic::project_back(const PowerSgdMatrix& m) const {
   if (kernels_ == nullptr) {
     torch::Tensor q_sum_rows = m.q_sum_rows;
-    torch::mm_out(q_sum_rows, m.p_rows, m.gradient);
+    torch::mm_out(q_sum_rows, m.p_rows, m.accumulated);
     return;
   }
   AT_DISPATCH_FLOATING_TYPES(m.gradient.scalar_type(), "powersgd project back", [&] {
@@ -89,22 +109,33 @@ void PowerSgdArithmetic::project_back(const PowerSgdMatrix& m) const {
   });
 }
 
-void PowerSgdArithmetic::approximate(const PowerSgdMatrix& m, double loss_scale) const {
+void PowerSgdArithmetic::approximate(const PowerSgdMatrix& m) const {
   if (kernels_ == nullptr) {
-    const torch::Tensor approximation = torch::mm(m.p_rows.t(), m.q_rows);
-    torch::Tensor residual = m.residual;
-    torch::sub_out(residual, m.gradient, approximation);
-    if (loss_scale != 1.0) m.residual.div_(loss_scale);
-    m.gradient.copy_(approximation);
+    torch::Tensor gradient = m.gradient;
+    torch::mm_out(gradient, m.applied_p_rows.t(), m.applied_q_rows);
     return;
   }
   AT_DISPATCH_FLOATING_TYPES(m.gradient.scalar_type(), "powersgd approximate", [&] {
     const SweepMatrix<scalar_t> x = sweep_matrix<scalar_t>(m);
     const auto& sweeps = sweeps_of<scalar_t>(*kernels_);
-    over_rows(x.rows, x.cols, [&](int64_t begin, int64_t end) {
-      sweeps.approximate(x, static_cast<scalar_t>(loss_scale), begin, end);
-    });
+    over_rows(x.rows, x.cols,
+              [&](int64_t begin, int64_t end) { sweeps.approximate(x, begin, end); });
   });
+}
+
+void PowerSgdArithmetic::residual(const PowerSgdMatrix& m, FeedbackState feedback,
+                                  const torch::Tensor& out) const {
+  torch::Tensor result = out;
+  if (feedback.applied) {
+    // The product as approximate() formed it: a matrix product for tensor operations.
+    const torch::Tensor product = kernels_ == nullptr
+                                      ? torch::mm(m.applied_p_rows.t(), m.applied_q_rows)
+                                      : ordered_product(m.applied_p_rows, m.applied_q_rows);
+    torch::sub_out(result, m.accumulated, product);
+  } else if (!out.is_same(m.accumulated)) {
+    result.copy_(m.accumulated);
+  }
+  if (feedback.scale != 1.0) result.div_(feedback.scale);
 }
 
 void PowerSgdArithmetic::orthonormalize(const torch::Tensor& factor_rows) const {

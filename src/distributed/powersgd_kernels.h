@@ -2,12 +2,13 @@
 // build's baseline and chosen at run time, and the orthogonalisation. No LibTorch here. The
 // sweeps are bound by memory bandwidth, not by their arithmetic.
 //
-// Layouts: a gradient M and its residual are (rows, cols) row-major; P and Q are stored transposed,
-// as `rank` contiguous rows of length rows (P^T) and cols (Q^T), so each factor column is a vector.
+// Layouts: a gradient M and its error feedback are (rows, cols) row-major; P and Q are stored
+// transposed, as `rank` contiguous rows of length rows (P^T) and cols (Q^T), so each factor column
+// is a vector.
 //
 // What a rank applies is the same on every path: M' = P Q^T sums over the rank in order, without
 // fused multiply-adds, and the orthogonalisation is plain code compiled once; both start from
-// sums every rank shares. P = M Q and Q = M^T P, this rank's share of those sums, use fused
+// sums every rank shares. P = E Q and Q = E^T P, this rank's share of those sums, use fused
 // multiply-adds where the CPU has them and sum in vector lanes, so their last bits depend on the
 // path. So ranks on different CPUs stay in step.
 #pragma once
@@ -19,21 +20,30 @@ namespace chexscale::distributed {
 
 template <typename T>
 struct SweepMatrix {
-  T* gradient;      // M, (rows, cols)
-  T* residual;      // (rows, cols)
-  T* p_rows;        // P^T, (rank, rows)
-  const T* q_rows;  // Q^T, (rank, cols)
+  T* gradient;         // M, (rows, cols)
+  T* accumulated;      // the error feedback, (rows, cols): see PowerSgdSweeps
+  T* p_rows;           // P^T, (rank, rows): this step's
+  const T* q_rows;     // Q^T, (rank, cols): the warm start that P = E Q multiplies by
+  const T* applied_p;  // P^T and Q^T, (rank, rows) and (rank, cols), of the approximation
+  const T* applied_q;  //   approximate() writes (and of the residual that it leaves)
+  bool applied;        // whether `accumulated` holds a matrix that the applied factors approximated
+  T scale;             // the loss scale `accumulated` is in
   int64_t rows, cols, rank;
 };
 
+// The error feedback stays in `accumulated`: before a step its residual is
+// (accumulated - applied_p^T applied_q) / scale, or accumulated / scale where nothing was applied
+// (the residual itself, at scale 1, as a fresh or restored one is); project() replaces it with the
+// step's matrix E. So the residual of a step is formed only when the next step reads it, and the
+// last sweep need not read or write it: five passes over the matrix's memory a step, not seven.
 template <typename T>
 struct PowerSgdSweeps {
-  // Rows [begin, end): M += scale * residual; P = M Q.
+  // Rows [begin, end): E = M + scale * residual, stored in `accumulated`; P = E Q.
   void (*project)(const SweepMatrix<T>& m, T scale, int64_t begin, int64_t end);
-  // Columns [begin, end) of q_out (rank, cols): Q^T = P^T M.
+  // Columns [begin, end) of q_out (rank, cols): Q^T = P^T E.
   void (*project_back)(const SweepMatrix<T>& m, T* q_out, int64_t begin, int64_t end);
-  // Rows [begin, end): M' = P Q^T; residual = (M - M') / loss_scale; M = M'.
-  void (*approximate)(const SweepMatrix<T>& m, T loss_scale, int64_t begin, int64_t end);
+  // Rows [begin, end): M = applied_p applied_q^T.
+  void (*approximate)(const SweepMatrix<T>& m, int64_t begin, int64_t end);
 };
 
 struct PowerSgdKernels {

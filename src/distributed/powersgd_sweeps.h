@@ -6,9 +6,10 @@
 //
 // Each sweep reads (and writes) each row once, from memory, a block of rows at a time: the block
 // shares the loads of Q from cache and its accumulators stay in registers, and the next block,
-// which follows in memory, is prefetched in order while this one is computed. The residual is
-// written past the cache. P = M Q and Q = M^T P multiply-add in one rounding where the instruction
-// set has it; M' = P Q^T multiplies and adds apart on every path, so every path gives its bits.
+// which follows in memory, is prefetched in order while this one is computed. The approximation,
+// which the last sweep only writes, goes past the cache. P = E Q and Q = E^T P multiply-add in one
+// rounding where the instruction set has it; P Q^T (the approximation, and the residual formed from
+// it) multiplies and adds apart on every path, so every path gives its bits.
 #pragma once
 
 #include <cstdint>
@@ -117,20 +118,75 @@ inline void stream_fence() {
 #endif
 }
 
-// Rows [i, i + B), factor columns [k, k + G): with Update (the first group's pass), M += scale *
-// residual first; then P^T[k + g][i + b] = M[i + b] . Q^T[k + g].
-template <typename T, int B, int G, bool Update>
+// Rows [i, i + B) of P Q^T, for P^T = p (rank, rows) and Q^T = q (rank, cols): each element sums
+// P[i + b][k] Q^T[k][j] over k in order, products and sums rounded apart, so that every path
+// gives the same bits. R: the rank, fixed (P's coefficients are then held in registers), or 0:
+// `rank`, read at run time.
+template <typename T, int B, int R>
+class RowProduct {
+ public:
+  RowProduct(const T* p, const T* q, int64_t rows, int64_t cols, int64_t rank, int64_t i)
+      : p_(p + i), q_(q), rows_(rows), cols_(cols), rank_(rank) {
+    for (int b = 0; b < B; ++b)
+      for (int k = 0; k < R; ++k)
+        held_[b][k] = p_[k * rows + b];
+  }
+
+  Vec<T> vector(int b, int64_t j) const {
+    const int64_t rank = R > 0 ? R : rank_;
+    Vec<T> a = coefficient(b, 0) * load(q_ + j);
+    for (int64_t k = 1; k < rank; ++k)
+      a = a + coefficient(b, k) * load(q_ + k * cols_ + j);
+    return a;
+  }
+
+  T scalar(int b, int64_t j) const {
+    const int64_t rank = R > 0 ? R : rank_;
+    T a = coefficient(b, 0) * q_[j];
+    for (int64_t k = 1; k < rank; ++k)
+      a = a + coefficient(b, k) * q_[k * cols_ + j];
+    return a;
+  }
+
+ private:
+  T coefficient(int b, int64_t k) const { return R > 0 ? held_[b][k] : p_[k * rows_ + b]; }
+
+  const T* p_;
+  const T* q_;
+  int64_t rows_, cols_, rank_;
+  T held_[B][R > 0 ? R : 1] = {};
+};
+
+// Rows [i, i + B), factor columns [k, k + G): P^T[k + g][i + b] = E[i + b] . Q^T[k + g], E being
+// the accumulated matrix. With Update (the first group's pass) E is formed first and stored:
+// E = M + scale * residual, the residual read from `accumulated` as PowerSgdSweeps says, with A
+// applied factors (0: m.rank, read at run time) or, for A < 0, none.
+template <typename T, int B, int G, bool Update, int A>
 void project_block(const SweepMatrix<T>& m, T scale, int64_t i, int64_t k) {
   const int64_t cols = m.cols;
-  T* row = m.gradient + i * cols;
-  const T* residual = m.residual + i * cols;
+  T* row = m.accumulated + i * cols;
+  const T* gradient = m.gradient + i * cols;
   const T* q = m.q_rows + k * cols;
+  const T* applied_p = A >= 0 ? m.applied_p : m.p_rows;  // (A < 0: never read)
+  const RowProduct<T, B, (A > 0 ? A : 0)> applied(applied_p, m.applied_q, m.rows, cols, m.rank, i);
+  const bool divided = m.scale != 1;
+  const auto residual = [&](int b, int64_t j, auto stored) {
+    decltype(stored) rest = stored;
+    if constexpr (A >= 0) {
+      if constexpr (sizeof(stored) == sizeof(T)) {
+        rest = stored - applied.scalar(b, j);
+      } else {
+        rest = stored - applied.vector(b, j);
+      }
+    }
+    return divided ? rest / m.scale : rest;
+  };
   Vec<T> acc[B][G] = {};
   int64_t j = 0;
   for (; j + kLanes<T> <= cols; j += kLanes<T>) {
     if (Update) {
       prefetch(row + B * cols + j * B, B * kLanes<T>);
-      prefetch(residual + B * cols + j * B, B * kLanes<T>);
+      prefetch(gradient + B * cols + j * B, B * kLanes<T>);
     }
     Vec<T> qv[G];
     for (int g = 0; g < G; ++g)
@@ -138,7 +194,7 @@ void project_block(const SweepMatrix<T>& m, T scale, int64_t i, int64_t k) {
     for (int b = 0; b < B; ++b) {
       Vec<T> x = load(row + b * cols + j);
       if (Update) {
-        x = multiply_add<T>(scale, load(residual + b * cols + j), x);
+        x = multiply_add<T>(scale, residual(b, j, x), load(gradient + b * cols + j));
         store(row + b * cols + j, x);
       }
       for (int g = 0; g < G; ++g)
@@ -153,7 +209,7 @@ void project_block(const SweepMatrix<T>& m, T scale, int64_t i, int64_t k) {
     for (int b = 0; b < B; ++b) {
       T x = row[b * cols + j];
       if (Update) {
-        x = x + scale * residual[b * cols + j];
+        x = gradient[b * cols + j] + scale * residual(b, j, x);
         row[b * cols + j] = x;
       }
       for (int g = 0; g < G; ++g)
@@ -167,10 +223,14 @@ void project_block(const SweepMatrix<T>& m, T scale, int64_t i, int64_t k) {
 
 template <typename T, int B, int G>
 void project_group(const SweepMatrix<T>& m, T scale, int64_t i, int64_t k) {
-  if (k == 0) {
-    project_block<T, B, G, true>(m, scale, i, k);
+  if (k > 0) {
+    project_block<T, B, G, false, -1>(m, scale, i, k);
+  } else if (!m.applied) {
+    project_block<T, B, G, true, -1>(m, scale, i, k);
+  } else if (m.rank == G) {
+    project_block<T, B, G, true, G>(m, scale, i, k);
   } else {
-    project_block<T, B, G, false>(m, scale, i, k);
+    project_block<T, B, G, true, 0>(m, scale, i, k);
   }
 }
 
@@ -200,7 +260,7 @@ template <typename T, int B, int G>
 void project_back_block(const SweepMatrix<T>& m, T* q_out, int64_t i, int64_t k, int64_t begin,
                         int64_t end) {
   const int64_t cols = m.cols;
-  const T* row = m.gradient + i * cols;
+  const T* row = m.accumulated + i * cols;
   T* q = q_out + k * cols;
   T p[B][G];
   for (int b = 0; b < B; ++b)
@@ -253,83 +313,56 @@ void project_back(const SweepMatrix<T>& m, T* q_out, int64_t begin, int64_t end)
     project_back_rows<T, 1>(m, q_out, i, begin, end);
 }
 
-// Rows [i, i + B) with R factor columns (0: m.rank, read at run time): M' = sum over k in order
-// of P[i + b][k] Q^T[k]; residual = (M - M') / loss_scale; M = M'. With Stream the residual goes
-// past the cache, and its rows must be aligned alike (a whole number of vectors per row; else
-// the partly written lines at the rows' ends cost more than streaming saves).
+// Rows [i, i + B): M = P Q^T of the applied factors (RowProduct's sums; R of them, 0: m.rank).
+// With Stream the rows go past the cache, and must be aligned alike (a whole number of vectors per
+// row; else the partly written lines at the rows' ends cost more than streaming saves).
 template <typename T, int B, int R, bool Stream>
-void approximate_block(const SweepMatrix<T>& m, T loss_scale, int64_t i) {
-  const int64_t cols = m.cols, rank = R > 0 ? R : m.rank;
-  const bool scaled = loss_scale != 1;
+void approximate_block(const SweepMatrix<T>& m, int64_t i) {
+  const int64_t cols = m.cols;
   T* row = m.gradient + i * cols;
-  T* residual = m.residual + i * cols;
-  const T* q = m.q_rows;
-  T held[B][R > 0 ? R : 1] = {};  // a fixed rank's coefficients, kept in registers
-  for (int b = 0; b < B; ++b)
-    for (int k = 0; k < R; ++k)
-      held[b][k] = m.p_rows[k * m.rows + i + b];
-  const auto coefficient = [&](int b, int64_t k) {
-    return R > 0 ? held[b][k] : m.p_rows[k * m.rows + i + b];
-  };
-  const auto scalar = [&](int b, int64_t j) {
-    T a = coefficient(b, 0) * q[j];
-    for (int64_t k = 1; k < rank; ++k)
-      a = a + coefficient(b, k) * q[k * cols + j];
-    const T rest = row[b * cols + j] - a;
-    residual[b * cols + j] = scaled ? rest / loss_scale : rest;
-    row[b * cols + j] = a;
-  };
+  const RowProduct<T, B, R> product(m.applied_p, m.applied_q, m.rows, cols, m.rank, i);
   int64_t lead = 0;
-  while (Stream && lead < cols && !aligned(residual + lead))
+  while (Stream && lead < cols && !aligned(row + lead))
     ++lead;
   for (int b = 0; b < B; ++b)
     for (int64_t j = 0; j < lead; ++j)
-      scalar(b, j);
+      row[b * cols + j] = product.scalar(b, j);
   int64_t j = lead;
   for (; j + kLanes<T> <= cols; j += kLanes<T>) {
-    prefetch(row + B * cols + (j - lead) * B, B * kLanes<T>);
-    Vec<T> factor[R > 0 ? R : 1];
-    for (int k = 0; k < R; ++k)
-      factor[k] = load(q + k * cols + j);
     for (int b = 0; b < B; ++b) {
-      Vec<T> a = coefficient(b, 0) * (R > 0 ? factor[0] : load(q + j));
-      for (int64_t k = 1; k < rank; ++k)
-        a = a + coefficient(b, k) * (R > 0 ? factor[k] : load(q + k * cols + j));
-      const Vec<T> rest = load(row + b * cols + j) - a;
       if (Stream) {
-        stream(residual + b * cols + j, scaled ? rest / loss_scale : rest);
+        stream(row + b * cols + j, product.vector(b, j));
       } else {
-        store(residual + b * cols + j, scaled ? rest / loss_scale : rest);
+        store(row + b * cols + j, product.vector(b, j));
       }
-      store(row + b * cols + j, a);
     }
   }
   for (int b = 0; b < B; ++b)
     for (int64_t k = j; k < cols; ++k)
-      scalar(b, k);
+      row[b * cols + k] = product.scalar(b, k);
 }
 
 template <typename T, int B, bool Stream>
-void approximate_rows(const SweepMatrix<T>& m, T loss_scale, int64_t i) {
-  if (m.rank == 1) approximate_block<T, B, 1, Stream>(m, loss_scale, i);
-  if (m.rank == 2) approximate_block<T, B, 2, Stream>(m, loss_scale, i);
-  if (m.rank == 3) approximate_block<T, B, 3, Stream>(m, loss_scale, i);
-  if (m.rank == 4) approximate_block<T, B, 4, Stream>(m, loss_scale, i);
-  if (m.rank > 4) approximate_block<T, B, 0, Stream>(m, loss_scale, i);
+void approximate_rows(const SweepMatrix<T>& m, int64_t i) {
+  if (m.rank == 1) approximate_block<T, B, 1, Stream>(m, i);
+  if (m.rank == 2) approximate_block<T, B, 2, Stream>(m, i);
+  if (m.rank == 3) approximate_block<T, B, 3, Stream>(m, i);
+  if (m.rank == 4) approximate_block<T, B, 4, Stream>(m, i);
+  if (m.rank > 4) approximate_block<T, B, 0, Stream>(m, i);
 }
 
 template <typename T>
-void approximate(const SweepMatrix<T>& m, T loss_scale, int64_t begin, int64_t end) {
+void approximate(const SweepMatrix<T>& m, int64_t begin, int64_t end) {
   int64_t i = begin;
   if (m.cols % kLanes<T> == 0) {  // every row starts at the same offset from a vector boundary
     for (; i + kRowBlock <= end; i += kRowBlock)
-      approximate_rows<T, kRowBlock, true>(m, loss_scale, i);
+      approximate_rows<T, kRowBlock, true>(m, i);
     for (; i < end; ++i)
-      approximate_rows<T, 1, true>(m, loss_scale, i);
+      approximate_rows<T, 1, true>(m, i);
     stream_fence();
   }
   for (; i < end; ++i)
-    approximate_rows<T, 1, false>(m, loss_scale, i);
+    approximate_rows<T, 1, false>(m, i);
 }
 
 template <typename T>

@@ -580,7 +580,7 @@ std::optional<CompressionState> GradientReducer::Impl::compression_state() {
   std::vector<torch::Tensor> residuals;
   for (const Bucket& bucket : buckets_) {
     if (bucket.powersgd && bucket.powersgd->started())
-      residuals.push_back(bucket.powersgd->flat_residuals());
+      residuals.push_back(bucket.powersgd->residuals());
   }
   if (residuals.empty()) return state;  // before the first compressed step: nothing to keep
   const torch::Tensor all = ctx_->all_gather(torch::cat(residuals));
@@ -590,7 +590,7 @@ std::optional<CompressionState> GradientReducer::Impl::compression_state() {
     int64_t at = 0;
     for (const Bucket& bucket : buckets_) {
       if (!bucket.powersgd || !bucket.powersgd->started()) continue;
-      const int64_t numel = bucket.powersgd->flat_residuals().numel();
+      const int64_t numel = bucket.powersgd->residual_numel();
       for (auto& named : bucket.powersgd->split_residuals(all[r].narrow(0, at, numel), prefix))
         state.tensors.push_back(std::move(named));
       at += numel;

@@ -109,7 +109,7 @@ TEST(PowerSgd, ErrorFeedbackKeepsTheSumOfUpdates) {
     step(bucket);
     applied += s.slots[0];
     wanted += g;
-    const auto residual = bucket.split_residuals(bucket.flat_residuals(), "r.");
+    const auto residual = bucket.split_residuals(bucket.residuals(), "r.");
     ASSERT_TRUE(torch::allclose(applied + residual[0].second, wanted, 1e-4, 1e-3)) << t;
     const double error = ((applied - wanted).norm() / wanted.norm()).item<double>();
     if (t == 0) {
@@ -123,7 +123,10 @@ TEST(PowerSgd, ErrorFeedbackKeepsTheSumOfUpdates) {
   }
 }
 
-TEST(PowerSgd, OverflowLeavesTheStateAndPoisonsTheGradients) {
+// A sum that is not finite skips the step on every rank: the gradients become NaN, Q stays, and
+// the error feedback (which this step's matrix has replaced) restarts from zero; the next step
+// is a finite one.
+TEST(PowerSgd, OverflowKeepsQRestartsTheResidualsAndPoisonsTheGradients) {
   Slots s = make_slots({{8, 12}, {8}});
   PowerSgdOptions o;
   o.rank = 1;
@@ -132,14 +135,34 @@ TEST(PowerSgd, OverflowLeavesTheStateAndPoisonsTheGradients) {
   fill(s, 7);
   step(bucket);
   const auto q = bucket.q_state();
-  const torch::Tensor residual = bucket.flat_residuals().clone();
+  ASSERT_GT(bucket.residuals().abs().sum().item<double>(), 0.0);
   fill(s, 8);
   s.slots[0][0][0] = INFINITY;
   bucket.first_payload(1.0);
   EXPECT_FALSE(bucket.second_payload(1).defined());
   EXPECT_TRUE(torch::isnan(s.slots[0]).all().item<bool>());
   EXPECT_TRUE(torch::equal(bucket.q_state()[0].second, q[0].second));
-  EXPECT_TRUE(torch::equal(bucket.flat_residuals(), residual));
+  EXPECT_EQ(bucket.residuals().abs().sum().item<double>(), 0.0);
+  fill(s, 9);
+  step(bucket);
+  EXPECT_TRUE(torch::isfinite(s.slots[0]).all().item<bool>());
+  EXPECT_TRUE(torch::isfinite(bucket.residuals()).all().item<bool>());
+}
+
+// A step cut short after its first payload (a rank failed mid-step) leaves its matrix as the error
+// feedback: the residual becomes this step's gradient, unscaled, plus the residual before it.
+TEST(PowerSgd, AStepCutShortCarriesItsGradientIntoTheResidual) {
+  Slots s = make_slots({{8, 12}});
+  PowerSgdOptions o;
+  o.rank = 1;
+  PowerSgdBucket bucket(s.slots, s.ids, o);
+  fill(s, 3);
+  step(bucket);
+  const torch::Tensor before = bucket.residuals();
+  fill(s, 4);
+  const torch::Tensor gradient = s.flat.clone();
+  bucket.first_payload(4.0);
+  EXPECT_TRUE(torch::allclose(bucket.residuals(), gradient / 4.0 + before, 1e-6, 1e-6));
 }
 
 TEST(PowerSgd, StateRoundTripsIntoAFreshBucket) {
@@ -153,13 +176,13 @@ TEST(PowerSgd, StateRoundTripsIntoAFreshBucket) {
   fill(a, 9);
   step(first);
   auto state = first.q_state();
-  for (auto& named : first.split_residuals(first.flat_residuals(), "residual.0."))
+  for (auto& named : first.split_residuals(first.residuals(), "residual.0."))
     state.push_back(named);
   EXPECT_FALSE(second.restore(state, "residual.1."));  // another rank's: nothing restored
   EXPECT_FALSE(second.started());
   ASSERT_TRUE(second.restore(state, "residual.0."));
-  const auto again = second.split_residuals(second.flat_residuals(), "residual.0.");
-  const auto original = first.split_residuals(first.flat_residuals(), "residual.0.");
+  const auto again = second.split_residuals(second.residuals(), "residual.0.");
+  const auto original = first.split_residuals(first.residuals(), "residual.0.");
   for (size_t i = 0; i < original.size(); ++i) {
     EXPECT_EQ(again[i].first, original[i].first);
     EXPECT_TRUE(torch::equal(again[i].second, original[i].second)) << original[i].first;
@@ -173,7 +196,7 @@ TEST(PowerSgd, StateRoundTripsIntoAFreshBucket) {
   EXPECT_TRUE(torch::allclose(a.slots[2], b.slots[2], 1e-5, 1e-6));
   second.reset();
   EXPECT_FALSE(second.started());
-  EXPECT_EQ(second.flat_residuals().abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(second.residuals().abs().sum().item<double>(), 0.0);
 }
 
 TEST(PowerSgdFlags, CompressionSpellings) {

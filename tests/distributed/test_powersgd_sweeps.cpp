@@ -1,7 +1,8 @@
 // PowerSGD's sweeps (powersgd_kernels.h) on every variant this CPU runs, and its tensor operations,
-// against the algorithm computed the plain way with ATen in double precision (the oracle): one step
-// from the same state gives the same gradients, residuals and Qs to within 1e-6 of each tensor's
-// scale; and the parts every rank must compute alike give the same bits on every variant.
+// against the algorithm computed the plain way with ATen in double precision (the oracle): two
+// steps from the same state (the second forms the first's residual from its factors) give the same
+// gradients, residuals and Qs to within 1e-6 of each tensor's scale; and the parts every rank must
+// compute alike, and the residual a checkpoint keeps, give the same bits on every variant.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,7 +75,7 @@ struct Case {
 // multiples of the vector widths and row blocks, a bias, a matrix large enough to be shared among
 // threads); the state restored into the bucket is random, so every sweep starts from the same
 // numbers as the oracle.
-void check_one_step(const Case& c) {
+void check_two_steps(const Case& c) {
   const std::vector<std::vector<int64_t>> shapes = {
       {64, 64, 3, 3}, {10}, {67, 3, 7, 7}, {130, 40, 1, 1}, {14, 200}, {5, 3}, {160, 520}};
   int64_t numel = 0;
@@ -122,37 +123,62 @@ void check_one_step(const Case& c) {
     r.q = r.q.to(torch::kDouble);
   }
   ASSERT_TRUE(bucket.restore(state, "residual.0."));
-  const torch::Tensor before = flat.clone();
-  bucket.first_payload(c.loss_scale);
-  ASSERT_TRUE(bucket.second_payload(c.world).defined());
-  bucket.finish(c.world, c.loss_scale);
-
-  const auto residuals = bucket.split_residuals(bucket.flat_residuals(), "r.");
-  const auto qs = bucket.q_state();
-  size_t compressed = 0;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const std::string what = c.name() + ", gradient " + std::to_string(i);
-    const torch::Tensor memory = flat.narrow(0, offsets[i], slots[i].numel());
-    if (!references[i].q.defined()) {  // sent as it is: averaged over the world
-      EXPECT_TRUE(torch::equal(memory, before.narrow(0, offsets[i], memory.numel()) / c.world));
-      continue;
+  // The second step has new gradients and twice the loss scale, and the oracle starts it from the
+  // bucket's Qs and residuals (as a checkpoint keeps them), so that each step is compared from the
+  // same state.
+  for (int step = 0; step < 2; ++step) {
+    const double loss_scale = c.loss_scale * (step + 1);
+    if (step == 1) {
+      flat.copy_(torch::randn({numel}, c.type));
+      const auto residuals = bucket.split_residuals(bucket.residuals(), "r.");
+      const auto qs = bucket.q_state();
+      size_t compressed = 0;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        Reference& r = references[i];
+        if (!r.q.defined()) continue;
+        r.gradient = flat.narrow(0, offsets[i], r.gradient.numel())
+                         .view(r.gradient.sizes())
+                         .to(torch::kDouble, /*non_blocking=*/false, /*copy=*/true);
+        torch::Tensor memory = torch::empty({r.gradient.numel()}, c.type);
+        memory.as_strided(slots[i].sizes(), slots[i].strides()).copy_(residuals[compressed].second);
+        r.residual = memory.view(r.gradient.sizes()).to(torch::kDouble);
+        r.q = qs[compressed].second.to(torch::kDouble, /*non_blocking=*/false, /*copy=*/true);
+        ++compressed;
+      }
     }
-    Reference& r = references[i];
-    reference_step(r, c.world, c.loss_scale);
-    const double scale = r.accumulated.abs().max().item<double>();
-    // A rank-full matrix (never compressed in training: its rate is below 1) comes back through
-    // an ill-conditioned basis, where float's own error, ATen's included, reaches a few 1e-6.
-    const bool rank_full = r.q.size(1) == std::min(r.gradient.size(0), r.gradient.size(1));
-    const double tolerance = rank_full && c.type == torch::kFloat ? 1e-5 : 1e-6;
-    expect_close(memory.view(r.gradient.sizes()), r.gradient, scale, what + " (approximation)",
-                 tolerance);
-    expect_close(residuals[compressed].second,
-                 r.residual.flatten().as_strided(slots[i].sizes(), slots[i].strides()),
-                 scale / c.loss_scale, what + " (residual)", tolerance);
-    expect_close(qs[compressed].second, r.q, r.q.abs().max().item<double>(), what + " (Q)");
-    ++compressed;
+    const torch::Tensor before = flat.clone();
+    bucket.first_payload(loss_scale);
+    ASSERT_TRUE(bucket.second_payload(c.world).defined());
+    bucket.finish(c.world, loss_scale);
+
+    const auto residuals = bucket.split_residuals(bucket.residuals(), "r.");
+    const auto qs = bucket.q_state();
+    size_t compressed = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const std::string what =
+          c.name() + ", step " + std::to_string(step + 1) + ", gradient " + std::to_string(i);
+      const torch::Tensor memory = flat.narrow(0, offsets[i], slots[i].numel());
+      if (!references[i].q.defined()) {  // sent as it is: averaged over the world
+        EXPECT_TRUE(torch::equal(memory, before.narrow(0, offsets[i], memory.numel()) / c.world));
+        continue;
+      }
+      Reference& r = references[i];
+      reference_step(r, c.world, loss_scale);
+      const double scale = r.accumulated.abs().max().item<double>();
+      // A rank-full matrix (never compressed in training: its rate is below 1) comes back through
+      // an ill-conditioned basis, where float's own error, ATen's included, reaches a few 1e-6.
+      const bool rank_full = r.q.size(1) == std::min(r.gradient.size(0), r.gradient.size(1));
+      const double tolerance = rank_full && c.type == torch::kFloat ? 1e-5 : 1e-6;
+      expect_close(memory.view(r.gradient.sizes()), r.gradient, scale, what + " (approximation)",
+                   tolerance);
+      expect_close(residuals[compressed].second,
+                   r.residual.flatten().as_strided(slots[i].sizes(), slots[i].strides()),
+                   scale / loss_scale, what + " (residual)", tolerance);
+      expect_close(qs[compressed].second, r.q, r.q.abs().max().item<double>(), what + " (Q)");
+      ++compressed;
+    }
+    EXPECT_EQ(compressed, residuals.size());
   }
-  EXPECT_EQ(compressed, residuals.size());
 }
 
 // Every sweep variant this CPU runs, and the tensor operations that gradients off the CPU use.
@@ -164,42 +190,68 @@ TEST(PowerSgdSweeps, EveryVariantStepsAsTheOracleDoes) {
   variants.push_back(nullptr);
   for (const PowerSgdKernels* kernels : variants) {
     for (int rank : {1, 3, 4, 8})
-      check_one_step({kernels, rank, 1, 1.0, torch::kFloat, false});
-    check_one_step({kernels, 4, 2, 3.0, torch::kFloat, true});
-    check_one_step({kernels, 5, 3, 1.0, torch::kDouble, false});
+      check_two_steps({kernels, rank, 1, 1.0, torch::kFloat, false});
+    check_two_steps({kernels, 4, 2, 3.0, torch::kFloat, true});
+    check_two_steps({kernels, 5, 3, 1.0, torch::kDouble, false});
   }
 }
 
-// M' = P Q^T and the residual, from the same P and Q (sums every rank shares), give the same bits
-// on every variant, so ranks on different CPUs apply the same gradient; and each variant's
-// Q^T = P^T M is this product to float precision.
+// The product of P^T and Q^T's rows summed over the rank in order, products and sums rounded apart:
+// what the sweeps must compute, bit for bit.
+torch::Tensor ordered_product(const torch::Tensor& p, const torch::Tensor& q) {
+  torch::Tensor sum = torch::zeros({p.size(1), q.size(1)});
+  for (int64_t k = 0; k < p.size(0); ++k) {
+    const torch::Tensor term = torch::outer(p[k], q[k]);
+    sum = k == 0 ? term : sum + term;
+  }
+  return sum;
+}
+
+// M' = P Q^T, and the residual the next step forms from it, give the same bits on every variant
+// from the same factors (sums every rank shares), so ranks on different CPUs apply the same
+// gradient; the residual a checkpoint keeps has the bits the next step uses; and each variant's
+// P^T = Q^T E^T and Q^T = P^T E are these products to float precision.
 TEST(PowerSgdSweeps, WhatRanksApplyIsTheSameOnEveryVariant) {
   const int64_t rows = 37, cols = 211, rank = 4;
+  const float applied_scale = 3;
   torch::manual_seed(3);
-  const torch::Tensor gradient = torch::randn({rows, cols}), p = torch::randn({rank, rows});
+  const torch::Tensor gradient = torch::randn({rows, cols}), last = torch::randn({rows, cols});
+  const torch::Tensor applied_p = torch::randn({rank, rows}),
+                      applied_q = torch::randn({rank, cols});
   const torch::Tensor q = torch::randn({rank, cols});
-  torch::Tensor first_gradient, first_residual;
+  const torch::Tensor product = ordered_product(applied_p, applied_q);
+  const torch::Tensor residual = (last - product) / applied_scale;
   for (const PowerSgdKernels* kernels : runnable_powersgd_kernels()) {
-    torch::Tensor g = gradient.clone(), residual = torch::zeros({rows, cols});
-    torch::Tensor q_out = torch::empty({rank, cols});
+    torch::Tensor g = gradient.clone(), accumulated = last.clone();
+    torch::Tensor p_out = torch::empty({rank, rows}), q_out = torch::empty({rank, cols});
     const SweepMatrix<float> m{g.data_ptr<float>(),
-                               residual.data_ptr<float>(),
-                               p.data_ptr<float>(),
+                               accumulated.data_ptr<float>(),
+                               p_out.data_ptr<float>(),
                                q.data_ptr<float>(),
+                               applied_p.data_ptr<float>(),
+                               applied_q.data_ptr<float>(),
+                               /*applied=*/true,
+                               applied_scale,
                                rows,
                                cols,
                                rank};
+    // At a loss scale of 1, E = M + residual in one rounding on every path.
+    kernels->f32.project(m, 1.0F, 0, rows);
+    EXPECT_TRUE(torch::equal(accumulated, gradient + residual)) << kernels->name;
+    EXPECT_TRUE(torch::allclose(p_out, torch::mm(q, accumulated.t()), 1e-5, 1e-5)) << kernels->name;
     kernels->f32.project_back(m, q_out.data_ptr<float>(), 0, cols);
-    EXPECT_TRUE(torch::allclose(q_out, torch::mm(p, gradient), 1e-5, 1e-5)) << kernels->name;
-    kernels->f32.approximate(m, 1.0F, 0, rows);
-    EXPECT_TRUE(torch::allclose(g, torch::mm(p.t(), q), 1e-5, 1e-5)) << kernels->name;
-    EXPECT_TRUE(torch::allclose(residual, gradient - g, 1e-5, 1e-5)) << kernels->name;
-    if (!first_gradient.defined()) {
-      first_gradient = g, first_residual = residual;
-      continue;
-    }
-    EXPECT_TRUE(torch::equal(g, first_gradient)) << kernels->name;
-    EXPECT_TRUE(torch::equal(residual, first_residual)) << kernels->name;
+    EXPECT_TRUE(torch::allclose(q_out, torch::mm(p_out, accumulated), 1e-5, 1e-5)) << kernels->name;
+    kernels->f32.approximate(m, 0, rows);
+    EXPECT_TRUE(torch::equal(g, product)) << kernels->name;
+
+    // The residual a checkpoint keeps, from the same state.
+    PowerSgdMatrix views;
+    views.accumulated = last;
+    views.applied_p_rows = applied_p;
+    views.applied_q_rows = applied_q;
+    torch::Tensor kept = torch::empty({rows, cols});
+    PowerSgdArithmetic(kernels).residual(views, {true, applied_scale}, kept);
+    EXPECT_TRUE(torch::equal(kept, residual)) << kernels->name;
   }
 }
 
