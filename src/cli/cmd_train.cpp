@@ -288,6 +288,7 @@ void add_train_command(CLI::App& app, CommandRegistry& registry) {
                    summary.last_checkpoint, train::kExitPreempted);
       }
       ctx->barrier();  // no worker exits (and gets the others torn down) before that line
+      stopped_at_checkpoint();
       return train::kExitPreempted;
     }
     if (ctx->is_main()) print_summary(summary, o.out_dir);
