@@ -1,6 +1,7 @@
 // PowerSGD's arithmetic on raw matrices: three row sweeps, compiled for AVX2 with FMA and for the
-// build's baseline and chosen at run time, and the orthogonalisation. No LibTorch here. The
-// sweeps are bound by memory bandwidth, not by their arithmetic.
+// build's baseline and chosen at run time, and the orthogonalisation. No LibTorch here. On
+// gradients that come from memory the sweeps are bound by its bandwidth; on gradients that stay in
+// cache, by their arithmetic.
 //
 // Layouts: a gradient M and its error feedback are (rows, cols) row-major; P and Q are stored
 // transposed, as `rank` contiguous rows of length rows (P^T) and cols (Q^T), so each factor column
