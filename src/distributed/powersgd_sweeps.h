@@ -167,8 +167,8 @@ void project_block(const SweepMatrix<T>& m, T scale, int64_t i, int64_t k) {
   T* row = m.accumulated + i * cols;
   const T* gradient = m.gradient + i * cols;
   const T* q = m.q_rows + k * cols;
-  const T* applied_p = A >= 0 ? m.applied_p : m.p_rows;  // (A < 0: never read)
-  const RowProduct<T, B, (A > 0 ? A : 0)> applied(applied_p, m.applied_q, m.rows, cols, m.rank, i);
+  const RowProduct<T, B, (A > 0 ? A : 0)> applied(m.applied_p, m.applied_q, m.rows, cols, m.rank,
+                                                  i);
   const bool divided = m.scale != 1;
   const auto residual = [&](int b, int64_t j, auto stored) {
     decltype(stored) rest = stored;
