@@ -9,10 +9,10 @@ namespace chexscale {
 // Seconds spent in each phase of one step (or a sum/median over steps).
 struct StepTimes {
   double data_wait = 0;     // waiting for the loader's next batch
-  double forward = 0;       // forward pass and loss
+  double forward = 0;       // releasing the last gradients, forward pass and loss
   double backward = 0;      // backward pass (overlapped communication runs inside it)
   double comm_exposed = 0;  // after backward, waiting for gradient allreduces to finish
-  double optimizer = 0;     // optimizer step (and zero_grad)
+  double optimizer = 0;     // unscaling (fp16 --amp), the finite check and the optimizer step
   double total = 0;         // wall time of the whole step (the phases and what lies between them)
 
   // Adds every field of `o` (phases and total).

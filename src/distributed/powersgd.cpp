@@ -117,8 +117,10 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
     const torch::Tensor& slot = slots[k];
     if (ranks[k] == 0) {
       uncompressed_.push_back(memory_of(slot, {slot.numel()}));
+      matrix_of_slot_.push_back(-1);
       continue;
     }
+    matrix_of_slot_.push_back(static_cast<int64_t>(matrices_.size()));
     const int64_t rows = slot.size(0), cols = slot.numel() / rows, rank = ranks[k];
     PowerSgdMatrix m;
     m.id = ids[k];
@@ -135,6 +137,12 @@ PowerSgdBucket::PowerSgdBucket(const std::vector<torch::Tensor>& slots, std::vec
     p_at += rows * rank;
     matrices_.push_back(std::move(m));
   }
+  projected_.assign(matrices_.size(), 0);
+  feedback_.assign(matrices_.size(), FeedbackState{});
+}
+
+void PowerSgdBucket::set_feedback(FeedbackState state) {
+  std::fill(feedback_.begin(), feedback_.end(), state);
 }
 
 void PowerSgdBucket::initialize_q() {
@@ -147,15 +155,40 @@ void PowerSgdBucket::initialize_q() {
   started_ = true;
 }
 
-torch::Tensor PowerSgdBucket::first_payload(double loss_scale) {
+bool PowerSgdBucket::project_early(size_t slot, const torch::Tensor& gradient, double loss_scale) {
+  CHX_CHECK(slot < matrix_of_slot_.size(), "PowerSGD bucket: no gradient slot {}", slot);
+  const int64_t index = matrix_of_slot_[slot];
+  if (index < 0) return false;
+  const PowerSgdMatrix& m = matrices_[index];
+  const bool same_layout = gradient.options().type_equal(m.logical.options()) &&
+                           gradient.sizes() == m.logical.sizes() &&
+                           gradient.strides() == m.logical.strides();
+  if (!same_layout) return false;
+  CHX_CHECK(!projected_[index], "PowerSGD bucket: gradient slot {} projected twice in a step",
+            slot);
   if (!started_) initialize_q();
-  arithmetic_.pack(uncompressed_, first_);
-  for (const PowerSgdMatrix& m : matrices_)
-    arithmetic_.project(m, feedback_, loss_scale);
+  arithmetic_.project(m, memory_of(gradient, m.gradient.sizes()), feedback_[index], loss_scale);
   // Until finish() applies this step, `accumulated` holds its matrix and no applied factors (a
   // step that never finishes, as one cut short by a failed rank, carries its gradient into the
   // next step's residual).
-  feedback_ = {false, loss_scale};
+  feedback_[index] = {false, loss_scale};
+  projected_[index] = 1;
+  return true;
+}
+
+void PowerSgdBucket::begin_step() {
+  std::fill(projected_.begin(), projected_.end(), 0);
+}
+
+torch::Tensor PowerSgdBucket::first_payload(double loss_scale) {
+  if (!started_) initialize_q();
+  arithmetic_.pack(uncompressed_, first_);
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    if (!projected_[i])
+      arithmetic_.project(matrices_[i], matrices_[i].gradient, feedback_[i], loss_scale);
+  }
+  std::fill(projected_.begin(), projected_.end(), 0);
+  set_feedback({false, loss_scale});
   return first_;
 }
 
@@ -165,7 +198,7 @@ bool PowerSgdBucket::sums_finite(const torch::Tensor& payload) {
     m.gradient.fill_(std::numeric_limits<float>::quiet_NaN());
   // `accumulated` holds this step's matrix, perhaps not finite: the error feedback restarts.
   accumulated_flat_.zero_();
-  feedback_ = {};
+  set_feedback({});
   return false;
 }
 
@@ -187,7 +220,7 @@ void PowerSgdBucket::finish(int world_size, double loss_scale) {
   applied_p_flat_.copy_(first_.narrow(0, uncompressed_numel_, applied_p_flat_.numel()));
   for (const PowerSgdMatrix& m : matrices_)
     arithmetic_.approximate(m);
-  feedback_ = {true, loss_scale};
+  set_feedback({true, loss_scale});
   // The next step's warm start.
   q_flat_.copy_(applied_q_flat_);
   Stopwatch watch;
@@ -207,9 +240,10 @@ torch::Tensor PowerSgdBucket::residuals() const {
   torch::NoGradGuard no_grad;
   torch::Tensor flat = torch::empty_like(accumulated_flat_);
   int64_t at = 0;
-  for (const PowerSgdMatrix& m : matrices_) {
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    const PowerSgdMatrix& m = matrices_[i];
     const int64_t numel = m.accumulated.numel();
-    arithmetic_.residual(m, feedback_, flat.narrow(0, at, numel).view(m.accumulated.sizes()));
+    arithmetic_.residual(m, feedback_[i], flat.narrow(0, at, numel).view(m.accumulated.sizes()));
     at += numel;
   }
   return flat;
@@ -254,14 +288,15 @@ bool PowerSgdBucket::restore(const std::vector<std::pair<std::string, torch::Ten
     m.accumulated.as_strided(m.logical.sizes(), m.logical.strides())
         .copy_(*find(residual_prefix + std::to_string(m.id), m.logical.sizes()));
   }
-  feedback_ = {};
+  set_feedback({});
   started_ = true;
   return true;
 }
 
 void PowerSgdBucket::reset() {
   accumulated_flat_.zero_();
-  feedback_ = {};
+  std::fill(projected_.begin(), projected_.end(), 0);
+  set_feedback({});
   started_ = false;
 }
 

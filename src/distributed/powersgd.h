@@ -13,7 +13,8 @@
 // tensors (biases, BatchNorm) and gradients whose layout is not (shape[0], rest) in memory travel
 // uncompressed in the first buffer. Q starts from a seeded normal draw, equal on every rank.
 // The arithmetic is powersgd_arithmetic.h's: on CPU three sweeps over the gradients and the error
-// feedback (powersgd_kernels.h), five passes over their memory a step.
+// feedback (powersgd_kernels.h), five passes over their memory a step. The first may run for one
+// matrix at a time during backward (project_early), on the gradient autograd has just made.
 #pragma once
 
 #include <torch/torch.h>
@@ -63,8 +64,17 @@ class PowerSgdBucket {
   // Whether any gradient of the bucket is compressed (else the bucket needs no PowerSGD).
   bool compresses_any() const { return !matrices_.empty(); }
 
-  // The buffer to sum over ranks first. `loss_scale` multiplies the stored residuals, which are
-  // kept unscaled.
+  // During backward, as soon as autograd has made gradient `slot` (the position in `slots`):
+  // E = gradient + residual and P = E Q for that matrix, read from autograd's own tensor while it
+  // is in cache, so the bucket buffer need not hold it (the slot gets the approximation in
+  // finish()). False, with nothing done, when the slot travels uncompressed or `gradient` is not
+  // laid out as the slot is: then the reducer copies it into the slot, as for plain allreduce.
+  bool project_early(size_t slot, const torch::Tensor& gradient, double loss_scale);
+  // Before a backward: a step cut short before first_payload() (a failed rank) leaves what
+  // project_early() took in the error feedback, and the new step projects every matrix again.
+  void begin_step();
+  // The buffer to sum over ranks first (P of every matrix project_early() did not take, from the
+  // slots). `loss_scale` multiplies the stored residuals, which are kept unscaled.
   torch::Tensor first_payload(double loss_scale);
   // After the first sum: the buffer to sum second, or an undefined tensor when the sums are not
   // finite (an overflow on some rank): the compressed gradients are then NaN on every rank, so
@@ -98,14 +108,18 @@ class PowerSgdBucket {
 
  private:
   void initialize_q();
+  // Every matrix's error feedback now holds `state`.
+  void set_feedback(FeedbackState state);
   bool sums_finite(const torch::Tensor& payload);
 
   std::vector<PowerSgdMatrix> matrices_;
+  std::vector<int64_t> matrix_of_slot_;      // index in matrices_, or -1: sent as it is
+  std::vector<char> projected_;              // per matrix: project_early() took this step's
   std::vector<torch::Tensor> uncompressed_;  // gradient slots sent as they are
   torch::Tensor first_;                      // [uncompressed | P...]
   torch::Tensor second_;                     // [Q...]
   torch::Tensor accumulated_flat_;           // each matrix's error feedback (powersgd_kernels.h)
-  FeedbackState feedback_;                   // what it holds
+  std::vector<FeedbackState> feedback_;      // what each matrix's part of it holds
   torch::Tensor q_flat_;                     // the warm start
   torch::Tensor applied_p_flat_;             // the factors of the last approximation
   torch::Tensor applied_q_flat_;

@@ -72,18 +72,19 @@ void orthonormalize_tensor_rows(const torch::Tensor& rows) {
 
 }  // namespace
 
-void PowerSgdArithmetic::project(const PowerSgdMatrix& m, FeedbackState feedback,
-                                 double loss_scale) const {
+void PowerSgdArithmetic::project(const PowerSgdMatrix& m, const torch::Tensor& gradient,
+                                 FeedbackState feedback, double loss_scale) const {
   if (kernels_ == nullptr) {
     torch::Tensor accumulated = m.accumulated;
     residual(m, feedback, accumulated);
-    torch::add_out(accumulated, m.gradient, accumulated, loss_scale);
+    torch::add_out(accumulated, gradient, accumulated, loss_scale);
     torch::Tensor p_rows = m.p_rows;
     torch::mm_out(p_rows, m.q_rows, accumulated.t());
     return;
   }
   AT_DISPATCH_FLOATING_TYPES(m.gradient.scalar_type(), "powersgd project", [&] {
-    const SweepMatrix<scalar_t> x = sweep_matrix<scalar_t>(m, feedback);
+    SweepMatrix<scalar_t> x = sweep_matrix<scalar_t>(m, feedback);
+    x.gradient = gradient.data_ptr<scalar_t>();
     const auto& sweeps = sweeps_of<scalar_t>(*kernels_);
     over_rows(x.rows, x.cols, [&](int64_t begin, int64_t end) {
       sweeps.project(x, static_cast<scalar_t>(loss_scale), begin, end);

@@ -39,7 +39,10 @@ class PowerSgdArithmetic {
   explicit PowerSgdArithmetic(const PowerSgdKernels* kernels) : kernels_(kernels) {}
 
   // E = M + loss_scale * residual (the residual as `feedback` says), into `accumulated`; P = E Q.
-  void project(const PowerSgdMatrix& m, FeedbackState feedback, double loss_scale) const;
+  // M is read from `gradient`: m.gradient, or the same gradient elsewhere in the same memory
+  // order (rows, cols), as autograd's own tensor before it reaches the bucket.
+  void project(const PowerSgdMatrix& m, const torch::Tensor& gradient, FeedbackState feedback,
+               double loss_scale) const;
   // The Q^T to sum: P^T E.
   void project_back(const PowerSgdMatrix& m) const;
   // M = the applied P Q^T.

@@ -5,12 +5,15 @@
 // hook runs before the gradient is accumulated into .grad(), so the bucket would miss what was
 // already there; the accumulator's post-hook runs once .grad() is final for this backward.
 //
-// Gradients are bucket slots (DDP's gradient_as_bucket_view): before backward each parameter's
-// .grad() is pointed at its slot of the bucket, so autograd accumulates straight into the buffer
-// that is allreduced and averaged in place; no copy in, no copy back. A slot shares the bucket's
-// storage but is not an autograd view, so an optimizer may still detach_() and zero_() it. When
-// something replaces .grad() (zero_grad(set_to_none), create_graph accumulation), the gradient is
-// copied into its slot and .grad() re-pointed, so the result is the same, only slower.
+// Gradients are bucket slots (DDP's gradient_as_bucket_view): after backward each parameter's
+// .grad() is its slot of the bucket that was allreduced and averaged in place, so nothing is
+// copied out. Steps release their gradients (zero_grad(set_to_none)), so autograd makes fresh
+// ones, and the post-hook copies each into its slot while it is in cache and re-points .grad():
+// one pass, where zeroing the slots and letting autograd add into them makes three. PowerSGD's
+// first sweep reads a compressed matrix's fresh gradient where it is instead (project_early), so
+// that slot is only written by the approximation. A gradient already in its slot (a caller that
+// zeroed it in place) is added into as before. A slot shares the bucket's storage but is not an
+// autograd view, so an optimizer may still detach_() and zero_() it.
 //
 // PowerSGD (powersgd.h) makes two allreduces of a bucket, the second computed from the first's
 // result. The order of collectives must be the same on every rank, so it is fixed: when bucket b
@@ -110,6 +113,10 @@ class GradientReducer::Impl {
   void advance_before(size_t end);
   // Makes .grad() of parameter `index` its bucket slot, keeping the gradient's value.
   void attach_slot(size_t index);
+  // PowerSGD steps: hands autograd's gradient of a compressed matrix to the bucket's first sweep
+  // while it is in cache, and makes .grad() the slot that finish() fills; false for a gradient
+  // that must be copied into its slot instead.
+  bool project_early(size_t index);
   bool grad_in_slot(size_t index) const;
   void check_wire_type_supported();
   // Whether a bucket of `type` lives in shared memory when the job has it: float buckets whose
@@ -388,10 +395,23 @@ void GradientReducer::Impl::prepare_for_backward(double loss_scale) {
   }
   low_rank_ =
       options_.compression == Compression::kPowerSgd && steps_ >= options_.powersgd_start_step;
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (!grad_in_slot(i)) attach_slot(i);
+  if (low_rank_) {
+    for (Bucket& bucket : buckets_) {
+      if (bucket.powersgd) bucket.powersgd->begin_step();
+    }
   }
+}
+
+bool GradientReducer::Impl::project_early(size_t index) {
+  const auto [b, k] = slot_[index];
+  Bucket& bucket = buckets_[b];
+  torch::Tensor& grad = params_[index].mutable_grad();
+  if (!low_rank_ || !bucket.powersgd || !grad.defined() ||
+      !bucket.powersgd->project_early(k, grad, loss_scale_)) {
+    return false;
+  }
+  grad = bucket.slots[k];
+  return true;
 }
 
 bool GradientReducer::Impl::grad_in_slot(size_t index) const {
@@ -423,7 +443,7 @@ void GradientReducer::Impl::on_gradient_ready(size_t index) {
   }
   ready_[index] = 1;
   torch::NoGradGuard no_grad;
-  if (!grad_in_slot(index)) attach_slot(index);
+  if (!grad_in_slot(index) && !project_early(index)) attach_slot(index);
   if (--buckets_[slot_[index].first].pending == 0) launch_ready_buckets();
 }
 

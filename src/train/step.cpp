@@ -130,12 +130,9 @@ bool TrainStep::update_allowed(double loss, int64_t step) {
 }
 
 void TrainStep::clear_gradients() {
-  if (reducer_ != nullptr) {
-    optimizer_.zero_grad();  // the gradients are the reducer's bucket slots: zeroed in place
-    return;
-  }
-  // Without a reducer, set_to_none (PyTorch's default since 2.0): backward then writes fresh
-  // gradients instead of zeroing every gradient and adding into it, two passes over memory fewer.
+  // set_to_none (PyTorch's default since 2.0): backward then makes fresh gradients instead of
+  // zeroing every gradient and adding into it, two passes over memory fewer; a reducer copies
+  // each into its bucket slot in its hook, while it is in cache (distributed/reducer.cpp).
   for (auto& p : parameters_)
     p.mutable_grad().reset();
 }

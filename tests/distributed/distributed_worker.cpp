@@ -7,7 +7,8 @@
 //   distributed_worker powersgd DIR     one step of rank-full PowerSGD per bucket layout, then
 //                                       kPowerSgdSteps rank-1 steps at fixed weights (the sums of
 //                                       the applied gradients after kPowerSgdEarlySteps and at the
-//                                       end, and every rank's residuals)
+//                                       end, and every rank's residuals); then kPowerSgdEarlySteps
+//                                       of them twice, gradients zeroed or reset before each step
 //   distributed_worker fail-once DIR    rank 1 exits 3 before joining if DIR/failed-once is absent
 //                                (and creates it), else 3 steps of loop
 //   distributed_worker send-from DIR    rank 1 sends 1,000,003 floats to ranks 0 and 3 only
@@ -97,10 +98,18 @@ std::vector<torch::Tensor> gradients(const TinyNet& net) {
   return grads;
 }
 
+// One reduced step; the gradients zeroed in place first (the reducer's slots: autograd adds into
+// them), or with `fresh` reset (zero_grad(set_to_none): autograd makes its own, which the reducer
+// copies, or PowerSGD's first sweep reads as they are made).
 void one_step(distributed::DistContext& ctx, TinyNet& net, distributed::GradientReducer& reducer,
-              int step) {
+              int step, bool fresh = false) {
   for (auto& p : net->parameters()) {
-    if (p.grad().defined()) p.mutable_grad().zero_();
+    if (!p.grad().defined()) continue;
+    if (fresh) {
+      p.mutable_grad().reset();
+    } else {
+      p.mutable_grad().zero_();
+    }
   }
   auto [x, y] = test_util::tiny_batch(ctx.rank(), step);
   reducer.prepare_for_backward();
@@ -120,7 +129,7 @@ void run_grads(const std::shared_ptr<distributed::DistContext>& ctx, const std::
       distributed::GradientReducer reducer(ctx, net->parameters(), config.options);
       std::ofstream(fmt::format("{}/{}.path.rank{}", dir, config.name, ctx->rank()))
           << (reducer.shared_memory() ? "shm" : "backend");
-      one_step(*ctx, net, reducer, 0);  // gradients undefined: the reducer attaches its slots
+      one_step(*ctx, net, reducer, 0);  // gradients undefined: the reducer copies autograd's
       torch::save(gradients(net), dir + "/" + config.name + suffix);
       for (auto& p : net->parameters())
         p.mutable_grad().reset();  // zero_grad(set_to_none), LibTorch 2.x's default
@@ -202,6 +211,22 @@ void run_powersgd(const std::shared_ptr<distributed::DistContext>& ctx, const st
   if (ctx->rank() == 0) {
     for (int r = 0; r < ctx->world_size(); ++r)
       torch::save(residuals_of(*state, r, params), fmt::format("{}/ef-residual.rank{}.pt", dir, r));
+  }
+
+  // The same rank-1 steps from the same weights, gradients zeroed in place or reset before each:
+  // every step's gradients, then the residuals.
+  for (const bool fresh : {false, true}) {
+    TinyNet same = make_net(*ctx);
+    distributed::GradientReducer same_reducer(ctx, same->parameters(), o);
+    std::vector<torch::Tensor> steps;
+    for (int step = 0; step < test_util::kPowerSgdEarlySteps; ++step) {
+      one_step(*ctx, same, same_reducer, step, fresh);
+      for (const auto& g : gradients(same))
+        steps.push_back(g);
+    }
+    const auto residuals = residuals_of(*same_reducer.compression_state(), ctx->rank(), params);
+    steps.insert(steps.end(), residuals.begin(), residuals.end());
+    torch::save(steps, fmt::format("{}/ef-{}{}", dir, fresh ? "fresh" : "zeroed", suffix));
   }
 }
 

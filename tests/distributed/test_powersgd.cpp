@@ -165,6 +165,77 @@ TEST(PowerSgd, AStepCutShortCarriesItsGradientIntoTheResidual) {
   EXPECT_TRUE(torch::allclose(bucket.residuals(), gradient / 4.0 + before, 1e-6, 1e-6));
 }
 
+// The first sweep of a matrix may read autograd's own gradient as soon as backward makes it
+// (project_early), leaving the bucket slot untouched until finish() writes the approximation: the
+// payloads, gradients and residuals are the same bits as when the gradient was copied into the
+// slot first, over steps with loss scales and in both layouts; vectors and gradients laid out
+// otherwise than their slot are refused (the reducer copies them).
+TEST(PowerSgd, FirstSweepReadsAutogradsGradientWithTheSameBitsAsTheSlot) {
+  for (bool channels_last : {false, true}) {
+    const std::vector<std::vector<int64_t>> shapes{{6, 3, 3, 3}, {6}, {5, 8}, {12, 10}};
+    Slots copied = make_slots(shapes, channels_last), early = make_slots(shapes, channels_last);
+    PowerSgdOptions o;
+    o.rank = 2;
+    o.min_rate = 0;
+    PowerSgdBucket a(copied.slots, copied.ids, o), b(early.slots, early.ids, o);
+    for (int t = 0; t < 3; ++t) {
+      const double scale = t == 1 ? 8.0 : 1.0;
+      fill(copied, 20 + t);
+      early.flat.fill_(NAN);  // what the early sweep must not read
+      b.begin_step();
+      for (size_t k = 0; k < shapes.size(); ++k) {
+        const torch::Tensor autograds = copied.slots[k].clone();  // the slot's layout, elsewhere
+        const bool taken = b.project_early(k, autograds, scale);
+        EXPECT_EQ(taken, k != 1) << "slot " << k;
+        if (!taken) early.slots[k].copy_(autograds);
+      }
+      const torch::Tensor first_a = a.first_payload(scale), first_b = b.first_payload(scale);
+      ASSERT_TRUE(torch::equal(first_a, first_b)) << "step " << t;
+      const torch::Tensor second_a = a.second_payload(1), second_b = b.second_payload(1);
+      ASSERT_TRUE(second_a.defined() && second_b.defined());
+      ASSERT_TRUE(torch::equal(second_a, second_b)) << "step " << t;
+      a.finish(1, scale);
+      b.finish(1, scale);
+      EXPECT_TRUE(torch::equal(copied.flat, early.flat))
+          << "step " << t << (channels_last ? " channels-last" : "");
+      EXPECT_TRUE(torch::equal(a.residuals(), b.residuals())) << "step " << t;
+    }
+  }
+  Slots s = make_slots({{6, 3, 3, 3}}, /*channels_last=*/true);
+  PowerSgdBucket bucket(s.slots, s.ids, PowerSgdOptions{});
+  bucket.begin_step();
+  EXPECT_FALSE(bucket.project_early(0, torch::randn({6, 3, 3, 3}), 1.0))  // contiguous, not NHWC
+      << "a gradient laid out otherwise than its slot must be copied";
+}
+
+// A matrix is taken once a step; a step cut short before its first payload (a failed rank) keeps
+// what was taken in the error feedback, as a step cut short after it does, and the next step
+// takes every matrix again.
+TEST(PowerSgd, AStepCutShortDuringBackwardCarriesWhatWasTakenIntoTheResidual) {
+  Slots s = make_slots({{8, 12}, {10, 9}});
+  PowerSgdOptions o;
+  o.rank = 1;
+  PowerSgdBucket bucket(s.slots, s.ids, o);
+  fill(s, 3);
+  step(bucket);
+  const auto before = bucket.split_residuals(bucket.residuals(), "r.");
+  torch::manual_seed(4);
+  const torch::Tensor gradient = torch::randn({8, 12});
+  bucket.begin_step();
+  ASSERT_TRUE(bucket.project_early(0, gradient, 4.0));
+  EXPECT_THROW(bucket.project_early(0, gradient, 4.0), Error);
+  const auto after = bucket.split_residuals(bucket.residuals(), "r.");
+  EXPECT_TRUE(torch::allclose(after[0].second, gradient / 4.0 + before[0].second, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::equal(after[1].second, before[1].second)) << "a matrix not taken is as it was";
+  bucket.begin_step();
+  EXPECT_TRUE(bucket.project_early(0, gradient, 1.0));
+  EXPECT_TRUE(bucket.project_early(1, torch::randn({10, 9}), 1.0));
+  bucket.first_payload(1.0);
+  ASSERT_TRUE(bucket.second_payload(1).defined());
+  bucket.finish(1, 1.0);
+  EXPECT_TRUE(torch::isfinite(s.flat).all().item<bool>());
+}
+
 TEST(PowerSgd, StateRoundTripsIntoAFreshBucket) {
   Slots a = make_slots({{6, 3, 3, 3}, {6}, {5, 8}}, /*channels_last=*/true);
   Slots b = make_slots({{6, 3, 3, 3}, {6}, {5, 8}});  // another layout: state is by shape

@@ -241,6 +241,22 @@ void check_powersgd(int world) {
     EXPECT_LT(error, early / 4) << names[i] << " after " << test_util::kPowerSgdEarlySteps
                                 << " steps: " << early;
   }
+
+  // Gradients reset before each step reach PowerSGD's first sweep straight from autograd, zeroed
+  // ones through the bucket: the same bits at every step, and the same residuals.
+  for (int r = 0; r < world; ++r) {
+    const auto zeroed = saved_tensors(fmt::format("{}/ef-zeroed.rank{}.pt", dir.path(), r));
+    const auto fresh = saved_tensors(fmt::format("{}/ef-fresh.rank{}.pt", dir.path(), r));
+    ASSERT_EQ(zeroed.size(), (test_util::kPowerSgdEarlySteps + 1) * names.size());
+    ASSERT_EQ(fresh.size(), zeroed.size());
+    for (size_t i = 0; i < zeroed.size(); ++i) {
+      EXPECT_TRUE(torch::equal(zeroed[i], fresh[i]))
+          << "rank " << r << (i / names.size() < test_util::kPowerSgdEarlySteps ? " step " : " ")
+          << (i / names.size() < test_util::kPowerSgdEarlySteps ? std::to_string(i / names.size())
+                                                                : std::string("residual"))
+          << " " << names[i % names.size()];
+    }
+  }
 }
 
 TEST(ReducerPowerSgd, TwoRanksRankFullIsExactAndErrorFeedbackConverges) {
