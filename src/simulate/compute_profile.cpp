@@ -92,8 +92,7 @@ nlohmann::json to_json(const ComputeProfile& p) {
           {"step_spread", p.step_spread},
           {"powersgd_flops_per_s", p.powersgd_flops_per_s},
           {"gradient_passes_s",
-           {{"zero", p.gradient_passes.zero_s},
-            {"accumulate", p.gradient_passes.accumulate_s},
+           {{"copy", p.gradient_passes.copy_s},
             {"average", p.gradient_passes.average_s},
             {"casts", p.gradient_passes.casts_s}}},
           {"parameters", params}};
@@ -144,8 +143,12 @@ ComputeProfile compute_profile_from_json(const nlohmann::json& j, const std::str
     const nlohmann::json& passes = j.at("gradient_passes_s");
     const std::string at = file + ": gradient_passes_s";
     if (!passes.is_object()) throw DataError(fmt::format("{}: not an object", at));
-    p.gradient_passes = {non_negative(passes, "zero", at), non_negative(passes, "accumulate", at),
-                         non_negative(passes, "average", at), non_negative(passes, "casts", at)};
+    // A profile made before the reducer copied gradients into its slots has "accumulate" (the
+    // pass that replaced the copy, about its cost) and "zero" (a pass the reducer no longer makes).
+    const char* copy =
+        passes.contains("copy") || !passes.contains("accumulate") ? "copy" : "accumulate";
+    p.gradient_passes = {non_negative(passes, copy, at), non_negative(passes, "average", at),
+                         non_negative(passes, "casts", at)};
   }
   return p;
 }

@@ -25,14 +25,14 @@ struct GradientReady {
 };
 
 // Seconds this worker takes for each pass over all of its gradients that the reducer adds to a
-// step of several workers (a worker alone makes none of them): zeroing the bucket slots before
-// forward (alone, gradients are released instead), autograd adding each new gradient into its
-// slot during backward (alone, it keeps the fresh tensor), dividing the allreduced buckets by
-// the world size, and with fp16 or bf16 compression the two casts, bucket to wire and back.
-// Measured on the model's gradient shapes in the reducer's default buckets; 0: not measured.
+// step of several workers (a worker alone makes none of them): copying each gradient autograd
+// makes into its bucket slot during backward (alone, it keeps the fresh tensor; PowerSGD's first
+// sweep reads a compressed matrix's where autograd made it, so only what it sends uncompressed
+// is copied), dividing the allreduced buckets by the world size, and with fp16 or bf16
+// compression the two casts, bucket to wire and back. Measured on the model's gradient shapes in
+// the reducer's default buckets; 0: not measured.
 struct GradientPasses {
-  double zero_s = 0;
-  double accumulate_s = 0;
+  double copy_s = 0;
   double average_s = 0;
   double casts_s = 0;
 };

@@ -13,6 +13,7 @@ PowerSgdBucketCost powersgd_bucket_cost(const std::vector<std::vector<int64_t>>&
     const int64_t rank = distributed::powersgd_matrix_rank(shape, options);
     if (rank == 0) {
       cost.first_elements += numel;
+      cost.uncompressed_elements += numel;
       continue;
     }
     cost.compressed = true;

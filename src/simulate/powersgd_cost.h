@@ -12,9 +12,10 @@
 namespace chexscale::simulate {
 
 struct PowerSgdBucketCost {
-  bool compressed = false;      // a matrix of the bucket is compressed (else: one plain allreduce)
-  int64_t first_elements = 0;   // uncompressed gradients + sum of rows * rank (the P payload)
-  int64_t second_elements = 0;  // sum of cols * rank (the Q payload)
+  bool compressed = false;  // a matrix of the bucket is compressed (else: one plain allreduce)
+  int64_t uncompressed_elements = 0;  // of the gradients sent as they are (copied into the bucket)
+  int64_t first_elements = 0;         // uncompressed gradients + sum of rows * rank (the P payload)
+  int64_t second_elements = 0;        // sum of cols * rank (the Q payload)
   // Floating-point operations of each call (powersgd.h): first_payload() adds the residual and
   // computes P = M Q; second_payload() orthogonalises P and computes Q = M^T P; finish() computes
   // M' = P Q^T and the residual and orthogonalises Q.

@@ -56,6 +56,7 @@ struct Transfer {
 // Q (`second`) with the seconds of its three calls on the backward thread.
 struct SimBucket {
   double ready_s = 0;
+  int64_t copied_bytes = 0;  // of its gradients copied into the bucket during backward
   Transfer first;
   double launch_compute_s = 0;
   double after_compute_s = 0;
@@ -123,6 +124,7 @@ std::vector<SimBucket> plan(const ComputeProfile& compute, const Links& links,
         numel *= d;
       const int64_t element = g.bytes / numel;
       b.powersgd = true;
+      b.copied_bytes = cost.uncompressed_elements * element;
       b.first = transfer(cost.first_elements * element, links, topology, s);
       b.second = transfer(cost.second_elements * element, links, topology, s);
       b.first_compute_s = cost.first_flops / compute.powersgd_flops_per_s;
@@ -130,6 +132,7 @@ std::vector<SimBucket> plan(const ComputeProfile& compute, const Links& links,
       b.finish_compute_s = cost.finish_flops / compute.powersgd_flops_per_s;
     } else {
       // PowerSGD sends a bucket it compresses nothing of as it is, in the gradients' type.
+      b.copied_bytes = sum;
       const double factor = mode.powersgd ? 1.0 : mode.factor;
       b.first =
           transfer(static_cast<int64_t>(static_cast<double>(sum) * factor), links, topology, s);
@@ -279,13 +282,18 @@ Replay replay(const std::vector<SimBucket>& buckets, const SimulationSettings& s
 // alike (iterated to a fixed point: the stretch moves the overlap). A worker's CPU is
 // --cores-per-worker, else the profile's quota, else its threads; backward runs on as much of it
 // as it has threads for, and what is beyond that is spare for communication.
-// With more than one worker, the reducer's passes over the gradients join the step: zeroing
-// them in forward, accumulating into the slots in backward (at the same pace throughout).
+// With more than one worker, the reducer's copies of the gradients into their slots join
+// backward (at the same pace throughout).
 StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& buckets,
                         const SimulationSettings& s, int workers, double m, SimulatedJob* job) {
   const bool reduced = workers > 1;
-  const double accumulate = reduced ? c.gradient_passes.accumulate_s : 0.0;
-  const double pass_pace = 1.0 + accumulate / c.backward_s;
+  int64_t copied_bytes = 0;
+  for (const SimBucket& b : buckets)
+    copied_bytes += b.copied_bytes;
+  const double copy = reduced ? c.gradient_passes.copy_s * static_cast<double>(copied_bytes) /
+                                    static_cast<double>(c.gradient_bytes())
+                              : 0.0;
+  const double pass_pace = 1.0 + copy / c.backward_s;
   const double backward = c.backward_s * m * pass_pace;
   const int threads = std::max(1, c.threads_per_worker);
   const double cores = s.cores_per_worker > 0  ? s.cores_per_worker
@@ -305,7 +313,7 @@ StepTimes simulate_step(const ComputeProfile& c, const std::vector<SimBucket>& b
   }
   StepTimes t;
   t.data_wait = c.data_wait_s;
-  t.forward = (c.forward_s + (reduced ? c.gradient_passes.zero_s : 0.0)) * m;
+  t.forward = c.forward_s * m;
   t.backward = backward * stretch + r.held;
   t.comm_exposed = r.done - r.backward_end;
   t.optimizer = c.optimizer_s * m;

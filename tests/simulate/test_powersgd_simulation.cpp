@@ -123,6 +123,16 @@ TEST(PowerSgdSimulation, ItsArithmeticHoldsBackwardUp) {
   EXPECT_NEAR(job.step.backward, 0.2 + 3 * c1 + 2 * c2, 1e-9);
   EXPECT_NEAR(job.step.comm_exposed, c2 + 3 * c3, 1e-9);
   EXPECT_NEAR(job.compression_seconds_per_step, 3 * (c1 + c2 + c3), 1e-12);
+  // The first call reads a compressed matrix where autograd made it: no copy into the bucket
+  // stretches backward (plain allreduce of the same gradients copies all three).
+  ComputeProfile copying = with_rate(three_layer_profile(), rate);
+  copying.gradient_passes.copy_s = 0.02;
+  const SimulatedJob copied =
+      simulate_job(copying, {instant, instant}, {2, 1}, powersgd_ten_mib_buckets());
+  EXPECT_NEAR(copied.step.backward, job.step.backward, 1e-12);
+  SimulationSettings plain = powersgd_ten_mib_buckets();
+  plain.compression = "none";
+  EXPECT_NEAR(simulate_job(copying, {instant, instant}, {2, 1}, plain).step.backward, 0.22, 1e-9);
   // m n (6 r + 3) + Gram-Schmidt of P and Q: (3 r + 2 r (r - 1)) (m + n).
   const double m = 1280, n = 2048, r = 4;
   EXPECT_NEAR(cost.flops(), m * n * (6 * r + 3) + (3 * r + 2 * r * (r - 1)) * (m + n), 1);
