@@ -3,16 +3,19 @@
 // the compute per step on one core in a world of one (no communication): all of PowerSGD's
 // arithmetic (median and fastest of the timed steps), and of it the orthogonalisation. Prints the
 // sweeps' variant this CPU runs, then one row per architecture and rank (ranks 1 2 4 8; min rate
-// 2). With --compare: the sweeps and ATen's tensor operations side by side at rank 4 in
-// alternating rounds.
-//   bench_powersgd [ARCH...]             (default: densenet121 resnet50)
-//   bench_powersgd --compare [ARCH...]   (default: resnet50)
+// 2). With --compare: at rank 4, side by side in rounds that rotate which goes first, the sweeps
+// as training runs them (each matrix's first sweep in its gradient hook, on a gradient just
+// written, as autograd leaves it: `hook`), the same sweeps on gradients in the bucket buffer,
+// written before the step (`bucket`), and ATen's tensor operations (`tensor`).
+//   bench_powersgd [--bucket-mb MB] [ARCH...]             (default: densenet121 resnet50)
+//   bench_powersgd [--bucket-mb MB] --compare [ARCH...]   (default: resnet50)
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,16 +39,18 @@ double median(std::vector<double> v) {
 
 struct Buckets {
   std::vector<torch::Tensor> flats;
+  std::vector<std::vector<torch::Tensor>> fresh;  // per bucket, a gradient for each slot
   std::vector<std::unique_ptr<distributed::PowerSgdBucket>> powersgd;
   int64_t sent = 0, total = 0;
 };
 
 // The model's buckets as the reducer plans them, each with its PowerSGD state; `tensor_operations`:
 // ATen's operations instead of the sweeps.
-Buckets make_buckets(const std::vector<torch::Tensor>& params, int rank, bool tensor_operations) {
+Buckets make_buckets(const std::vector<torch::Tensor>& params, double bucket_mb, int rank,
+                     bool tensor_operations) {
   const auto plan = distributed::plan_buckets(
       params, static_cast<int64_t>(distributed::kDefaultFirstBucketMb * kMiB),
-      static_cast<int64_t>(distributed::kDefaultBucketMb * kMiB));
+      static_cast<int64_t>(bucket_mb * kMiB));
   distributed::PowerSgdOptions options;
   options.rank = rank;
   options.tensor_operations = tensor_operations;
@@ -58,12 +63,13 @@ Buckets make_buckets(const std::vector<torch::Tensor>& params, int rank, bool te
       shapes.push_back(params[i].sizes().vec());
     }
     torch::Tensor flat = torch::randn({numel}) * 1e-3;
-    std::vector<torch::Tensor> slots;
+    std::vector<torch::Tensor> slots, fresh;
     int64_t at = 0;
     for (size_t i : members) {
       torch::Tensor slot = torch::empty({0});
       slot.set_(flat.storage(), at, params[i].sizes(), params[i].strides());
       slots.push_back(slot);
+      fresh.push_back(torch::empty_like(slot));
       at += params[i].numel();
     }
     const auto volume = distributed::powersgd_volume(shapes, options);
@@ -71,8 +77,14 @@ Buckets make_buckets(const std::vector<torch::Tensor>& params, int rank, bool te
     b.total += volume.total;
     b.powersgd.push_back(std::make_unique<distributed::PowerSgdBucket>(slots, members, options));
     b.flats.push_back(flat);
+    b.fresh.push_back(std::move(fresh));
   }
   return b;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 // One step of every bucket's arithmetic in a world of one, in milliseconds; then fresh gradients.
@@ -84,42 +96,79 @@ double step_ms(Buckets& b) {
     p->second_payload(1);
     p->finish(1, 1.0);
   }
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms = ms_since(start);
   for (auto& flat : b.flats)
     flat.normal_(0, 1e-3);
   return ms;
 }
 
-// --compare: the sweeps against ATen's tensor operations (the arithmetic of gradients off the
-// CPU) at rank 4, in rounds that alternate which goes first (A B B A), each a median of its steps;
-// then the median of the rounds and the fastest step of each (on a busy machine, the fastest
-// step is the one least interrupted).
-void compare(const std::string& arch, const std::vector<torch::Tensor>& params) {
-  constexpr int kRank = 4, kRounds = 8, kRoundSteps = 9;
-  Buckets sweeps = make_buckets(params, kRank, false), tensors = make_buckets(params, kRank, true);
-  step_ms(sweeps);  // draws the first Q
-  step_ms(tensors);
-  std::vector<double> sweep_rounds, tensor_rounds;
-  double sweep_fastest = 1e9, tensor_fastest = 1e9;
-  for (int round = 0; round < kRounds; ++round) {
-    const bool sweeps_first = round % 4 == 0 || round % 4 == 3;
-    for (bool run_sweeps : {sweeps_first, !sweeps_first}) {
-      std::vector<double> ms;
-      for (int i = 0; i < kRoundSteps; ++i)
-        ms.push_back(step_ms(run_sweeps ? sweeps : tensors));
-      (run_sweeps ? sweep_rounds : tensor_rounds).push_back(median(ms));
-      double& fastest = run_sweeps ? sweep_fastest : tensor_fastest;
-      fastest = std::min(fastest, *std::min_element(ms.begin(), ms.end()));
+// The same step as training runs it: each gradient written just before its hook hands it to the
+// first sweep (as autograd leaves it: in cache as far as it fits), then the payloads and finish.
+// Only the arithmetic is timed.
+double hook_step_ms(Buckets& b) {
+  double ms = 0;
+  for (size_t k = 0; k < b.powersgd.size(); ++k) {
+    distributed::PowerSgdBucket& p = *b.powersgd[k];
+    if (!p.compresses_any()) continue;
+    p.begin_step();
+    for (size_t slot = 0; slot < b.fresh[k].size(); ++slot) {
+      torch::Tensor& gradient = b.fresh[k][slot];
+      gradient.normal_(0, 1e-3);
+      const auto start = std::chrono::steady_clock::now();
+      p.project_early(slot, gradient, 1.0);
+      ms += ms_since(start);
     }
-    fmt::print("{:<12} round {}  sweeps {:6.1f} ms  tensor operations {:6.1f} ms\n", arch, round,
-               sweep_rounds.back(), tensor_rounds.back());
+    const auto start = std::chrono::steady_clock::now();
+    p.first_payload(1.0);
+    p.second_payload(1);
+    p.finish(1, 1.0);
+    ms += ms_since(start);
   }
-  fmt::print("{:<12} median    sweeps {:6.1f} ms  tensor operations {:6.1f} ms  ({:.2f}x)\n", arch,
-             median(sweep_rounds), median(tensor_rounds),
-             median(tensor_rounds) / median(sweep_rounds));
-  fmt::print("{:<12} fastest   sweeps {:6.1f} ms  tensor operations {:6.1f} ms  ({:.2f}x)\n", arch,
-             sweep_fastest, tensor_fastest, tensor_fastest / sweep_fastest);
+  return ms;
+}
+
+// --compare: the sweeps as training runs them (hook), on gradients in the bucket (bucket) and
+// ATen's tensor operations (tensor: the arithmetic of gradients off the CPU) at rank 4, in rounds
+// that rotate which goes first, each a median of its steps; then the median of the rounds and the
+// fastest step of each (on a busy machine, the fastest step is the one least interrupted).
+void compare(const std::string& arch, const std::vector<torch::Tensor>& params, double bucket_mb) {
+  constexpr int kRank = 4, kRounds = 9, kRoundSteps = 9;
+  struct Variant {
+    const char* name;
+    Buckets buckets;
+    double (*step)(Buckets&);
+    std::vector<double> rounds;
+    double fastest = 1e9;
+  };
+  std::vector<Variant> variants;
+  variants.push_back({"hook", make_buckets(params, bucket_mb, kRank, false), hook_step_ms, {}});
+  variants.push_back({"bucket", make_buckets(params, bucket_mb, kRank, false), step_ms, {}});
+  variants.push_back({"tensor", make_buckets(params, bucket_mb, kRank, true), step_ms, {}});
+  for (Variant& v : variants)
+    v.step(v.buckets);  // draws the first Q
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t i = 0; i < variants.size(); ++i) {
+      Variant& v = variants[(i + round) % variants.size()];
+      std::vector<double> ms;
+      for (int s = 0; s < kRoundSteps; ++s)
+        ms.push_back(v.step(v.buckets));
+      v.rounds.push_back(median(ms));
+      v.fastest = std::min(v.fastest, *std::min_element(ms.begin(), ms.end()));
+    }
+    fmt::print("{:<12} round {}", arch, round);
+    for (const Variant& v : variants)
+      fmt::print("  {} {:6.1f} ms", v.name, v.rounds.back());
+    fmt::print("\n");
+  }
+  for (const bool fastest : {false, true}) {
+    fmt::print("{:<12} {:<9}", arch, fastest ? "fastest" : "median");
+    const double hook = fastest ? variants[0].fastest : median(variants[0].rounds);
+    for (const Variant& v : variants) {
+      const double ms = fastest ? v.fastest : median(v.rounds);
+      fmt::print("  {} {:6.1f} ms ({:.2f}x)", v.name, ms, ms / hook);
+    }
+    fmt::print("\n");
+  }
 }
 
 // Seconds every bucket has spent orthogonalising.
@@ -132,9 +181,9 @@ double orthogonalize_seconds(const Buckets& b) {
 
 // One row per rank: sizes, and the median and fastest compute of kSteps steps (after one untimed
 // that draws the first Q), with the median orthogonalisation.
-void table(const std::string& arch, const std::vector<torch::Tensor>& params) {
+void table(const std::string& arch, const std::vector<torch::Tensor>& params, double bucket_mb) {
   for (int rank : {1, 2, 4, 8}) {
-    Buckets b = make_buckets(params, rank, false);
+    Buckets b = make_buckets(params, bucket_mb, rank, false);
     step_ms(b);
     std::vector<double> compute_ms, orthogonalize_ms;
     for (int step = 0; step < kSteps; ++step) {
@@ -152,6 +201,13 @@ void table(const std::string& arch, const std::vector<torch::Tensor>& params) {
 int run(std::vector<std::string> archs) {
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
+  double bucket_mb = distributed::kDefaultBucketMb;
+  if (!archs.empty() && archs.front() == "--bucket-mb") {
+    if (archs.size() < 2) throw std::invalid_argument("--bucket-mb needs a size in MiB");
+    bucket_mb = std::stod(archs[1]);
+    if (!(bucket_mb > 0)) throw std::invalid_argument("--bucket-mb must be > 0");
+    archs.erase(archs.begin(), archs.begin() + 2);
+  }
   const bool comparing = !archs.empty() && archs.front() == "--compare";
   if (comparing) archs.erase(archs.begin());
   if (archs.empty())
@@ -169,18 +225,22 @@ int run(std::vector<std::string> archs) {
     model_options.arch = arch;
     auto model = models::make_model(model_options);
     if (comparing) {
-      compare(arch, model->parameters());
+      compare(arch, model->parameters(), bucket_mb);
     } else {
-      table(arch, model->parameters());
+      table(arch, model->parameters(), bucket_mb);
     }
   }
   return 0;
 }
 
 constexpr const char* kUsage =
-    "usage: bench_powersgd [ARCH...]             rows per rank (default: densenet121 resnet50)\n"
-    "       bench_powersgd --compare [ARCH...]   the sweeps against tensor operations at rank 4\n"
-    "                                            (default: resnet50)\n";
+    "usage: bench_powersgd [--bucket-mb MB] [ARCH...]   rows per rank (default: densenet121\n"
+    "                                                   resnet50)\n"
+    "       bench_powersgd [--bucket-mb MB] --compare [ARCH...]\n"
+    "                      at rank 4: the sweeps as training runs them (first in the gradient's\n"
+    "                      hook), on gradients in the bucket, and tensor operations (default:\n"
+    "                      resnet50)\n"
+    "  --bucket-mb MB      bucket size in MiB (default 25, as the reducer's)\n";
 
 }  // namespace
 
