@@ -87,14 +87,18 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// A bucket's two payloads and finish in a world of one (the sums are the inputs).
+void payloads_and_finish(distributed::PowerSgdBucket& p) {
+  p.first_payload(1.0);
+  p.second_payload(1);
+  p.finish(1, 1.0);
+}
+
 // One step of every bucket's arithmetic in a world of one, in milliseconds; then fresh gradients.
 double step_ms(Buckets& b) {
   const auto start = std::chrono::steady_clock::now();
   for (const auto& p : b.powersgd) {
-    if (!p->compresses_any()) continue;
-    p->first_payload(1.0);
-    p->second_payload(1);
-    p->finish(1, 1.0);
+    if (p->compresses_any()) payloads_and_finish(*p);
   }
   const double ms = ms_since(start);
   for (auto& flat : b.flats)
@@ -119,9 +123,7 @@ double hook_step_ms(Buckets& b) {
       ms += ms_since(start);
     }
     const auto start = std::chrono::steady_clock::now();
-    p.first_payload(1.0);
-    p.second_payload(1);
-    p.finish(1, 1.0);
+    payloads_and_finish(p);
     ms += ms_since(start);
   }
   return ms;
